@@ -1,0 +1,122 @@
+"""Input validation at the library's boundary.
+
+Every public function validates its arguments here, once, and then works on plain float64 arrays.
+Messages name the bad value and say what was expected (DESIGN.md, Conventions).
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+
+#: Absolute tolerance used when checking that probabilities sum to one.
+SUM_ATOL = 1e-9
+
+
+def _short(a: np.ndarray, limit: int = 6) -> str:
+    flat = np.asarray(a).ravel()
+    body = ", ".join(f"{x:.6g}" for x in flat[:limit])
+    return f"[{body}{', ...' if flat.size > limit else ''}]"
+
+
+def check_epsilon(epsilon, *, name: str = "epsilon", allow_zero: bool = False) -> float:
+    """Return ``epsilon`` as a float after checking it is a finite positive number."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, Real):
+        raise TypeError(f"{name} must be a real number, got {epsilon!r} of type {type(epsilon).__name__}")
+    e = float(epsilon)
+    if math.isnan(e) or math.isinf(e):
+        raise ValueError(f"{name} must be finite, got {e}")
+    if e < 0 or (e == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be {bound}, got {e}")
+    return e
+
+
+def check_positive_int(value, *, name: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    v = int(value)
+    if v < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    return v
+
+
+def as_float_matrix(matrix, *, name: str = "matrix") -> np.ndarray:
+    """Return a 2-D float64 array with no NaN, or raise naming the problem."""
+    try:
+        a = np.asarray(matrix, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a 2-D array of numbers: {exc}") from None
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got an array of shape {a.shape}")
+    if a.size == 0:
+        raise ValueError(f"{name} must be non-empty, got shape {a.shape}")
+    if np.isnan(a).any():
+        i, j = np.argwhere(np.isnan(a))[0]
+        raise ValueError(f"{name} contains NaN (first at [{i}, {j}])")
+    return a
+
+
+def as_stochastic(matrix, *, name: str = "channel matrix", atol: float = SUM_ATOL) -> np.ndarray:
+    """Return ``matrix`` as a float64 row-stochastic matrix, or raise naming the offending row."""
+    a = as_float_matrix(matrix, name=name)
+    if np.isinf(a).any():
+        i, j = np.argwhere(np.isinf(a))[0]
+        raise ValueError(f"{name} contains an infinite entry at [{i}, {j}]")
+    if (a < 0).any():
+        i, j = np.argwhere(a < 0)[0]
+        raise ValueError(f"{name} must be non-negative; entry [{i}, {j}] is {a[i, j]:.6g}")
+    sums = a.sum(axis=1)
+    bad = np.flatnonzero(np.abs(sums - 1.0) > atol)
+    if bad.size:
+        i = bad[0]
+        raise ValueError(
+            f"{name} must be row-stochastic (each row summing to 1 within {atol:g}); "
+            f"row {i} sums to {sums[i]:.12g} ({bad.size} bad row(s))"
+        )
+    return a
+
+
+def as_prior(prior, n: int | None = None, *, name: str = "prior", atol: float = SUM_ATOL) -> np.ndarray:
+    """Return ``prior`` as a 1-D float64 probability vector of length ``n``.
+
+    A prior must be 1-D, finite, non-negative and sum to 1 within ``atol``; it is never renormalized
+    silently.
+    """
+    try:
+        p = np.asarray(prior, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a 1-D array of probabilities: {exc}") from None
+    if p.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got an array of shape {p.shape}")
+    if n is not None and p.shape[0] != n:
+        raise ValueError(f"{name} has {p.shape[0]} entries, expected {n} (one per secret)")
+    if not np.isfinite(p).all():
+        i = int(np.flatnonzero(~np.isfinite(p))[0])
+        raise ValueError(f"{name} must be finite; entry {i} is {p[i]}")
+    if (p < 0).any():
+        i = int(np.flatnonzero(p < 0)[0])
+        raise ValueError(f"{name} must be non-negative; entry {i} is {p[i]:.6g}")
+    s = p.sum()
+    if abs(s - 1.0) > atol:
+        raise ValueError(f"{name} must sum to 1 (within {atol:g}), it sums to {s:.12g}: {_short(p)}")
+    return p
+
+
+def uniform_prior(n: int) -> np.ndarray:
+    """The uniform prior on ``n`` secrets."""
+    n = check_positive_int(n, name="n")
+    return np.full(n, 1.0 / n)
+
+
+def as_rng(rng) -> np.random.Generator:
+    """DESIGN.md randomness convention: a Generator, an int seed, or None for fresh OS entropy."""
+    if rng is None or isinstance(rng, (Integral, np.random.SeedSequence)):
+        if isinstance(rng, bool):
+            raise TypeError(f"rng must be a numpy Generator, an int seed or None, got {rng!r}")
+        return np.random.default_rng(rng)
+    if isinstance(rng, np.random.Generator):
+        return rng
+    raise TypeError(f"rng must be a numpy Generator, an int seed or None, got {type(rng).__name__}")

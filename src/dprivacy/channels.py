@@ -1,0 +1,204 @@
+"""Channels: mechanisms as stochastic matrices (seed 001 §2.1; seed 000 §3.1).
+
+A mechanism H : Y → Z with finite Y and Z is a row-stochastic matrix: rows are indexed by secrets,
+columns by outputs, and H[y, z] is the probability of reporting z when the secret is y.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ._validate import as_prior, as_rng, as_stochastic
+
+#: Decimals to which posteriors are rounded when deciding that two of them are equal (hyper merge).
+POSTERIOR_DECIMALS = 12
+
+
+@dataclass(frozen=True)
+class Hyper:
+    """A hyper-distribution [π ▷ H]: a distribution ``outer`` on posteriors ``inners`` (columns).
+
+    ``inners[:, k]`` is the k-th posterior on secrets and ``outer[k]`` its probability; outputs of
+    probability zero are dropped and outputs with equal posteriors merged, so the hyper depends only on
+    the information the channel releases, not on its output labels.
+    """
+
+    outer: np.ndarray
+    inners: np.ndarray
+
+
+class Channel:
+    """A stochastic matrix H : Y → Z with labelled inputs and outputs.
+
+    Parameters
+    ----------
+    matrix : array_like, shape (n, m)
+        Non-negative, finite, rows summing to 1 (within ``atol``); validated here, never renormalized.
+    inputs, outputs : sequence, optional
+        Labels of the secrets (rows) and of the outputs (columns); default ``0..n-1`` and ``0..m-1``.
+    atol : float
+        Tolerance on the row sums.
+    """
+
+    __array_priority__ = 1000  # so that ndarray @ Channel defers to Channel.__rmatmul__
+
+    def __init__(self, matrix, *, inputs: Sequence | None = None, outputs: Sequence | None = None, atol: float = 1e-9):
+        h = as_stochastic(matrix, atol=atol)
+        h.setflags(write=False)
+        self._h = h
+        n, m = h.shape
+        self.inputs = _labels(inputs, n, "inputs")
+        self.outputs = _labels(outputs, m, "outputs")
+
+    @classmethod
+    def _trusted(cls, h: np.ndarray, inputs=None, outputs=None) -> "Channel":
+        """Wrap a matrix the library built itself (already stochastic up to rounding)."""
+        obj = cls.__new__(cls)
+        h = np.ascontiguousarray(h, dtype=np.float64)
+        h.setflags(write=False)
+        obj._h = h
+        obj.inputs = _labels(inputs, h.shape[0], "inputs")
+        obj.outputs = _labels(outputs, h.shape[1], "outputs")
+        return obj
+
+    # -- basic properties ----------------------------------------------------------------------
+    @property
+    def matrix(self) -> np.ndarray:
+        """The stochastic matrix (read-only)."""
+        return self._h
+
+    def __array__(self, dtype=None, copy=None):
+        return self._h if dtype is None else self._h.astype(dtype)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self._h.shape
+
+    @property
+    def n_inputs(self) -> int:
+        return self._h.shape[0]
+
+    @property
+    def n_outputs(self) -> int:
+        return self._h.shape[1]
+
+    def __repr__(self) -> str:
+        return f"<Channel {self.n_inputs}x{self.n_outputs}>"
+
+    # -- composition ---------------------------------------------------------------------------
+    def cascade(self, other) -> "Channel":
+        """The cascade H·R: run H, then feed its output to R (a channel Z → W)."""
+        r = other._h if isinstance(other, Channel) else as_stochastic(other, name="second channel")
+        if r.shape[0] != self.n_outputs:
+            raise ValueError(f"cannot cascade a {self.shape} channel with a {r.shape} one: inner dimensions differ")
+        outs = other.outputs if isinstance(other, Channel) else None
+        return Channel._trusted(self._h @ r, self.inputs, outs)
+
+    def __matmul__(self, other) -> "Channel":
+        return self.cascade(other)
+
+    def __rmatmul__(self, other) -> "Channel":
+        return Channel(other).cascade(self)
+
+    def remap(self, remap, *, n_guesses: int | None = None) -> "Channel":
+        """Post-process the outputs with a remap R : Z → W.
+
+        ``remap`` is either a stochastic matrix (m × w) or a deterministic map given as an integer
+        array of length m (output z ↦ guess ``remap[z]``, guesses ``0..n_guesses-1``).
+        """
+        r = np.asarray(remap)
+        if r.ndim == 1:
+            if not np.issubdtype(r.dtype, np.integer):
+                raise TypeError(f"a deterministic remap must be an integer array, got dtype {r.dtype}")
+            if r.shape[0] != self.n_outputs:
+                raise ValueError(f"remap has {r.shape[0]} entries, expected {self.n_outputs} (one per output)")
+            w = int(r.max()) + 1 if n_guesses is None else int(n_guesses)
+            if r.min() < 0 or r.max() >= w:
+                raise ValueError(f"remap values must lie in 0..{w - 1}, got range {r.min()}..{r.max()}")
+            out = np.zeros((self.n_inputs, w))
+            np.add.at(out.T, r, self._h.T)
+            return Channel._trusted(out, self.inputs, None)
+        return self.cascade(r)
+
+    # -- Bayesian views ------------------------------------------------------------------------
+    def joint(self, prior) -> np.ndarray:
+        """The joint distribution J[y, z] = π_y H[y, z]."""
+        p = as_prior(prior, self.n_inputs)
+        return p[:, None] * self._h
+
+    def output_distribution(self, prior) -> np.ndarray:
+        """The distribution of outputs, (πH)_z = Σ_y π_y H[y, z]."""
+        p = as_prior(prior, self.n_inputs)
+        return p @ self._h
+
+    def posteriors(self, prior) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior distributions on secrets, one per output of positive probability.
+
+        Returns ``(outputs, post)``: the indices of the outputs with positive probability and a matrix
+        whose column k is the posterior p(· | z = outputs[k]).
+        """
+        j = self.joint(prior)
+        pz = j.sum(axis=0)
+        keep = np.flatnonzero(pz > 0)
+        return keep, j[:, keep] / pz[keep]
+
+    def hyper(self, prior) -> Hyper:
+        """The hyper-distribution [π ▷ H] (zero-probability outputs dropped, equal posteriors merged)."""
+        j = self.joint(prior)
+        pz = j.sum(axis=0)
+        keep = np.flatnonzero(pz > 0)
+        post = j[:, keep] / pz[keep]
+        key = np.round(post, POSTERIOR_DECIMALS)
+        _, first, inverse = np.unique(key.T, axis=0, return_index=True, return_inverse=True)
+        inverse = np.asarray(inverse).ravel()
+        outer = np.bincount(inverse, weights=pz[keep])
+        order = np.argsort(first)  # keep the order in which posteriors first appear
+        return Hyper(outer=outer[order], inners=post[:, first[order]])
+
+    # -- sampling ------------------------------------------------------------------------------
+    def sample(self, secrets, rng=None) -> np.ndarray:
+        """Draw one output index for each secret index in ``secrets`` (vectorized).
+
+        Exact with respect to the matrix: output z is drawn with probability H[y, z] by inverse-CDF
+        sampling on each row's cumulative sums. ``rng`` follows DESIGN.md (Generator, seed, or None).
+        """
+        gen = as_rng(rng)
+        ys = np.asarray(secrets)
+        if not np.issubdtype(ys.dtype, np.integer):
+            raise TypeError(f"secrets must be integer row indices, got dtype {ys.dtype}")
+        if ys.size and (ys.min() < 0 or ys.max() >= self.n_inputs):
+            raise ValueError(f"secret indices must lie in 0..{self.n_inputs - 1}, got range {ys.min()}..{ys.max()}")
+        flat = ys.ravel()
+        u = gen.random(flat.size)
+        out = np.empty(flat.size, dtype=np.intp)
+        cdf = np.cumsum(self._h, axis=1)
+        cdf[:, -1] = np.inf  # rows sum to 1 only up to rounding; never fall off the end
+        order = np.argsort(flat, kind="stable")
+        rows, starts = np.unique(flat[order], return_index=True)
+        ends = np.append(starts[1:], flat.size)
+        for y, a, b in zip(rows, starts, ends):
+            idx = order[a:b]
+            out[idx] = np.searchsorted(cdf[y], u[idx], side="right")
+        return out.reshape(ys.shape)
+
+
+def _labels(labels, k: int, what: str) -> list:
+    if labels is None:
+        return list(range(k))
+    labels = list(labels)
+    if len(labels) != k:
+        raise ValueError(f"{what} has {len(labels)} labels, expected {k}")
+    return labels
+
+
+def identity(n: int) -> Channel:
+    """The identity channel on n secrets (reveals everything)."""
+    return Channel._trusted(np.eye(n))
+
+
+def constant(n: int, m: int = 1) -> Channel:
+    """A channel whose output does not depend on the secret (reveals nothing): uniform on m outputs."""
+    return Channel._trusted(np.full((n, m), 1.0 / m))

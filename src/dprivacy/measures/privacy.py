@@ -1,0 +1,172 @@
+"""d-privacy of channels and priors (seed 000 Def 1; seed 002 Def 1).
+
+H is ε·d-private iff H[y, z] ≤ e^{ε d(y, y')} H[y', z] for all y, y', z, i.e. d_P(H_y, H_y') ≤ ε d(y, y')
+with d_P the multiplicative distance between distributions. Only the space's *essential pairs* need
+checking when the space knows them (seed 004 Prop 1: on a graph metric the adjacent pairs suffice):
+along a tight chain y = y_0, …, y_k = y' the constraints multiply, so the largest ratio
+d_P(H_y, H_y') / d(y, y') over all pairs is attained on an essential pair.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validate import as_prior, check_epsilon
+from ..channels import Channel
+from ..spaces import MetricSpace
+
+#: Default absolute tolerance on log-ratios: rounding in a stochastic matrix is ~1e-16 relative.
+LOG_ATOL = 1e-9
+
+#: Elements per chunk when comparing rows pairwise (bounds the temporary memory to ~32 MB).
+_CHUNK_ELEMENTS = 4_000_000
+
+
+@dataclass(frozen=True)
+class PrivacyResult:
+    """Outcome of a d-privacy check.
+
+    Attributes
+    ----------
+    holds : bool
+        Whether the channel is ε·d-private (log-ratios within ``tolerance`` of ε·d).
+    epsilon : float
+        The ε checked.
+    smallest_epsilon : float
+        The smallest ε' for which the channel is ε'·d-private: max over pairs at finite distance of
+        d_P(H_y, H_y') / d(y, y'). ``inf`` when some output is possible from y and impossible from a
+        y' at finite distance; 0 for a channel whose rows are equal.
+    worst : tuple (y, y', z) or None
+        Row indices and output attaining ``smallest_epsilon`` (H[y,z] > H[y',z]); None if no pair.
+    worst_ratio : float
+        ln(H[y,z] / H[y',z]) at ``worst``.
+    distance : float
+        d(y, y') at ``worst`` (in the space's units, before scaling by ε).
+    pairs_checked : int
+        How many unordered pairs were examined (the essential pairs when the space knows them).
+    tolerance : float
+        Absolute tolerance on log-ratios used for ``holds``.
+    """
+
+    holds: bool
+    epsilon: float
+    smallest_epsilon: float
+    worst: tuple[int, int, int] | None
+    worst_ratio: float
+    distance: float
+    pairs_checked: int
+    tolerance: float
+
+    def __bool__(self) -> bool:
+        return self.holds
+
+    @property
+    def excess(self) -> float:
+        """ln-ratio minus ε·d at the worst triple (positive means violated)."""
+        return self.worst_ratio - self.epsilon * self.distance if self.worst else -np.inf
+
+
+def multiplicative_distance(p, q) -> float:
+    """d_P(p, q) = max_z |ln p(z)/q(z)|, with 0/0 counted as 0 and x/0 as ∞ (seed 000 §3.1)."""
+    p = np.asarray(p, dtype=np.float64)
+    q = np.asarray(q, dtype=np.float64)
+    if p.shape != q.shape or p.ndim != 1:
+        raise ValueError(f"distributions must be 1-D of equal length, got shapes {p.shape} and {q.shape}")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.abs(np.log(p) - np.log(q))
+    r[(p == 0) & (q == 0)] = 0.0
+    return float(r.max())
+
+
+def _pair_ratios(logh: np.ndarray, d: np.ndarray | None, space: MetricSpace, pairs):
+    """Largest d_P(row_i, row_j)/d(i,j) over the given pairs, with its (i, j, z)."""
+    I, J = pairs
+    m = logh.shape[1]
+    best = (-1.0, None, 0.0, 0.0)  # (ratio per unit distance, (y, y', z), log-ratio, distance)
+    if I.size == 0:
+        return best
+    chunk = max(1, _CHUNK_ELEMENTS // max(m, 1))
+    for a in range(0, I.size, chunk):
+        i, j = I[a : a + chunk], J[a : a + chunk]
+        dist = d[i, j] if d is not None else _pair_distances(space, i, j)
+        with np.errstate(invalid="ignore"):
+            diff = logh[i] - logh[j]  # ln H[i,z] - ln H[j,z]; -inf - -inf = nan means both zero
+        np.nan_to_num(diff, copy=False, nan=0.0, posinf=np.inf, neginf=-np.inf)
+        adiff = np.abs(diff)
+        z = adiff.argmax(axis=1)
+        top = adiff[np.arange(i.size), z]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per_unit = np.where(np.isinf(dist), 0.0, top / dist)
+        k = int(np.argmax(per_unit))
+        if per_unit[k] > best[0]:
+            y, y2, zz = int(i[k]), int(j[k]), int(z[k])
+            if diff[k, zz] < 0:
+                y, y2 = y2, y
+            best = (float(per_unit[k]), (y, y2, zz), float(top[k]), float(dist[k]))
+    return best
+
+
+def _pair_distances(space: MetricSpace, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    # Structured spaces (grids) give distances of pairs without a dense matrix.
+    from ..spaces import GridSpace
+
+    if isinstance(space, GridSpace):
+        c = space.coordinates / space.step
+        return space.offset_distance(c[i, 0] - c[j, 0], c[i, 1] - c[j, 1])
+    return space.distances[i, j]
+
+
+def _check_rows(logh: np.ndarray, space: MetricSpace, epsilon: float, tol: float) -> PrivacyResult:
+    from ..spaces import GridSpace
+
+    pairs = space.constraint_pairs()
+    d = None if isinstance(space, GridSpace) else space.distances
+    ratio, worst, lr, dist = _pair_ratios(logh, d, space, pairs)
+    if worst is None:  # one point, or every pair at infinite distance
+        return PrivacyResult(True, epsilon, 0.0, None, 0.0, 0.0, int(pairs[0].size), tol)
+    holds = bool(lr <= epsilon * dist + tol) if np.isfinite(lr) else False
+    return PrivacyResult(holds, epsilon, max(ratio, 0.0), worst, lr, dist, int(pairs[0].size), tol)
+
+
+def _log(a: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.log(a)
+
+
+def check_privacy(channel, space: MetricSpace, *, epsilon: float = 1.0, tol: float = LOG_ATOL) -> PrivacyResult:
+    """Check that ``channel`` is ε·d-private on ``space`` (seed 000 Def 1).
+
+    Vectorized over pairs and outputs; examines only the space's constraint pairs (its essential pairs
+    when known, e.g. the edges of a graph metric), which suffices by seed 004 Prop 1.
+
+    Returns
+    -------
+    PrivacyResult
+        ``holds``, the ``smallest_epsilon`` for which the channel is private, and the ``worst`` triple
+        (y, y', z) with H[y,z] = e^{worst_ratio} H[y',z].
+    """
+    e = check_epsilon(epsilon, allow_zero=True)
+    h = channel.matrix if isinstance(channel, Channel) else Channel(channel).matrix
+    if h.shape[0] != space.n:
+        raise ValueError(f"channel has {h.shape[0]} rows but the space has {space.n} points")
+    return _check_rows(_log(h), space, e, tol)
+
+
+def smallest_epsilon(channel, space: MetricSpace) -> float:
+    """The smallest ε for which ``channel`` is ε·d-private: max_{y,y'} d_P(H_y, H_y') / d(y, y')."""
+    return check_privacy(channel, space, epsilon=0.0).smallest_epsilon
+
+
+def is_private(channel, space: MetricSpace, *, epsilon: float, tol: float = LOG_ATOL) -> bool:
+    """Whether ``channel`` is ε·d-private on ``space``."""
+    return check_privacy(channel, space, epsilon=epsilon, tol=tol).holds
+
+
+def check_prior_privacy(prior, space: MetricSpace, *, epsilon: float = 1.0, tol: float = LOG_ATOL) -> PrivacyResult:
+    """How d-private a prior is: π_y ≤ e^{ε d(y,y')} π_y' for all y, y' (the property every d-regular
+    prior has, seed 000 Prop 1). The result's ``worst`` triple has z = 0."""
+    e = check_epsilon(epsilon, allow_zero=True)
+    p = as_prior(prior, space.n)
+    return _check_rows(_log(p)[:, None], space, e, tol)

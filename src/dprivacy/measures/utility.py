@@ -1,0 +1,101 @@
+"""Utility of a mechanism: expected gain (or loss) under the optimal remap (seed 001 §6; seed 000 §3.4).
+
+A user who sees output z guesses w = R(z); a gain matrix ``gain[y, w]`` scores the guess w when the true
+value is y (rows: secrets, columns: guesses). The utility is the expected gain under the best remap
+R̂(z) = argmax_w Σ_y π_y H[y, z] gain[y, w]. With the binary gain (identity matrix) it is the posterior
+Bayes vulnerability, so U = 2^{−H∞(Y|Z)} (seed 001 Prop 24).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validate import as_float_matrix, as_prior
+from ..channels import Channel
+
+
+@dataclass(frozen=True)
+class UtilityResult:
+    """``value``: expected gain (or loss) under ``remap``, the optimal deterministic remap (output z ↦
+    guess ``remap[z]``). ``kind`` is "gain" or "loss"."""
+
+    value: float
+    remap: np.ndarray
+    kind: str = "gain"
+
+    def __float__(self) -> float:
+        return self.value
+
+
+def _joint(channel, prior) -> np.ndarray:
+    h = channel.matrix if isinstance(channel, Channel) else Channel(channel).matrix
+    p = as_prior(prior, h.shape[0])
+    return p[:, None] * h
+
+
+def _gain_matrix(g, n: int, name: str) -> np.ndarray:
+    g = as_float_matrix(g, name=name)
+    if g.shape[0] != n:
+        raise ValueError(f"{name} has {g.shape[0]} rows, expected {n} (one per secret); columns are guesses")
+    if not np.isfinite(g).all():
+        raise ValueError(f"{name} must be finite")
+    return g
+
+
+def utility(channel, prior, gain=None) -> UtilityResult:
+    """Expected gain of the channel for ``prior`` under the optimal remap.
+
+    Parameters
+    ----------
+    channel : Channel or array_like (n, m)
+    prior : array_like (n,)
+    gain : array_like (n, w), optional
+        ``gain[y, w]``: the gain of guessing w when the secret is y. Default: the binary gain
+        g_b(y, w) = [y = w] on w ∈ Y (seed 000 §3.4), for which the value is Σ_z max_y π_y H[y, z].
+
+    Returns
+    -------
+    UtilityResult
+        ``value`` (this is the g-vulnerability V_g(π, H) of QIF) and the optimal ``remap``.
+    """
+    j = _joint(channel, prior)
+    if gain is None:
+        # Binary gain: the best guess for z is the most likely secret a posteriori.
+        remap = j.argmax(axis=0)
+        return UtilityResult(float(j.max(axis=0).sum()), remap)
+    g = _gain_matrix(gain, j.shape[0], "gain")
+    score = j.T @ g  # score[z, w] = Σ_y π_y H[y,z] g[y,w]
+    remap = score.argmax(axis=1)
+    return UtilityResult(float(score.max(axis=1).sum()), remap)
+
+
+def g_vulnerability(channel, prior, gain) -> float:
+    """Posterior g-vulnerability V_g(π, H) = Σ_z max_w Σ_y π_y H[y,z] gain[y,w]."""
+    return utility(channel, prior, gain).value
+
+
+def prior_g_vulnerability(prior, gain) -> float:
+    """Prior g-vulnerability V_g(π) = max_w Σ_y π_y gain[y, w] (no observation)."""
+    p = as_prior(prior)
+    g = _gain_matrix(gain, p.shape[0], "gain")
+    return float((p @ g).max())
+
+
+def expected_loss(channel, prior, loss) -> UtilityResult:
+    """Smallest expected loss Σ_z min_w Σ_y π_y H[y,z] loss[y,w] over remaps, and the remap attaining it.
+
+    ``loss[y, w]`` is the loss of guessing w when the secret is y (e.g. a distance matrix for the
+    expected-distance loss of location privacy). The result's ``kind`` is "loss".
+    """
+    j = _joint(channel, prior)
+    l_ = _gain_matrix(loss, j.shape[0], "loss")
+    score = j.T @ l_
+    remap = score.argmin(axis=1)
+    return UtilityResult(float(score.min(axis=1).sum()), remap, kind="loss")
+
+
+def binary_gain(n: int) -> np.ndarray:
+    """The binary (identity) gain matrix on n secrets."""
+    return np.eye(n)

@@ -1,0 +1,546 @@
+"""Finite (extended) metric spaces: the secrets a mechanism protects.
+
+A metric space (Y, d) is the domain of d-privacy (seed 000 Def 1; seed 002 §3, where d may take the
+value ∞: an *extended* metric). It is held as a dense distance matrix, or, for grids, in a structured
+form whose dense matrix is built only on request (a million-cell grid never is).
+
+Besides the distances, a space may know its *essential pairs*: the pairs (y, y') whose distance is not
+the sum of distances through a third point. Privacy constraints on the essential pairs imply all the
+others (seed 004 Prop 1 for graph metrics: adjacent pairs suffice; the same argument works for any
+metric, since e^{d(y,y'')} = e^{d(y,y')} e^{d(y',y'')} along a tight chain). Graph metrics know theirs
+(the edges); other spaces compute them once, on request.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from scipy import sparse
+from scipy.sparse import csgraph
+
+from ._validate import as_float_matrix, check_epsilon, check_positive_int
+
+#: Relative tolerance for "distance implied through a third point" and for metric validation.
+METRIC_RTOL = 1e-9
+
+#: A dense n×n float64 matrix above this many bytes is refused (the structured path is named instead).
+DENSE_LIMIT_BYTES = 4 * 2**30
+
+
+def _check_dense_fits(n: int, what: str, alternative: str | None = None) -> None:
+    need = 8 * n * n
+    if need > DENSE_LIMIT_BYTES:
+        msg = (
+            f"{what} needs a dense {n}x{n} float64 matrix ({need / 2**30:.1f} GiB), over the "
+            f"{DENSE_LIMIT_BYTES / 2**30:.0f} GiB limit"
+        )
+        if alternative:
+            msg += f"; {alternative}"
+        raise MemoryError(msg)
+
+
+@dataclass(frozen=True)
+class TriangleCheck:
+    """Result of :meth:`MetricSpace.check_triangle`.
+
+    ``holds`` is True when d(i, j) <= d(i, k) + d(k, j) for every triple (within a relative tolerance);
+    otherwise ``witness`` is a violating triple (i, j, k) and ``excess`` is d(i,j) - d(i,k) - d(k,j).
+    """
+
+    holds: bool
+    witness: tuple[int, int, int] | None = None
+    excess: float = 0.0
+
+
+class MetricSpace:
+    """A finite, possibly extended, metric space (Y, d).
+
+    Parameters
+    ----------
+    distances : array_like, shape (n, n)
+        The metric d. Must be square, symmetric, with a zero diagonal and positive off-diagonal entries;
+        ``np.inf`` is allowed (an extended metric, seed 002 §3: points at infinite distance may be told
+        apart freely). NaN is refused.
+    labels : sequence, optional
+        One label per point (default ``0..n-1``).
+    name : str, optional
+        A short description, usually the SPACE spec it was built from.
+    coordinates : array_like, shape (n, k), optional
+        Positions of the points when the space is embedded in R^k (lines, grids).
+    essential_pairs : tuple of two int arrays, optional
+        Pairs (i < j) whose privacy constraints imply all others (e.g. the edges of a graph metric).
+        Given by constructors that know the structure; computed by :meth:`essential_pairs` otherwise.
+    check_triangle : bool
+        Also verify the triangle inequality (O(n^3)); a violation raises with a witness triple.
+
+    Notes
+    -----
+    Distances are in the metric's own units; the privacy level ε is applied separately (functions take
+    ``epsilon`` and use ε·d), or eagerly with :meth:`scaled`.
+    """
+
+    def __init__(
+        self,
+        distances,
+        *,
+        labels: Sequence | None = None,
+        name: str | None = None,
+        coordinates=None,
+        essential_pairs: tuple[np.ndarray, np.ndarray] | None = None,
+        check_triangle: bool = False,
+        validate: bool = True,
+    ):
+        d = as_float_matrix(distances, name="distance matrix")
+        if validate:
+            _validate_distances(d)
+        d.setflags(write=False)
+        self._distances = d
+        self._init_common(d.shape[0], labels, name, coordinates, essential_pairs)
+        if check_triangle:
+            tc = self.check_triangle()
+            if not tc.holds:
+                i, j, k = tc.witness
+                raise ValueError(
+                    f"distance matrix violates the triangle inequality: d({i},{j}) = {d[i, j]:.6g} > "
+                    f"d({i},{k}) + d({k},{j}) = {d[i, k] + d[k, j]:.6g}"
+                )
+
+    # -- construction helpers shared with structured subclasses --------------------------------
+    def _init_common(self, n, labels, name, coordinates, essential_pairs):
+        self._n = int(n)
+        if labels is None:
+            self._labels = None
+        else:
+            labels = list(labels)
+            if len(labels) != self._n:
+                raise ValueError(f"labels has {len(labels)} entries, expected {self._n} (one per point)")
+            self._labels = labels
+        self.name = name if name is not None else f"metric space on {self._n} points"
+        if coordinates is not None:
+            coordinates = np.asarray(coordinates, dtype=np.float64)
+            if coordinates.ndim == 1:
+                coordinates = coordinates[:, None]
+            if coordinates.shape[0] != self._n:
+                raise ValueError(f"coordinates has {coordinates.shape[0]} rows, expected {self._n}")
+        self.coordinates = coordinates
+        if essential_pairs is not None:
+            i, j = (np.asarray(a, dtype=np.intp) for a in essential_pairs)
+            if i.shape != j.shape or i.ndim != 1:
+                raise ValueError("essential_pairs must be two 1-D index arrays of equal length")
+            lo, hi = np.minimum(i, j), np.maximum(i, j)
+            essential_pairs = (lo, hi)
+        self._essential = essential_pairs
+
+    # -- basic properties ----------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """Number of points."""
+        return self._n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def labels(self) -> list:
+        """Point labels (``list(range(n))`` when none were given)."""
+        return list(range(self._n)) if self._labels is None else list(self._labels)
+
+    @property
+    def distances(self) -> np.ndarray:
+        """The dense distance matrix (read-only)."""
+        return self._distances
+
+    def distances_from(self, i) -> np.ndarray:
+        """Distances from point(s) ``i`` to every point: shape (n,) or (len(i), n)."""
+        return self.distances[i]
+
+    @property
+    def is_extended(self) -> bool:
+        """True when some distance is infinite (seed 002 §3)."""
+        return bool(np.isinf(self.distances).any())
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}: {self._n} points>"
+
+    # -- operations ----------------------------------------------------------------------------
+    def scaled(self, epsilon: float) -> "MetricSpace":
+        """The space (Y, ε·d). Infinite distances stay infinite."""
+        e = check_epsilon(epsilon)
+        return MetricSpace(
+            self.distances * e,
+            labels=self._labels,
+            name=f"{e:g}*({self.name})",
+            coordinates=self.coordinates,
+            essential_pairs=self._essential,
+            validate=False,
+        )
+
+    def constraints_matrix(self, epsilon: float = 1.0) -> np.ndarray:
+        """Privacy-constraints matrix Φ with φ_{yy'} = exp(−ε d(y, y')) (seed 000 Def 3)."""
+        e = check_epsilon(epsilon)
+        _check_dense_fits(self._n, "the privacy-constraints matrix")
+        with np.errstate(invalid="ignore"):
+            return np.exp(-e * self.distances)
+
+    def check_triangle(self, *, rtol: float = METRIC_RTOL) -> TriangleCheck:
+        """Check d(i,j) <= d(i,k) + d(k,j) for all triples, returning a witness when it fails.
+
+        Vectorized over (j, k) for each i: O(n^3) time, O(n^2) memory.
+        """
+        d = self.distances
+        for i in range(self._n):
+            via = d[i][:, None] + d  # via[k, j] = d(i,k) + d(k,j)
+            best = via.min(axis=0)
+            with np.errstate(invalid="ignore"):
+                excess = np.where(np.isinf(d[i]) & np.isinf(best), 0.0, d[i] - best)
+            bad = excess > rtol * np.maximum(np.where(np.isfinite(d[i]), d[i], 1.0), 1.0)
+            if bad.any():
+                j = int(np.argmax(np.where(bad, excess, -np.inf)))
+                k = int(np.argmin(via[:, j]))
+                return TriangleCheck(False, (i, j, k), float(excess[j]))
+        return TriangleCheck(True)
+
+    def essential_pairs(self, *, rtol: float = METRIC_RTOL) -> tuple[np.ndarray, np.ndarray]:
+        """Pairs (i < j) at finite distance not implied by the triangle inequality through a third point.
+
+        A pair is *implied* when d(i,j) = d(i,k) + d(k,j) for some k ∉ {i, j}; then the d-privacy
+        constraints of (i,k) and (k,j) imply that of (i,j). Privacy on the essential pairs therefore
+        implies privacy on all pairs (seed 004 Prop 1 generalized from graph edges to any metric).
+        Known structurally for graph metrics, lines and grids; otherwise computed once in O(n^3) and cached.
+        """
+        if self._essential is None:
+            self._essential = _compute_essential_pairs(self.distances, rtol)
+        return self._essential
+
+    def constraint_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Pairs (i < j) whose privacy constraints a check must examine.
+
+        The essential pairs when the structure gives them for free, else every pair at finite distance
+        (computing the essential pairs costs as much as checking every pair once).
+        """
+        if self._essential is not None:
+            return self._essential
+        d = self.distances
+        i, j = np.triu_indices(self._n, k=1)
+        keep = np.isfinite(d[i, j])
+        return i[keep], j[keep]
+
+
+def _validate_distances(d: np.ndarray) -> None:
+    n, m = d.shape
+    if n != m:
+        raise ValueError(f"distance matrix must be square, got shape {d.shape}")
+    diag = np.diag(d)
+    if np.any(diag != 0):
+        i = int(np.flatnonzero(diag != 0)[0])
+        raise ValueError(f"distance matrix must have a zero diagonal; d[{i},{i}] = {diag[i]:.6g}")
+    if (d < 0).any():
+        i, j = np.argwhere(d < 0)[0]
+        raise ValueError(f"distances must be non-negative; d[{i},{j}] = {d[i, j]:.6g}")
+    off = d + np.eye(n)  # positivity off the diagonal
+    if (off <= 0).any():
+        i, j = np.argwhere(off <= 0)[0]
+        raise ValueError(f"distinct points must be at positive distance; d[{i},{j}] = 0")
+    both_inf = np.isinf(d) & np.isinf(d.T)
+    with np.errstate(invalid="ignore"):
+        asym = np.abs(d - d.T) > METRIC_RTOL * np.maximum(np.abs(d), 1.0)
+    asym &= ~both_inf
+    if asym.any():
+        i, j = np.argwhere(asym)[0]
+        raise ValueError(f"distance matrix must be symmetric; d[{i},{j}] = {d[i, j]:.6g} but d[{j},{i}] = {d[j, i]:.6g}")
+
+
+def _compute_essential_pairs(d: np.ndarray, rtol: float) -> tuple[np.ndarray, np.ndarray]:
+    n = d.shape[0]
+    keep_i, keep_j = [], []
+    big = np.inf
+    for i in range(n - 1):
+        js = np.arange(i + 1, n)
+        dij = d[i, js]
+        # via[k, t] = d(i,k) + d(k, js[t]), with k = i and k = js[t] excluded.
+        via = d[i][:, None] + d[:, js]
+        via[i, :] = big
+        via[js, np.arange(js.size)] = big
+        best = via.min(axis=0)
+        finite = np.isfinite(dij)
+        implied = best <= dij * (1 + rtol)
+        sel = finite & ~implied
+        keep_i.append(np.full(int(sel.sum()), i, dtype=np.intp))
+        keep_j.append(js[sel])
+    if not keep_i:
+        return np.zeros(0, np.intp), np.zeros(0, np.intp)
+    return np.concatenate(keep_i), np.concatenate(keep_j)
+
+
+# ---------------------------------------------------------------------------------------------
+# Constructors
+# ---------------------------------------------------------------------------------------------
+
+
+def from_matrix(distances, *, labels=None, name=None, check_triangle: bool = False) -> MetricSpace:
+    """A metric space from an explicit distance matrix (validated)."""
+    return MetricSpace(distances, labels=labels, name=name, check_triangle=check_triangle)
+
+
+def line(n: int, *, step: float = 1.0, name: str | None = None) -> MetricSpace:
+    """The points {0, …, n−1}·step with d(i, j) = step·|i − j| (a line graph when step = 1)."""
+    n = check_positive_int(n, name="n")
+    step = check_epsilon(step, name="step")
+    x = np.arange(n, dtype=np.float64)
+    d = step * np.abs(x[:, None] - x[None, :])
+    i = np.arange(n - 1)
+    return MetricSpace(
+        d, name=name or f"line:{n}", coordinates=x * step, essential_pairs=(i, i + 1), validate=False
+    )
+
+
+def clique(n: int, *, distance: float = 1.0, name: str | None = None) -> MetricSpace:
+    """The discrete metric on n points: every two distinct points at ``distance``."""
+    n = check_positive_int(n, name="n")
+    distance = check_epsilon(distance, name="distance")
+    d = distance * (1.0 - np.eye(n))
+    return MetricSpace(d, name=name or f"clique:{n}", essential_pairs=np.triu_indices(n, k=1), validate=False)
+
+
+def from_graph(graph, *, nodes: Sequence | None = None, weight: str | None = None, name: str | None = None) -> MetricSpace:
+    """The shortest-path metric of a graph (seed 000 §3.2: the metric d_~ of an adjacency relation).
+
+    Parameters
+    ----------
+    graph : networkx.Graph or sequence of (u, v) pairs
+        An undirected graph or an edge list. Nodes with no path between them are at distance ∞
+        (an extended metric).
+    nodes : sequence, optional
+        The order of the points (and their labels); default: the graph's node order (edge list: the
+        order of first appearance, or sorted when all nodes are numbers).
+    weight : str, optional
+        Edge attribute holding edge lengths (networkx graphs only); unit lengths by default.
+    """
+    import networkx as nx
+
+    if isinstance(graph, nx.Graph):
+        if graph.is_directed():
+            raise ValueError("graph must be undirected: d-privacy needs a symmetric metric")
+        g = graph
+    else:
+        edges = list(graph)
+        g = nx.Graph()
+        for e in edges:
+            if len(e) != 2:
+                raise ValueError(f"each edge must be a pair (u, v), got {e!r}")
+            g.add_edge(*e)
+    if nodes is None:
+        nodes = list(g.nodes)
+        try:
+            if all(isinstance(v, (int, np.integer)) for v in nodes):
+                nodes = sorted(nodes)
+        except TypeError:
+            pass
+    else:
+        nodes = list(nodes)
+        missing = [v for v in nodes if v not in g]
+        for v in missing:
+            g.add_node(v)
+        extra = [v for v in g.nodes if v not in set(nodes)]
+        if extra:
+            raise ValueError(f"nodes does not list graph node(s) {extra[:5]!r}")
+    if g.number_of_nodes() == 0:
+        raise ValueError("graph has no nodes")
+    if any(u == v for u, v in g.edges):
+        raise ValueError("graph has a self-loop; a metric needs d(y, y) = 0 and no loops")
+    a = nx.to_scipy_sparse_array(g, nodelist=nodes, weight=weight, format="csr", dtype=np.float64)
+    if weight is not None and (a.data <= 0).any():
+        raise ValueError(f"edge weights ({weight!r}) must be positive")
+    d = csgraph.shortest_path(a, method="D" if weight else "auto", unweighted=weight is None, directed=False)
+    ii, jj = sparse.triu(a, k=1).nonzero()
+    ess = (ii, jj) if weight is None else None  # weighted edges may be implied by shorter paths
+    return MetricSpace(d, labels=nodes, name=name or f"graph on {len(nodes)} nodes", essential_pairs=ess, validate=weight is not None)
+
+
+def ring(n: int, *, name: str | None = None) -> MetricSpace:
+    """A cycle of n nodes with the graph distance d(i, j) = min(|i − j|, n − |i − j|)."""
+    n = check_positive_int(n, name="n", minimum=3)
+    x = np.arange(n)
+    k = np.abs(x[:, None] - x[None, :])
+    d = np.minimum(k, n - k).astype(np.float64)
+    i = np.arange(n)
+    return MetricSpace(d, name=name or f"ring:{n}", essential_pairs=(i, (i + 1) % n), validate=False)
+
+
+def hamming(u: int, v: int, *, name: str | None = None) -> MetricSpace:
+    """Databases V^u of u individuals with v possible values each, under the Hamming distance.
+
+    Standard ε-differential privacy is ε·d_h-privacy on this space (seed 000 §3.2). Points are the v^u
+    tuples in lexicographic order; labels are the tuples.
+    """
+    u = check_positive_int(u, name="u")
+    v = check_positive_int(v, name="v", minimum=2)
+    n = v**u
+    _check_dense_fits(n, f"hamming:{u},{v}")
+    digits = np.stack(np.unravel_index(np.arange(n), (v,) * u), axis=1)  # (n, u)
+    d = np.zeros((n, n), dtype=np.float64)
+    for c in range(u):
+        d += digits[:, c][:, None] != digits[:, c][None, :]
+    ii, jj = np.nonzero(np.triu(d == 1.0))
+    labels = [tuple(int(x) for x in row) for row in digits]
+    return MetricSpace(d, labels=labels, name=name or f"hamming:{u},{v}", essential_pairs=(ii, jj), validate=False)
+
+
+_GRID_METRICS = ("euclidean", "manhattan", "chebyshev")
+
+
+class GridSpace(MetricSpace):
+    """A W×H grid of cells with step s under the Euclidean, Manhattan or Chebyshev distance.
+
+    Cell (col, row) has index ``row * width + col`` and centre ``(col * step, row * step)``. The metric
+    is translation-invariant: d depends only on the offset between cells, which the structured solvers
+    exploit. The dense distance matrix is built on first use and refused when it would not fit.
+    """
+
+    def __init__(self, width: int, height: int, *, metric: str = "euclidean", step: float = 1.0, name: str | None = None):
+        self.width = check_positive_int(width, name="width")
+        self.height = check_positive_int(height, name="height")
+        if metric not in _GRID_METRICS:
+            raise ValueError(f"grid metric must be one of {', '.join(_GRID_METRICS)}; got {metric!r}")
+        self.metric = metric
+        self.step = check_epsilon(step, name="step")
+        n = self.width * self.height
+        cols, rows = np.meshgrid(np.arange(self.width), np.arange(self.height))
+        coords = np.stack([cols.ravel(), rows.ravel()], axis=1) * self.step
+        self._distances = None
+        default = f"grid:{self.width}x{self.height}:{metric}" + ("" if self.step == 1.0 else f":step={self.step:g}")
+        self._init_common(n, None, name or default, coords, None)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(width, height)."""
+        return self.width, self.height
+
+    def offset_distance(self, dx, dy) -> np.ndarray:
+        """Distance between cells whose column and row indices differ by (dx, dy)."""
+        dx = np.abs(np.asarray(dx, dtype=np.float64))
+        dy = np.abs(np.asarray(dy, dtype=np.float64))
+        if self.metric == "euclidean":
+            r = np.hypot(dx, dy)
+        elif self.metric == "manhattan":
+            r = dx + dy
+        else:
+            r = np.maximum(dx, dy)
+        return self.step * r
+
+    @property
+    def distances(self) -> np.ndarray:
+        if self._distances is None:
+            _check_dense_fits(self._n, f"the dense distance matrix of {self.name}", "use the structured grid solvers (dprivacy.structured)")
+            c = self.coordinates / self.step
+            d = self.offset_distance(c[:, 0][:, None] - c[:, 0][None, :], c[:, 1][:, None] - c[:, 1][None, :])
+            d.setflags(write=False)
+            self._distances = d
+        return self._distances
+
+    def distances_from(self, i) -> np.ndarray:
+        c = self.coordinates / self.step
+        i = np.asarray(i)
+        ci = c[i]
+        if ci.ndim == 1:
+            return self.offset_distance(c[:, 0] - ci[0], c[:, 1] - ci[1])
+        return self.offset_distance(c[:, 0][None, :] - ci[:, 0][:, None], c[:, 1][None, :] - ci[:, 1][:, None])
+
+    def scaled(self, epsilon: float) -> "GridSpace":
+        e = check_epsilon(epsilon)
+        return GridSpace(self.width, self.height, metric=self.metric, step=self.step * e, name=f"{e:g}*({self.name})")
+
+    def essential_pairs(self, *, rtol: float = METRIC_RTOL):
+        if self._essential is None:
+            self._essential = self._grid_essential_pairs()
+        return self._essential
+
+    def constraint_pairs(self):
+        if self.metric in ("manhattan", "chebyshev"):
+            return self.essential_pairs()
+        return super().constraint_pairs()
+
+    def _grid_essential_pairs(self):
+        """Essential pairs from the grid's structure, without the O(n^3) search.
+
+        Manhattan: 4-neighbours (a lattice path of unit steps is tight). Chebyshev: 8-neighbours
+        (king moves). Euclidean: offsets (dx, dy) with gcd(|dx|, |dy|) = 1, since a lattice point lies
+        strictly inside the segment iff the gcd exceeds 1, and no off-segment point is on a tight chain.
+        """
+        w, h = self.width, self.height
+        if self.metric == "manhattan":
+            offsets = [(1, 0), (0, 1)]
+        elif self.metric == "chebyshev":
+            offsets = [(1, 0), (0, 1), (1, 1), (1, -1)]
+        else:
+            offsets = [
+                (dx, dy)
+                for dx in range(0, w)
+                for dy in range(-(h - 1), h)
+                if (dx > 0 or dy > 0) and math.gcd(dx, abs(dy)) == 1
+            ]
+        idx = np.arange(self._n).reshape(h, w)
+        I, J = [], []
+        for dx, dy in offsets:
+            r0, r1 = max(0, -dy), min(h, h - dy)
+            c1 = w - dx
+            if r1 <= r0 or c1 <= 0:
+                continue
+            a = idx[r0:r1, 0:c1].ravel()
+            b = idx[r0 + dy : r1 + dy, dx : dx + c1].ravel()
+            I.append(a)
+            J.append(b)
+        if not I:
+            return np.zeros(0, np.intp), np.zeros(0, np.intp)
+        i, j = np.concatenate(I), np.concatenate(J)
+        return np.minimum(i, j), np.maximum(i, j)
+
+
+def grid(width: int, height: int, *, metric: str = "euclidean", step: float = 1.0, name: str | None = None) -> GridSpace:
+    """A W×H grid of locations (seed 000 §7.2): see :class:`GridSpace`."""
+    return GridSpace(width, height, metric=metric, step=step, name=name)
+
+
+def load_matrix(path, *, check_triangle: bool = False) -> MetricSpace:
+    """A metric space from a distance matrix stored as .npy or .csv (comma-separated, no header)."""
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"distance matrix file not found: {p}")
+    if p.suffix == ".npy":
+        d = np.load(p, allow_pickle=False)
+    elif p.suffix == ".csv":
+        d = np.loadtxt(p, delimiter=",", dtype=np.float64, ndmin=2)
+    else:
+        raise ValueError(f"distance matrix must be a .npy or .csv file, got {p.name!r}")
+    return MetricSpace(d, name=f"matrix:{p}", check_triangle=check_triangle)
+
+
+def load_edge_list(path) -> MetricSpace:
+    """A graph metric from an edge list file: one edge per line, two node names separated by
+    whitespace or a comma; ``#`` starts a comment. Node names that are all integers are sorted."""
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"edge list file not found: {p}")
+    edges = []
+    for lineno, raw in enumerate(p.read_text().splitlines(), start=1):
+        s = raw.split("#", 1)[0].strip()
+        if not s:
+            continue
+        parts = s.replace(",", " ").split()
+        if len(parts) != 2:
+            raise ValueError(f"{p}:{lineno}: expected two node names per line, got {raw.strip()!r}")
+        edges.append(tuple(parts))
+    if not edges:
+        raise ValueError(f"edge list {p} has no edges")
+    try:
+        edges = [(int(a), int(b)) for a, b in edges]
+    except ValueError:
+        pass
+    return from_graph(edges, name=f"graph:{p}")
