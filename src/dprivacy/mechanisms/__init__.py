@@ -1,0 +1,1 @@
+"""Noise mechanisms as channels on finite metric spaces."""
