@@ -1,0 +1,67 @@
+"""k-ary randomized response (Warner 1965; the k-ary form of Kairouz et al.).
+
+On k values, report the true one with probability e^{ε'}/(k−1+e^{ε'}) and each of the k−1 others with
+probability 1/(k−1+e^{ε'}). It is the optimal mechanism of seed 001 Thm 28 for a clique with the uniform
+prior (Example 30, Table 1(b): diagonal 2/7, elsewhere 1/7 for k = 6, ε = ln 2) and the one-individual
+factor of the mechanism of seed 001 Prop 16.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+import numpy as np
+
+from .._validate import check_epsilon
+from ..channels import Channel
+from ..spaces import MetricSpace, clique
+
+
+def randomized_response(n_or_space, *, epsilon: float) -> Channel:
+    """k-ary randomized response on the points of a space.
+
+    Parameters
+    ----------
+    n_or_space : int or MetricSpace
+        An int k means ``spaces.clique(k)`` (every two values at distance 1, i.e. standard ε-DP on one
+        categorical value). A space gives the k points and their labels.
+    epsilon : float
+        The privacy level: the channel is ε·d-private for the space's metric d.
+
+    Returns
+    -------
+    Channel
+        k × k with H[y, y] = e^{ε'}/(k−1+e^{ε'}) and H[y, z] = 1/(k−1+e^{ε'}) for z ≠ y, where
+        ε' = ε · min_{y≠y'} d(y, y') (over pairs at finite distance; ∞, giving the identity, when
+        there is none).
+
+    Notes
+    -----
+    Every pair of rows has log-ratio exactly ε' (on the two columns where they differ), so the channel
+    is ε·d-private iff ε' ≤ ε d(y, y') for all pairs, and ε' above is the largest such value. On a
+    clique with distance δ (all pairs at δ) this is ε δ and the privacy is tight: the smallest ε for
+    which the channel is ε·d-private is ``epsilon``. On other spaces only the closest pairs are tight and
+    the mechanism ignores the larger distances (it is private but not tailored to the metric).
+    """
+    e = check_epsilon(epsilon)
+    if isinstance(n_or_space, Integral) and not isinstance(n_or_space, bool):
+        space = clique(int(n_or_space))
+    elif isinstance(n_or_space, MetricSpace):
+        space = n_or_space
+    else:
+        raise TypeError(
+            f"randomized_response needs an int k (a clique of k values) or a MetricSpace, got "
+            f"{type(n_or_space).__name__}"
+        )
+    k = space.n
+    i, j = space.constraint_pairs()
+    d = space.distances[i, j] if i.size else np.zeros(0)
+    d = d[np.isfinite(d)]
+    eps_prime = e * float(d.min()) if d.size else float("inf")
+    # Written with a = e^{−ε'} so that a large ε' underflows to the identity instead of overflowing.
+    a = float(np.exp(-eps_prime))
+    denom = 1.0 + (k - 1) * a
+    h = np.full((k, k), a / denom)
+    np.fill_diagonal(h, 1.0 / denom)
+    labels = space.labels
+    return Channel._trusted(h, labels, labels)
