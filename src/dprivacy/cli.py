@@ -1,0 +1,238 @@
+"""The ``dprivacy`` command line (DESIGN.md, Command line).
+
+Every subcommand that reports figures accepts ``--json`` and then prints exactly one JSON object on
+stdout. Errors print one line on stderr and exit with status 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """An error to report on one line with exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2 (argparse prints usage over several lines)
+        raise CliError(f"{self.prog}: error: {message}")
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _load_array(path: str, what: str) -> np.ndarray:
+    p = Path(path)
+    if not p.exists():
+        raise CliError(f"dprivacy: error: {what} file not found: {p}")
+    if p.suffix == ".npy":
+        return np.load(p, allow_pickle=False)
+    if p.suffix in (".csv", ".txt"):
+        return np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, dtype=np.float64, ndmin=1)
+    raise CliError(f"dprivacy: error: {what} must be a .npy, .csv or .txt file, got {p.name!r}")
+
+
+def _prior(arg: str | None, n: int) -> np.ndarray:
+    from ._validate import as_prior, uniform_prior
+
+    if arg is None or arg == "uniform":
+        return uniform_prior(n)
+    p = _load_array(arg, "prior")
+    return as_prior(np.ravel(p), n, name=f"prior from {arg}")
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, (np.bool_, bool)):
+        return bool(x)
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        x = float(x)
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        if math.isnan(x):
+            return None
+        return x
+    return x
+
+
+def _emit(report: dict, as_json: bool, title: str) -> None:
+    if as_json:
+        print(json.dumps(_jsonable(report)))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    for k, v in report.items():
+        if isinstance(v, float):
+            v = f"{v:.6g}"
+        elif isinstance(v, np.ndarray):
+            v = np.array2string(v, precision=4, threshold=12)
+        table.add_row(k, str(v))
+    Console().print(table)
+
+
+def _channel_figures(ch, space, epsilon, prior) -> dict:
+    from . import measures
+
+    pc = measures.check_privacy(ch, space, epsilon=epsilon)
+    return {
+        "is_private": pc.holds,
+        "smallest_epsilon": pc.smallest_epsilon,
+        "utility": measures.utility(ch, prior).value,
+        "min_entropy_leakage_bits": measures.min_entropy_leakage(ch, prior),
+        "min_capacity_bits": measures.min_capacity(ch),
+    }
+
+
+# -- subcommands --------------------------------------------------------------------------------
+
+
+def cmd_design(args) -> None:
+    from ._validate import check_epsilon
+    from .mechanisms.registry import build
+    from .specs import parse_space
+
+    t0 = time.perf_counter()
+    eps = check_epsilon(args.epsilon)
+    space = parse_space(args.space)
+    prior = _prior(args.prior, space.n)
+    out = build(args.mechanism, space, epsilon=eps, prior=prior)
+    report = {"space": space.name, "n": space.n, "epsilon": eps, "mechanism": args.mechanism, "exists": out.exists}
+    if out.exists:
+        report.update(_channel_figures(out.channel, space, eps, prior))
+        if args.save:
+            np.save(args.save, out.channel.matrix)
+            report["saved"] = str(args.save)
+    else:
+        report["reason"] = out.reason
+        for k in ("utility", "min_entropy_leakage_bits", "min_capacity_bits", "is_private", "smallest_epsilon"):
+            report[k] = None
+    report.update({k: v for k, v in out.details.items() if k not in report})
+    report["seconds"] = time.perf_counter() - t0
+    _emit(report, args.json, f"{args.mechanism} on {space.name} at epsilon={eps:g}")
+
+
+def cmd_check(args) -> None:
+    from . import measures
+    from ._validate import check_epsilon
+    from .channels import Channel
+    from .specs import parse_space
+
+    t0 = time.perf_counter()
+    eps = check_epsilon(args.epsilon)
+    h = Channel(_load_array(args.matrix, "channel matrix"))
+    space = parse_space(args.space)
+    r = measures.check_privacy(h, space, epsilon=eps)
+    report = {
+        "space": space.name,
+        "n": space.n,
+        "epsilon": eps,
+        "is_private": r.holds,
+        "smallest_epsilon": r.smallest_epsilon,
+        "worst": None if r.worst is None else {"y": r.worst[0], "y_prime": r.worst[1], "z": r.worst[2], "log_ratio": r.worst_ratio, "distance": r.distance},
+        "pairs_checked": r.pairs_checked,
+        "seconds": time.perf_counter() - t0,
+    }
+    _emit(report, args.json, f"d-privacy check at epsilon={eps:g}")
+
+
+def cmd_leakage(args) -> None:
+    from . import measures
+    from .channels import Channel
+
+    t0 = time.perf_counter()
+    h = Channel(_load_array(args.matrix, "channel matrix"))
+    prior = _prior(args.prior, h.n_inputs)
+    report = {
+        "n": h.n_inputs,
+        "outputs": h.n_outputs,
+        "prior_vulnerability": measures.prior_vulnerability(prior),
+        "posterior_vulnerability": measures.posterior_vulnerability(h, prior),
+        "utility": measures.utility(h, prior).value,
+        "min_entropy_bits": measures.min_entropy(prior),
+        "conditional_min_entropy_bits": measures.conditional_min_entropy(h, prior),
+        "min_entropy_leakage_bits": measures.min_entropy_leakage(h, prior),
+        "min_capacity_bits": measures.min_capacity(h),
+        "seconds": time.perf_counter() - t0,
+    }
+    _emit(report, args.json, "min-entropy leakage")
+
+
+# -- parser ---------------------------------------------------------------------------------------
+
+
+def make_parser() -> argparse.ArgumentParser:
+    from .mechanisms.registry import BUILDERS
+    from .specs import SPEC_HELP
+
+    p = _Parser(prog="dprivacy", description="Metric differential privacy and quantitative information flow.")
+    p.add_argument("--version", action="version", version=f"dprivacy {_version()}")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+    sub.required = True
+
+    d = sub.add_parser("design", help="build a mechanism on a space and report privacy, utility and leakage")
+    d.add_argument("space", metavar="SPACE", help=SPEC_HELP)
+    d.add_argument("--epsilon", type=float, required=True, help="privacy level ε (the metric is ε·d)")
+    d.add_argument("--mechanism", required=True, choices=list(BUILDERS), metavar="NAME", help=", ".join(BUILDERS))
+    d.add_argument("--prior", default="uniform", help="'uniform' (default) or a .npy/.csv/.txt file")
+    d.add_argument("--save", metavar="PATH.npy", help="save the channel matrix")
+    d.add_argument("--json", action="store_true", help="print one JSON object")
+    d.set_defaults(func=cmd_design)
+
+    c = sub.add_parser("check", help="check that a channel matrix is ε·d-private on a space")
+    c.add_argument("matrix", metavar="MATRIX.npy")
+    c.add_argument("space", metavar="SPACE", help=SPEC_HELP)
+    c.add_argument("--epsilon", type=float, required=True)
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=cmd_check)
+
+    lk = sub.add_parser("leakage", help="vulnerability, min-entropy leakage and min-capacity of a channel")
+    lk.add_argument("matrix", metavar="MATRIX.npy")
+    lk.add_argument("--prior", default="uniform")
+    lk.add_argument("--json", action="store_true")
+    lk.set_defaults(func=cmd_leakage)
+    return p
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def main(argv=None) -> int:
+    try:
+        parser = make_parser()
+        args = parser.parse_args(argv)
+        args.func(args)
+        return 0
+    except CliError as exc:
+        print(str(exc).splitlines()[0], file=sys.stderr)
+        return EXIT_USAGE
+    except (ValueError, TypeError, FileNotFoundError, MemoryError, KeyError, OSError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"dprivacy: error: {msg}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

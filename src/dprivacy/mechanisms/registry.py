@@ -1,0 +1,117 @@
+"""Mechanisms by name, for the command line and the experiments.
+
+Every builder returns a :class:`Outcome`: a mechanism that does not exist (tight-constraints below its
+threshold, an infeasible LP, a symmetric mechanism on an asymmetric space) is an outcome with
+``exists=False`` and the reason, never an exception and never an empty matrix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..channels import Channel
+from ..spaces import MetricSpace
+
+
+@dataclass
+class Outcome:
+    """A named mechanism built on a space at some ε: the channel when it exists, else the reason."""
+
+    name: str
+    exists: bool
+    channel: Channel | None
+    reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _always(fn: Callable[[MetricSpace, float], Channel], name: str):
+    def build(space, epsilon, prior=None):
+        return Outcome(name, True, fn(space, epsilon))
+
+    return build
+
+
+def _truncated_geometric(space, epsilon):
+    from .geometric import truncated_geometric
+
+    return truncated_geometric(space, epsilon=epsilon)
+
+
+def _geometric(space, epsilon):
+    from .geometric import geometric
+
+    return geometric(space, epsilon=epsilon)
+
+
+def _exponential(space, epsilon):
+    from .exponential import exponential
+
+    return exponential(space, epsilon=epsilon)
+
+
+def _randomized_response(space, epsilon):
+    from .randomized_response import randomized_response
+
+    return randomized_response(space, epsilon=epsilon)
+
+
+def _laplace(space, epsilon):
+    from .laplace import laplace_channel
+
+    return laplace_channel(space, epsilon=epsilon)
+
+
+def _planar_laplace(space, epsilon):
+    from .planar_laplace import planar_laplace_channel
+
+    return planar_laplace_channel(space, epsilon=epsilon)
+
+
+def _tight(space, epsilon, prior=None):
+    from .tight import tight_constraints
+
+    r = tight_constraints(space, epsilon=epsilon)
+    details = {k: getattr(r, k) for k in ("residual", "condition", "margin") if hasattr(r, k)}
+    neg = getattr(r, "negative", None)
+    if not r.exists and neg is not None:
+        details["negative"] = neg
+    return Outcome("tight-constraints", bool(r.exists), r.channel if r.exists else None, getattr(r, "reason", ""), details)
+
+
+def _optimal(space, epsilon, prior=None):
+    from .optimal import optimal_mechanism
+
+    r = optimal_mechanism(space, prior, epsilon=epsilon)
+    details = {"status": getattr(r, "status", None), "solver_message": getattr(r, "message", "")}
+    return Outcome("optimal", bool(r.success), r.channel if r.success else None, "" if r.success else str(r.message), details)
+
+
+def _symmetric(space, epsilon, prior=None):
+    from .symmetric import symmetric_mechanism
+
+    r = symmetric_mechanism(space, epsilon=epsilon)
+    return Outcome("symmetric", bool(r.exists), r.channel if r.exists else None, getattr(r, "reason", ""))
+
+
+BUILDERS: dict[str, Callable] = {
+    "truncated-geometric": _always(_truncated_geometric, "truncated-geometric"),
+    "geometric": _always(_geometric, "geometric"),
+    "exponential": _always(_exponential, "exponential"),
+    "randomized-response": _always(_randomized_response, "randomized-response"),
+    "laplace": _always(_laplace, "laplace"),
+    "planar-laplace": _always(_planar_laplace, "planar-laplace"),
+    "tight-constraints": _tight,
+    "optimal": _optimal,
+    "symmetric": _symmetric,
+}
+
+#: Mechanisms whose optimum depends on the prior.
+NEEDS_PRIOR = {"optimal"}
+
+
+def build(name: str, space: MetricSpace, *, epsilon: float, prior=None) -> Outcome:
+    """Build mechanism ``name`` on ``space`` at ``epsilon`` (``prior`` is used by prior-dependent ones)."""
+    if name not in BUILDERS:
+        raise ValueError(f"unknown mechanism {name!r}: expected one of {', '.join(BUILDERS)}")
+    return BUILDERS[name](space, epsilon, prior)
