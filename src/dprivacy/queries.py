@@ -471,12 +471,15 @@ def average(databases, *, step: float | None = None, rounding: str = "nearest") 
 
 
 def _rank_table(p, u: int) -> np.ndarray:
-    """k(m) = max(1, ⌈p·m/100⌉) for m = 0..u, computed exactly with rationals."""
+    """k(m) = max(1, ⌈p·m/100⌉) for m = 0..u, computed exactly with rationals.
+
+    A float p is read as the nearest fraction with denominator ≤ 10^6 (so ``100/3`` is one third of
+    100, not the binary float just above it)."""
     if isinstance(p, bool) or not isinstance(p, Real):
         raise TypeError(f"p must be a number in [0, 100], got {p!r}")
     if not (0 <= float(p) <= 100):
         raise ValueError(f"p must lie in [0, 100], got {p}")
-    q = Fraction(p)
+    q = Fraction(p) if isinstance(p, Integral) else Fraction(float(p)).limit_denominator(10**6)
     return np.array([max(1, math.ceil(q * m / 100)) for m in range(u + 1)], dtype=np.intp)
 
 
@@ -487,7 +490,8 @@ def percentile(databases, p: float) -> np.ndarray:
 
         k = max(1, ⌈p·m / 100⌉),   p ∈ [0, 100],
 
-    (exact rational arithmetic). So p = 0 gives the minimum, p = 100 the maximum, p = 50 the lower
+    (exact rational arithmetic; a float p is read as the nearest fraction with denominator ≤ 10^6,
+    so p = 100/3 means one third). So p = 0 gives the minimum, p = 100 the maximum, p = 50 the lower
     median x_(⌈m/2⌉). The answer is always one of the database's values. Undefined (ValueError) on a
     database where nobody is present.
     """
