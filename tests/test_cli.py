@@ -1,0 +1,126 @@
+"""The command-line contract of DESIGN.md: --json prints one JSON object; errors are one line, exit 2."""
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from dprivacy.cli import main
+
+LN2 = math.log(2)
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys, *argv):
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    assert err == ""
+    return json.loads(out)
+
+
+def test_design_truncated_geometric_table2(capsys, tmp_path):
+    save = tmp_path / "tg.npy"
+    r = run_json(capsys, "design", "line:6", "--epsilon", repr(LN2), "--mechanism", "truncated-geometric", "--save", str(save))
+    for key in ("n", "epsilon", "mechanism", "exists", "is_private", "smallest_epsilon", "utility",
+                "min_entropy_leakage_bits", "min_capacity_bits", "seconds"):
+        assert key in r
+    assert r["n"] == 6 and r["exists"] and r["is_private"]
+    assert r["utility"] == pytest.approx(4 / 9, abs=1e-12)  # seed 001 Table 2
+    assert r["smallest_epsilon"] == pytest.approx(LN2, abs=1e-9)
+    # uniform prior: leakage equals capacity
+    assert r["min_entropy_leakage_bits"] == pytest.approx(r["min_capacity_bits"], abs=1e-12)
+    h = np.load(save)
+    assert h.shape == (6, 6) and np.allclose(h.sum(axis=1), 1)
+
+
+def test_check_and_leakage_roundtrip(capsys, tmp_path):
+    save = tmp_path / "h.npy"
+    run_json(capsys, "design", "ring:7", "--epsilon", "1", "--mechanism", "exponential", "--save", str(save))
+    ok = run_json(capsys, "check", str(save), "ring:7", "--epsilon", "1")
+    assert ok["is_private"] and ok["smallest_epsilon"] <= 1 + 1e-9
+    # checked at a smaller epsilon than its own smallest one, it must fail with a witness
+    tight = ok["smallest_epsilon"]
+    bad = run_json(capsys, "check", str(save), "ring:7", "--epsilon", repr(tight * 0.9))
+    assert not bad["is_private"]
+    w = bad["worst"]
+    h = np.load(save)
+    assert math.log(h[w["y"], w["z"]] / h[w["y_prime"], w["z"]]) == pytest.approx(w["log_ratio"], rel=1e-12)
+    lk = run_json(capsys, "leakage", str(save))
+    assert 0 <= lk["min_entropy_leakage_bits"] <= lk["min_capacity_bits"] + 1e-12
+    assert lk["utility"] == pytest.approx(2 ** -lk["conditional_min_entropy_bits"], rel=1e-12)
+
+
+def test_leakage_with_prior_file(capsys, tmp_path):
+    h = np.array([[0.5, 0.5], [0.2, 0.8]])
+    np.save(tmp_path / "h.npy", h)
+    np.savetxt(tmp_path / "p.csv", [0.3, 0.7], delimiter=",")
+    r = run_json(capsys, "leakage", str(tmp_path / "h.npy"), "--prior", str(tmp_path / "p.csv"))
+    post = max(0.3 * 0.5, 0.7 * 0.2) + max(0.3 * 0.5, 0.7 * 0.8)
+    assert r["posterior_vulnerability"] == pytest.approx(post)
+    assert r["min_entropy_leakage_bits"] == pytest.approx(math.log2(post / 0.7))
+
+
+def test_human_output_is_a_table(capsys):
+    code, out, err = run(capsys, "design", "clique:4", "--epsilon", "1", "--mechanism", "randomized-response")
+    assert code == 0 and "utility" in out and err == ""
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["design", "line:6", "--epsilon", "-1", "--mechanism", "exponential"], "epsilon must be > 0"),
+        (["design", "line:6", "--epsilon", "nan", "--mechanism", "exponential"], "finite"),
+        (["design", "blob:6", "--epsilon", "1", "--mechanism", "exponential"], "unknown SPACE kind 'blob'"),
+        (["design", "grid:3by3", "--epsilon", "1", "--mechanism", "exponential"], "WxH"),
+        (["design", "line:6", "--epsilon", "1", "--mechanism", "nope"], "invalid choice: 'nope'"),
+        (["design", "line:6", "--epsilon", "1"], "--mechanism"),
+        (["design", "line:6", "--epsilon", "1", "--mechanism", "exponential", "--prior", "/no/such.npy"], "not found"),
+    ],
+)
+def test_errors_are_one_line_exit_2(capsys, argv, fragment):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert fragment in err
+
+
+def test_bad_files_are_one_line_errors(capsys, tmp_path):
+    np.save(tmp_path / "notstoch.npy", np.array([[0.5, 0.6], [0.5, 0.5]]))
+    code, _, err = run(capsys, "leakage", str(tmp_path / "notstoch.npy"))
+    assert code == 2 and "row 0 sums to 1.1" in err and len(err.splitlines()) == 1
+
+    np.save(tmp_path / "nan.npy", np.array([[np.nan, 1.0], [0.5, 0.5]]))
+    code, _, err = run(capsys, "leakage", str(tmp_path / "nan.npy"))
+    assert code == 2 and "NaN" in err
+
+    np.save(tmp_path / "asym.npy", np.array([[0, 1, 2], [1, 0, 1], [3, 1, 0.0]]))
+    np.save(tmp_path / "h.npy", np.full((3, 3), 1 / 3))
+    code, _, err = run(capsys, "check", str(tmp_path / "h.npy"), f"matrix:{tmp_path / 'asym.npy'}", "--epsilon", "1")
+    assert code == 2 and "symmetric" in err and "d[0,2]" in err
+
+    np.savetxt(tmp_path / "p.txt", [0.5, 0.6])
+    np.save(tmp_path / "h2.npy", np.eye(2))
+    code, _, err = run(capsys, "leakage", str(tmp_path / "h2.npy"), "--prior", str(tmp_path / "p.txt"))
+    assert code == 2 and "sum to 1" in err
+
+    code, _, err = run(capsys, "check", str(tmp_path / "h.npy"), "line:4", "--epsilon", "1")
+    assert code == 2 and "3 rows" in err and "4 points" in err
+
+
+def test_console_script_exit_status():
+    """The installed entry point: one line on stderr, exit 2, no traceback."""
+    p = subprocess.run(
+        [sys.executable, "-m", "dprivacy.cli", "design", "line:3", "--epsilon", "0", "--mechanism", "exponential"],
+        capture_output=True, text=True,
+    )
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
