@@ -476,7 +476,9 @@ class TestSensitivity:
         H = U.hamming()
         line = lambda a: q.answer_line(a)  # noqa: E731
         assert q.sensitivity(q.count(U), H, q.count_space(u)) == 1
-        assert q.sensitivity(q.total(U), H, line(q.total(U))) == v - 1
+        assert q.sensitivity(q.total(U), H, line(q.total(U))) == v - 1  # values 0..v-1
+        U5 = q.universe(2, 5 + 1)  # values 0..5 as in sum:U,5 (seed 000 §7.1): sensitivity 5
+        assert q.sensitivity(q.total(U5), U5.hamming(), line(q.total(U5))) == 5
         assert q.sensitivity(q.average(U), H, line(q.average(U))) == pytest.approx((v - 1) / u)
         assert q.sensitivity(q.percentile(U, 50), H, line(q.percentile(U, 50))) == v - 1
         U2 = q.universe(2, 4)
@@ -524,11 +526,21 @@ class TestSensitivity:
         vals = sorted(data.draw(st.sets(st.integers(0, 6), min_size=2, max_size=3)))
         U = q.universe(u, vals, null=data.draw(st.booleans()))
         X = data.draw(st.sampled_from([U.manhattan(), U.chebyshev(), U.hamming(), U.manhattan(normalized=True)]))
-        m = data.draw(st.integers(1, 4))
-        idx = np.array(data.draw(st.lists(st.integers(0, m - 1), min_size=U.n, max_size=U.n)))
-        pts = np.array(data.draw(st.lists(st.integers(0, 5), min_size=m, max_size=m, unique=True)), dtype=float)
-        Y = MetricSpace(np.abs(pts[:, None] - pts[None, :]))
-        ans = idx  # Y's labels are 0..m-1
+        kind = data.draw(st.sampled_from(["random", "sum", "avg", "perc", "count"]))
+        if kind == "random":
+            m = data.draw(st.integers(1, 4))
+            ans = np.array(data.draw(st.lists(st.integers(0, m - 1), min_size=U.n, max_size=U.n)))
+            pts = np.array(data.draw(st.lists(st.integers(0, 5), min_size=m, max_size=m, unique=True)), dtype=float)
+            Y = MetricSpace(np.abs(pts[:, None] - pts[None, :]))  # labels 0..m-1
+        else:
+            ans = {
+                "sum": lambda: q.total(U),
+                "avg": lambda: q.average(U, step=1),
+                "perc": lambda: q.percentile(U, data.draw(st.integers(0, 100))),
+                "count": lambda: q.count(U, {vals[0]}),
+            }[kind]()
+            Y = q.answer_line(ans)
+        idx, _ = q.answer_index(ans, Y.labels)
         s = q.sensitivity(ans, X, Y)
         assert s == pytest.approx(brute_sensitivity(idx, X.distances, Y.distances), rel=1e-12)
         r = q.is_uniformly_sensitive(ans, X, Y)
