@@ -100,9 +100,11 @@ class DistanceCounts:
 
 
 def _close(a: np.ndarray, b: np.ndarray, rtol: float) -> np.ndarray:
+    # A finite distance is never close to ∞ (|a − ∞| ≤ rtol·∞ would say it is).
     both_inf = np.isinf(a) & np.isinf(b)
+    both_finite = np.isfinite(a) & np.isfinite(b)
     with np.errstate(invalid="ignore"):
-        near = np.abs(a - b) <= rtol * np.maximum(np.abs(b), 1.0)
+        near = both_finite & (np.abs(a - b) <= rtol * np.maximum(np.abs(b), 1.0))
     return both_inf | near
 
 
