@@ -1,0 +1,328 @@
+"""Regular priors (seed 000 §4; seed 004 App. B): Φ, corner priors, the regularity test, sampling."""
+
+from __future__ import annotations
+
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import metric_spaces
+from dprivacy import spaces
+from dprivacy.measures import check_prior_privacy
+from dprivacy.priors import (
+    RegularityTester,
+    constraints_matrix,
+    corner_priors,
+    probability_bounds,
+    regularity,
+    sample_regular_priors,
+)
+
+epsilons = st.floats(0.2, 3.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Φ and the corner priors (seed 000 Def 3, Def 5)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_constraints_matrix_is_exp_minus_eps_d():
+    s = spaces.line(4)
+    phi = constraints_matrix(s, epsilon=0.7)
+    i, j = np.indices((4, 4))
+    np.testing.assert_allclose(phi, np.exp(-0.7 * np.abs(i - j)), rtol=1e-15)
+
+
+def test_extended_metric_gives_zero_constraints():
+    s = spaces.from_graph([(0, 1), (2, 3)])
+    phi = constraints_matrix(s, epsilon=1.0)
+    assert phi[0, 2] == 0.0 and phi[0, 1] == pytest.approx(math.exp(-1))
+
+
+@given(metric_spaces(min_n=1, max_n=7), epsilons)
+def test_corner_priors_are_regular_with_unit_mu(space, eps):
+    # Seed 000 Def 5: c^y = μΦ with μ = e_y / Σ_y' φ_yy'; its γ is e_y and c^y_y is Prop 2's upper bound.
+    c = corner_priors(space, epsilon=eps)
+    phi = np.exp(-eps * space.distances)
+    n = space.n
+    np.testing.assert_allclose(c.sum(axis=1), 1.0, rtol=1e-12)
+    _, upper = probability_bounds(space, epsilon=eps)
+    np.testing.assert_allclose(np.diag(c), upper, rtol=1e-12)
+    assert np.all(np.diag(c)[:, None] >= c - 1e-15)
+    t = RegularityTester(space, eps)
+    if t.nullity:
+        return  # μ not unique: covered by the seed 004 App. B tests
+    batch = t.test_many(c)
+    assert batch.regular.all()
+    # the exact μ is known here, so the reported error bound must cover the actual error
+    expect = np.eye(n) / phi.sum(axis=1)[:, None]
+    err = np.abs(batch.mu - expect).max(axis=1)
+    assert np.all(err <= batch.error_bound)
+    # corners lie on the boundary of the region: min μ = 0, so the margin cannot be certain
+    assert np.all(np.abs(batch.margin) <= 1.0) or n == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Exact small cases
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 9])
+@pytest.mark.parametrize("eps", [0.05, 0.5, 2.0])
+def test_uniform_prior_on_a_clique(n, eps):
+    # Φ = (1 − α) I + α J with α = e^{−ε}: μ = u / (1 + (n − 1) α), regular for every ε > 0.
+    a = math.exp(-eps)
+    r = regularity(np.full(n, 1.0 / n), spaces.clique(n), epsilon=eps)
+    assert r.regular and r.certain and r.unique
+    np.testing.assert_allclose(r.mu, 1.0 / (n * (1 + (n - 1) * a)), rtol=1e-12)
+    assert r.mu_sum == pytest.approx(1.0 / (1 + (n - 1) * a), rel=1e-12)
+    np.testing.assert_allclose(r.gamma, 1.0 / n, rtol=1e-12)
+    assert r.residual < 1e-15 and r.reason is None
+
+
+@pytest.mark.parametrize("eps", [0.3, 1.0, 2.5])
+@pytest.mark.parametrize("p", [0.05, 0.3, 0.5, 0.7, 0.9])
+def test_two_points_exact(eps, p):
+    # Φ = [[1, α], [α, 1]]: μ = (p − α(1−p), (1−p) − αp) / (1 − α²); regular iff α/(1+α) ≤ p ≤ 1/(1+α).
+    a = math.exp(-eps)
+    mu = np.array([p - a * (1 - p), (1 - p) - a * p]) / (1 - a * a)
+    r = regularity([p, 1 - p], spaces.line(2), epsilon=eps)
+    np.testing.assert_allclose(r.mu, mu, rtol=1e-12, atol=1e-15)
+    expect = a / (1 + a) <= p <= 1 / (1 + a)
+    assert r.regular == expect and r.certain
+    if not expect:
+        k = int(np.argmin(mu))
+        assert list(r.negative) == [k]
+        assert r.negative_values[0] == pytest.approx(mu[k], rel=1e-12)
+        assert f"μ[{k}]" in r.reason
+
+
+def test_point_mass_is_not_regular():
+    # Prop 2: regular priors have full support.
+    s = spaces.line(6)
+    r = regularity(np.eye(6)[2], s, epsilon=1.0)
+    assert not r.regular and r.certain
+    assert r.negative.size > 0 and np.all(r.negative_values < 0)
+    assert np.all(r.mu[r.negative] == r.negative_values)
+    assert "negative" in r.reason
+
+
+@pytest.mark.parametrize("eps", [0.01, 0.2, 1.0, 3.0])
+def test_uniform_prior_on_a_line_of_three(eps):
+    # Φ^{-1} of the geometric kernel is tridiagonal: (1/(1−α²)) [[1, −α, 0], [−α, 1+α², −α], [0, −α, 1]],
+    # so μ = (1/3)(1 − α, (1 − α)², 1 − α)/(1 − α²) ≥ 0: regular for every ε (the truncated
+    # geometric mechanism exists, seed 000 Prop 8).
+    a = math.exp(-eps)
+    mu = np.array([1 - a, (1 - a) ** 2, 1 - a]) / (3 * (1 - a * a))
+    r = regularity(np.full(3, 1 / 3), spaces.line(3), epsilon=eps)
+    np.testing.assert_allclose(r.mu, mu, rtol=1e-10)
+    assert r.regular and r.certain
+
+
+# ---------------------------------------------------------------------------------------------
+# Identities on random regular priors (seed 000 Props 1–3)
+# ---------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=30)
+@given(metric_spaces(min_n=2, max_n=7), epsilons, st.integers(0, 2**32 - 1))
+def test_sampled_priors_are_regular_and_satisfy_props_1_to_3(space, eps, seed):
+    pri, gam = sample_regular_priors(space, epsilon=eps, size=5, rng=seed, return_gamma=True)
+    assert pri.shape == (5, space.n)
+    np.testing.assert_allclose(pri.sum(axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(gam.sum(axis=1), 1.0, atol=1e-12)
+    d = space.distances
+    lower, upper = probability_bounds(space, epsilon=eps)
+    # Prop 2 computed independently here, from the definition
+    with np.errstate(over="ignore"):
+        lo2 = 1 / np.exp(eps * d).sum(axis=1)
+    up2 = 1 / np.exp(-eps * d).sum(axis=1)
+    np.testing.assert_allclose(lower, lo2)
+    np.testing.assert_allclose(upper, up2)
+    t = RegularityTester(space, eps)
+    for p, g in zip(pri, gam):
+        # Prop 1: π_y ≤ e^{ε d(y,y')} π_y'
+        assert check_prior_privacy(p, space, epsilon=eps, tol=1e-9).holds
+        # Prop 2
+        assert np.all(p >= lower * (1 - 1e-9)) and np.all(p <= upper * (1 + 1e-9))
+        r = t.test(p)
+        assert r.regular
+        # Prop 3: Σγ = 1 and γ-form = μ-form of the Thm 2 bound
+        assert r.gamma.sum() == pytest.approx(1.0, abs=1e-8)
+        assert (r.gamma / t.row_sums).sum() == pytest.approx(r.mu_sum, rel=1e-12)
+        np.testing.assert_allclose(r.mu @ t.phi, p, atol=1e-10)
+        if r.unique and t.rcond > 1e-6:
+            # the coefficients that built the prior are recovered
+            np.testing.assert_allclose(r.gamma, g, atol=1e-7)
+
+
+@settings(max_examples=25)
+@given(metric_spaces(min_n=2, max_n=7), epsilons, st.integers(0, 2**32 - 1))
+def test_batch_agrees_with_single_tests(space, eps, seed):
+    t = RegularityTester(space, eps)
+    rng = np.random.default_rng(seed)
+    pri = np.vstack([sample_regular_priors(space, epsilon=eps, size=3, rng=rng), rng.dirichlet(np.ones(space.n), size=3)])
+    batch = t.test_many(pri)
+    for k, p in enumerate(pri):
+        r = t.test(p)
+        assert r.regular == batch.regular[k]
+        if r.unique:
+            np.testing.assert_allclose(r.mu, batch.mu[k], rtol=1e-12, atol=1e-15)
+
+
+@settings(max_examples=30)
+@given(metric_spaces(min_n=2, max_n=7), epsilons, st.integers(0, 2**32 - 1))
+def test_not_regular_when_mu_has_negative_entries(space, eps, seed):
+    # Build π = μΦ from a μ with a clearly negative entry; when Φ is invertible that μ is the only
+    # solution, so π is not regular, and the result says which entry is negative and by how much.
+    t = RegularityTester(space, eps)
+    if t.nullity or t.rcond < 1e-8:
+        return
+    rng = np.random.default_rng(seed)
+    n = space.n
+    mu = rng.uniform(0.5, 1.0, n)
+    k = int(rng.integers(n))
+    mu[k] = -0.05
+    p = mu @ t.phi
+    if (p <= 0).any():
+        return
+    scale = p.sum()
+    r = t.test(p / scale)
+    assert not r.regular and r.certain
+    assert k in set(r.negative.tolist())
+    assert r.mu[k] == pytest.approx(-0.05 / scale, rel=1e-6)
+    assert r.reason and f"μ[{k}]" in r.reason
+
+
+# ---------------------------------------------------------------------------------------------
+# Seed 004 Appendix B: a singular Φ
+# ---------------------------------------------------------------------------------------------
+
+
+def _appendix_b_space():
+    """The cube 2^3 plus an edge between each pair of antipodal nodes (seed 004 Fig 7), nodes in
+    Gray-code order so that consecutive nodes are adjacent in the cube."""
+    g = nx.hypercube_graph(3)
+    for a in list(g.nodes):
+        g.add_edge(a, tuple(1 - x for x in a))
+    gray = [0, 1, 3, 2, 6, 7, 5, 4]
+    nodes = [tuple(int(c) for c in format(k, "03b")) for k in gray]
+    return spaces.from_graph(g, nodes=nodes)
+
+
+def test_appendix_b_graph_and_dependence():
+    s = _appendix_b_space()
+    d = s.distances
+    assert d.max() == 2  # "in the resulting graph the maximal distance is 2"
+    phi = constraints_matrix(s, epsilon=math.log(3))  # α = 1/3
+    # c_0 + c_2 + c_4 + c_6 = c_1 + c_3 + c_5 + c_7: one side is 1 + 3α², the other 4α, at every position
+    np.testing.assert_allclose(phi[0::2].sum(axis=0), phi[1::2].sum(axis=0), atol=1e-15)
+    assert set(np.round(phi[0::2].sum(axis=0), 12)) | set(np.round(phi[1::2].sum(axis=0), 12)) == {round(4 / 3, 12)}
+
+
+@pytest.mark.parametrize("alpha", [0.01, 0.1, 1 / 8, 1 / 7, 0.2, 0.3, 1 / 3 - 1e-3, 1 / 3 + 1e-3, 0.5, 0.9])
+def test_appendix_b_spectrum(alpha):
+    # Φ = I + α A + α² (distance-2 matrix): the graph is K_{4,4}, so the eigenvalues are
+    # (1+α)(1+3α) (once), (1−α)(1−3α) (once) and 1−α² (six times): Φ is invertible for every
+    # α ∈ (0, 1) except 1/3 — in particular for α ≤ 1/7 as seed 004 App. B states.
+    s = _appendix_b_space()
+    phi = constraints_matrix(s, epsilon=-math.log(alpha))
+    lam = np.sort(np.linalg.eigvalsh(phi))
+    expect = np.sort([(1 + alpha) * (1 + 3 * alpha), (1 - alpha) * (1 - 3 * alpha)] + [1 - alpha**2] * 6)
+    np.testing.assert_allclose(lam, expect, atol=1e-12)
+    t = RegularityTester(s, -math.log(alpha))
+    assert t.nullity == 0 and t.method != "lp"
+
+
+def test_appendix_b_singular_uniform_prior():
+    s = _appendix_b_space()
+    t = RegularityTester(s, math.log(3))
+    assert t.nullity == 1 and t.method == "lp"
+    r = t.test(np.full(8, 1 / 8))
+    # μ = u / S + t·(±1 on the two sides), S = 1 + 4/3 + 3/9 = 8/3; every solution has Σμ = 3/8.
+    assert r.regular and not r.unique and r.consistent
+    assert r.mu_sum == pytest.approx(3 / 8, abs=1e-9)
+    assert r.mu_sum_max == pytest.approx(3 / 8, abs=1e-9)
+    assert r.residual < 1e-9 and np.all(r.mu >= -1e-9)
+    assert r.gamma.sum() == pytest.approx(1.0, abs=1e-9)
+
+
+def test_appendix_b_lp_decides_nonunique_solutions():
+    s = _appendix_b_space()
+    t = RegularityTester(s, math.log(3))
+    phi = t.phi
+    # μ0 has a negative entry but μ0 + 0.05·(+1 on even, −1 on odd nodes) ≥ 0 solves the same system.
+    mu0 = np.array([-0.05, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3])
+    p = mu0 @ phi
+    r = t.test(p / p.sum())
+    assert r.regular and r.margin > 1
+    np.testing.assert_allclose(r.mu @ phi, p / p.sum(), atol=1e-9)
+    # Here the best any solution can do is min μ = −0.015 (at t = 0.035), in the unnormalized scale.
+    mu1 = np.array([-0.05, 0.02, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3])
+    p1 = mu1 @ phi
+    r1 = t.test(p1 / p1.sum())
+    assert not r1.regular and r1.certain and r1.consistent
+    assert r1.mu.min() * p1.sum() == pytest.approx(-0.015, abs=1e-8)
+    assert set(r1.negative.tolist()) == {0, 1}
+    assert "non-negative" in r1.reason
+
+
+def test_appendix_b_inconsistent_prior():
+    s = _appendix_b_space()
+    t = RegularityTester(s, math.log(3))
+    p = np.array([0.2, 0.05] * 4)  # a component along the null vector (+1 even, −1 odd)
+    r = t.test(p)
+    assert not r.regular and not r.consistent and r.certain
+    assert np.isnan(r.mu).all() and "no solution" in r.reason
+
+
+def test_nearly_singular_is_unique_with_honest_error():
+    # α = 1/3 + 1e-9: Φ is invertible (λ_min ≈ −2e-9), μ unique; the error bound reflects cond(Φ).
+    s = _appendix_b_space()
+    t = RegularityTester(s, -math.log(1 / 3 + 1e-9))
+    assert t.nullity == 0 and t.rcond < 1e-8
+    r = t.test(np.full(8, 1 / 8))
+    assert r.regular and r.certain and r.unique
+    assert r.error_bound > 1e-10  # far above the well-conditioned 1e-16 level
+    # a prior with a component along the near-null vector needs a huge, mixed-sign μ
+    r2 = t.test(np.array([0.2, 0.05] * 4))
+    assert not r2.regular and r2.certain and np.abs(r2.mu).max() > 1e6
+
+
+# ---------------------------------------------------------------------------------------------
+# Sampling and input checking
+# ---------------------------------------------------------------------------------------------
+
+
+def test_sampling_is_reproducible_and_shaped():
+    s = spaces.ring(5)
+    a = sample_regular_priors(s, epsilon=1.0, size=4, rng=7)
+    b = sample_regular_priors(s, epsilon=1.0, size=4, rng=np.random.default_rng(7))
+    np.testing.assert_array_equal(a, b)
+    one = sample_regular_priors(s, epsilon=1.0, rng=1)
+    assert one.shape == (5,)
+    # concentration → ∞ concentrates γ at the barycentre of the corners
+    far = sample_regular_priors(s, epsilon=1.0, size=3, rng=2, concentration=1e6)
+    np.testing.assert_allclose(far, corner_priors(s, epsilon=1.0).mean(axis=0)[None, :].repeat(3, 0), atol=1e-3)
+
+
+def test_bad_inputs():
+    s = spaces.line(3)
+    with pytest.raises(ValueError, match="expected 3"):
+        regularity([0.5, 0.5], s, epsilon=1.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        regularity([1 / 3] * 3, s, epsilon=0.0)
+    with pytest.raises(ValueError, match="sum to 1"):
+        regularity([0.5, 0.5, 0.5], s, epsilon=1.0)
+    with pytest.raises(TypeError, match="MetricSpace"):
+        regularity([1 / 3] * 3, np.zeros((3, 3)), epsilon=1.0)
+    with pytest.raises(ValueError, match="columns"):
+        RegularityTester(s, 1.0).test_many(np.full((2, 4), 0.25))
+    with pytest.raises(ValueError, match="row 1"):
+        RegularityTester(s, 1.0).test_many([[1 / 3] * 3, [0.5, 0.5, 0.5]])
+    with pytest.raises(ValueError, match="size"):
+        sample_regular_priors(s, epsilon=1.0, size=-1)
