@@ -349,16 +349,17 @@ def is_distance_regular(graph_or_space) -> DistanceRegularity:
     h = hops.astype(np.int64)
     diam = int(h.max())
     a = v.adjacency.astype(np.float64)
-    layers = [(h == t).astype(np.float64) for t in range(diam + 1)]
+    # through[t][w, w'] = number of neighbours of w' at distance t from w
+    through = [np.rint((h == t).astype(np.float64) @ a).astype(np.int64) for t in range(diam + 1)]
     b, c = [], []
     for d in range(diam + 1):
-        at_d = layers[d].astype(bool)
+        at_d = h == d
         for name, t, out in (("b", d + 1, b), ("c", d - 1, c)):
             if d == 0 and name == "c":
                 continue
             if d == diam and name == "b":
                 continue
-            counts = np.rint(layers[t] @ a).astype(np.int64)[at_d]
+            counts = through[t][at_d]
             if counts.min() != counts.max():
                 w = np.argwhere(at_d)
                 k0, k1 = int(np.argmin(counts)), int(np.argmax(counts))
@@ -478,8 +479,8 @@ def is_vertex_transitive(graph_or_space) -> VertexTransitivity:
     For every vertex v, search an automorphism σ with σ(0) = v; the vertices already reached by
     products of the automorphisms found are skipped. Each search individualizes 0 in one copy of the
     graph and v in another, refines the colours of both together (1-WL) and, when the colour classes
-    agree, runs networkx's VF2 matcher constrained to colour-preserving maps. Different colour classes,
-    or an exhausted VF2 search, prove that no automorphism maps 0 to v.
+    agree, runs networkx's VF2++ matcher constrained to colour-preserving maps. Different colour
+    classes, or an exhausted VF2++ search, prove that no automorphism maps 0 to v.
 
     For a MetricSpace the automorphisms are its isometries (permutations preserving d), found as the
     automorphisms of its essential pairs coloured by length; for a graph metric these are exactly the
@@ -499,7 +500,6 @@ def is_vertex_transitive(graph_or_space) -> VertexTransitivity:
     001 Def 4 (the one the later paper uses), not necessarily VT+.
     """
     import networkx as nx
-    from networkx.algorithms import isomorphism as iso
     from scipy import sparse
 
     v = _view(graph_or_space)
@@ -517,10 +517,17 @@ def is_vertex_transitive(graph_or_space) -> VertexTransitivity:
     classes = int(v.edge_class.max()) + 1 if (v.edge_class >= 0).any() else 0
     blocks = [sparse.csr_matrix(v.edge_class == t, dtype=np.float64) for t in range(classes)]
     blocks_union = [sparse.block_diag([m, m], format="csr") for m in blocks]
+    # VF2++ matches node labels only: with several edge classes, each edge becomes a middle node
+    # labelled by its class (negative labels, never equal to a vertex colour).
     base = nx.Graph()
     base.add_nodes_from(range(n))
     ii, jj = np.nonzero(np.triu(v.adjacency))
-    base.add_edges_from((int(x), int(y), {"w": int(v.edge_class[x, y])}) for x, y in zip(ii, jj))
+    if classes <= 1:
+        base.add_edges_from(zip(ii.tolist(), jj.tolist()))
+    else:
+        for k, (x, y) in enumerate(zip(ii.tolist(), jj.tolist())):
+            base.add_node(n + k, c=-1 - int(v.edge_class[x, y]))
+            base.add_edges_from([(x, n + k), (n + k, y)])
 
     generators: list[np.ndarray] = []
     trans = _orbit_transversal(n, generators)
@@ -543,12 +550,7 @@ def is_vertex_transitive(graph_or_space) -> VertexTransitivity:
             g1, g2 = base.copy(), base.copy()
             nx.set_node_attributes(g1, {x: int(c0[x]) for x in range(n)}, "c")
             nx.set_node_attributes(g2, {x: int(ct[x]) for x in range(n)}, "c")
-            gm = iso.GraphMatcher(
-                g1, g2,
-                node_match=lambda p, q: p["c"] == q["c"],
-                edge_match=lambda p, q: p["w"] == q["w"],
-            )
-            m = next(gm.isomorphisms_iter(), None)
+            m = nx.vf2pp_isomorphism(g1, g2, node_label="c")
             if m is not None:
                 perm = np.fromiter((m[x] for x in range(n)), dtype=np.int64, count=n)
         if perm is None:
