@@ -177,6 +177,20 @@ def cmd_leakage(args) -> None:
     _emit(report, args.json, "min-entropy leakage")
 
 
+def cmd_reproduce(args) -> int:
+    from .experiments.report import run
+
+    t0 = time.perf_counter()
+    summary = run(Path(args.out), quick=args.quick, only=args.only, progress=not args.json)
+    c = summary["counts"]
+    report = {"out": str(Path(args.out).resolve()), "quick": args.quick, **c, "seconds": time.perf_counter() - t0}
+    _emit(report, args.json, "reproduction report")
+    if c["errors"]:
+        print(f"dprivacy: {c['errors']} experiment(s) failed; see {Path(args.out) / 'index.html'}", file=sys.stderr)
+        return 1
+    return 0
+
+
 # -- parser ---------------------------------------------------------------------------------------
 
 
@@ -210,6 +224,13 @@ def make_parser() -> argparse.ArgumentParser:
     lk.add_argument("--prior", default="uniform")
     lk.add_argument("--json", action="store_true")
     lk.set_defaults(func=cmd_leakage)
+
+    r = sub.add_parser("reproduce", help="recompute the papers' tables, figures and claims into a report")
+    r.add_argument("--out", default="dprivacy-report", metavar="DIR", help="report folder (default ./dprivacy-report)")
+    r.add_argument("--quick", action="store_true", help="shrink the slow experiments (said so in the report)")
+    r.add_argument("--only", nargs="+", metavar="ID", help="run only these experiment ids")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=cmd_reproduce)
     return p
 
 
@@ -223,8 +244,8 @@ def main(argv=None) -> int:
     try:
         parser = make_parser()
         args = parser.parse_args(argv)
-        args.func(args)
-        return 0
+        code = args.func(args)
+        return 0 if code is None else int(code)
     except CliError as exc:
         print(str(exc).splitlines()[0], file=sys.stderr)
         return EXIT_USAGE
