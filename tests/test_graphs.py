@@ -207,6 +207,21 @@ def test_intersection_arrays_of_classical_graphs(graph, array):
     assert r.distance_counts().tolist() == distance_counts(graph).counts.tolist()
 
 
+def test_seed001_fig1_graphs_are_hamming_graphs():
+    """Seed 001 §2.3: Fig 1(a) (K4) and 1(b) (the cube) are the Hamming graphs (1, 4) and (3, 2)."""
+    for graph, (u, v) in ((nx.tetrahedral_graph(), (1, 4)), (nx.cubical_graph(), (3, 2))):
+        h = spaces.hamming(u, v)
+        ii, jj = np.nonzero(np.triu(h.distances == 1))
+        assert nx.is_isomorphic(graph, nx.Graph(list(zip(ii.tolist(), jj.tolist()))))
+
+
+def test_weighted_sum_needs_symmetry():
+    c = distance_counts(spaces.ring(5))
+    assert c.weighted_sum(1.0) == pytest.approx(1 + 2 * np.exp(-1) + 2 * np.exp(-2))
+    with pytest.raises(ValueError, match="not ball-size symmetric"):
+        distance_counts(spaces.line(3)).weighted_sum(1.0)
+
+
 @pytest.mark.parametrize("u,v", [(1, 3), (2, 2), (2, 3), (3, 2), (2, 4), (3, 3)])
 def test_hamming_intersection_numbers_seed001_prop13(u, v):
     r = is_distance_regular(spaces.hamming(u, v))
