@@ -23,7 +23,7 @@ symmetric :class:`~dprivacy.spaces.MetricSpace` on that ground.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np

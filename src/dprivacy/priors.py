@@ -11,8 +11,9 @@ For a metric space (Y, d) and a privacy level ε, the *privacy-constraints matri
 * admit the utility bound U ≤ Σ_y μ_y for every d-private mechanism (Thm 2, in :mod:`dprivacy.bounds`).
 
 Deciding regularity is a sign test on the solution of the linear system μΦ = π. This module does it
-honestly in floating point: the solve reports a rigorous-in-spirit error bound (residual and an
-estimate of ‖Φ^{-1}‖), the decision says how sure it is, and when Φ is singular (seed 004 App. B:
+honestly in floating point: the solve reports an error bound on μ (the residual, its rounding and
+that of Φ's entries, times ‖Φ^{-1}‖: exact for n ≤ 512, a safety-scaled LAPACK estimate above), the
+decision says how sure it is (``margin``), and when Φ is singular (seed 004 App. B:
 α = e^{−ε} = 1/3 on the cube with antipodal edges) the solution is not unique and a linear program
 decides whether *some* solution is non-negative.
 """
