@@ -114,7 +114,8 @@ def _ratios_block(top_pos, top_neg, dist):
     top = np.maximum(top_pos, top_neg)
     top = np.where(top >= _HUGE, np.inf, top)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(np.isinf(dist), 0.0, top / dist)
+        # Pairs at infinite distance constrain nothing (seed 002 §3): never let them be the worst pair.
+        return np.where(np.isinf(dist), -np.inf, top / dist)
 
 
 def _all_pairs_ratios(logh: np.ndarray, d: np.ndarray):
@@ -170,6 +171,16 @@ def _listed_pairs_ratios(logh: np.ndarray, d, space: MetricSpace, pairs):
     return best
 
 
+def _pair_distances(space: MetricSpace, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    # Structured spaces (grids) give distances of pairs without a dense matrix.
+    from ..spaces import GridSpace
+
+    if isinstance(space, GridSpace):
+        c = space.coordinates / space.step
+        return space.offset_distance(c[i, 0] - c[j, 0], c[i, 1] - c[j, 1])
+    return space.distances[i, j]
+
+
 def _check_rows(logh: np.ndarray, space: MetricSpace, epsilon: float, tol: float) -> PrivacyResult:
     from ..spaces import GridSpace
 
@@ -185,7 +196,8 @@ def _check_rows(logh: np.ndarray, space: MetricSpace, epsilon: float, tol: float
     if worst is None:  # one point, or every pair at infinite distance
         return PrivacyResult(True, epsilon, 0.0, None, 0.0, 0.0, int(pairs[0].size), tol)
     holds = bool(lr <= epsilon * dist + tol) if np.isfinite(lr) else False
-    return PrivacyResult(holds, epsilon, max(ratio, 0.0), worst, lr, dist, int(pairs[0].size), tol)
+    # (+ 0.0 turns the −0.0 that equal rows can give into 0.0)
+    return PrivacyResult(holds, epsilon, max(ratio, 0.0) + 0.0, worst, lr, dist, int(pairs[0].size), tol)
 
 
 def check_privacy(channel, space: MetricSpace, *, epsilon: float = 1.0, tol: float = LOG_ATOL) -> PrivacyResult:
