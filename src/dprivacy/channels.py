@@ -46,7 +46,7 @@ class Channel:
     __array_priority__ = 1000  # so that ndarray @ Channel defers to Channel.__rmatmul__
 
     def __init__(self, matrix, *, inputs: Sequence | None = None, outputs: Sequence | None = None, atol: float = 1e-9):
-        h = as_stochastic(matrix, atol=atol)
+        h = as_stochastic(matrix, atol=atol).view()  # a view, so the caller's array stays writable
         h.setflags(write=False)
         self._h = h
         n, m = h.shape
@@ -57,7 +57,7 @@ class Channel:
     def _trusted(cls, h: np.ndarray, inputs=None, outputs=None) -> "Channel":
         """Wrap a matrix the library built itself (already stochastic up to rounding)."""
         obj = cls.__new__(cls)
-        h = np.ascontiguousarray(h, dtype=np.float64)
+        h = np.ascontiguousarray(h, dtype=np.float64).view()
         h.setflags(write=False)
         obj._h = h
         obj.inputs = _labels(inputs, h.shape[0], "inputs")

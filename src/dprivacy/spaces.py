@@ -96,6 +96,7 @@ class MetricSpace:
         d = as_float_matrix(distances, name="distance matrix")
         if validate:
             _validate_distances(d)
+        d = d.view()  # read-only view: freezing ``d`` itself would freeze the caller's array
         d.setflags(write=False)
         self._distances = d
         self._init_common(d.shape[0], labels, name, coordinates, essential_pairs)
