@@ -28,7 +28,7 @@ from scipy.special import lambertw
 from .._validate import as_rng, check_epsilon
 from ..channels import Channel
 from ..spaces import GridSpace
-from ._quadrature import rectangle_masses
+from ._quadrature import radial_cdf, rectangle_masses
 
 #: Angular resolution of the sampler: θ = 2π·U with U a float64 uniform on [0, 1) on a 2^-53 lattice.
 SAMPLER_DELTA_THETA = 2.0 * math.pi * 2.0**-53
@@ -51,16 +51,31 @@ def _as_points(points) -> np.ndarray:
 def planar_laplace_radius(p, *, epsilon: float) -> np.ndarray:
     """Inverse of the radial CDF C_ε(r) = 1 − (1 + εr) e^{−εr}: r = −(W₋₁((p − 1)/e) + 1)/ε (CCS 2013 §4).
 
-    ``p`` in [0, 1); the real part of ``scipy.special.lambertw(·, k=-1)`` is used (the imaginary part
-    is 0 on (−1/e, 0)).
+    ``p`` in [0, 1) (any shape); the real part of ``scipy.special.lambertw(·, k=-1)`` is used (the
+    imaginary part is 0 on (−1/e, 0)), except for p < 1e-4, near the branch point, where a series
+    polished by Newton's method keeps full relative precision.
     """
     e = check_epsilon(epsilon)
-    p = np.asarray(p, dtype=np.float64)
+    p = np.atleast_1d(np.asarray(p, dtype=np.float64))
     if ((p < 0) | (p >= 1) | ~np.isfinite(p)).any():
         raise ValueError("p must lie in [0, 1)")
-    w = lambertw((p - 1.0) / math.e, k=-1).real
-    # At p = 0 the argument is −1/e to rounding, where W₋₁ = −1; guard the sign of tiny radii.
-    return np.maximum(-(w + 1.0) / e, 0.0)
+    rho = -(lambertw((p - 1.0) / math.e, k=-1).real + 1.0)  # ρ = εr
+    # Near the branch point −1/e, (p − 1)/e has lost the digits of p and scipy's W₋₁ is inaccurate
+    # (relative error ~1e-12 at p = 1e-4, NaN at p = 0 where the rounded argument falls below −1/e).
+    # For p < 1e-4 start from the branch-point series of W₋₁ in s = √(2p) (p = 1 + e·z exactly);
+    # for p < 1/2 polish by Newton on the accurately computed CDF F(ρ) = p.
+    # (For p ≥ 1/2 W₋₁ is accurate and Newton would not help: F is flat there and p itself only
+    # resolves ρ to ~1e-16/(ρe^{−ρ}).)
+    rho = np.where(np.isnan(rho), 0.0, rho)
+    small = p < 1e-4
+    s = np.sqrt(2.0 * p[small])
+    rho[small] = s * (1 + s * (1 / 3 + s * (11 / 72 + s * (43 / 540 + s * 769 / 17280))))
+    polish = (p < 0.5) & (rho > 0)
+    r0, pp = rho[polish], p[polish]
+    for _ in range(3):
+        r0 = r0 - (radial_cdf(r0) - pp) / (r0 * np.exp(-r0))
+    rho[polish] = r0
+    return np.maximum(rho, 0.0) / e
 
 
 def planar_laplace_sample(points, *, epsilon: float, rng=None) -> np.ndarray:
