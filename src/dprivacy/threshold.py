@@ -1,0 +1,324 @@
+"""The threshold ε* above which a tight-constraints mechanism exists (seed 000 §6.1 after Prop 8, §7.1;
+seed 004 §5 after Lemma 4).
+
+As ε grows, Φ = exp(−ε d) tends to the identity and the region of ε·d-regular priors to the whole
+simplex, so for large ε the uniform prior is regular and a tight-constraints mechanism exists
+(seed 000 Prop 8). The papers call the smallest such ε the threshold ε* and assume existence for every
+ε above it; they report ε* for the sum and 2-count queries "at 0.01 steps" (seed 000 §7.1). Here ε* is
+bracketed by bisection between an ε where non-existence is *certified* and one where existence is,
+using the honest existence test of :func:`dprivacy.mechanisms.tight.tight_constraints`, and the
+assumption of monotonicity is checked by scanning ε above the bracket.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._validate import check_epsilon, check_positive_int
+from .mechanisms.tight import _ball_profile, _constraints, _solve_phi
+from .spaces import MetricSpace
+
+#: Largest number of doublings when looking for an ε at which the mechanism exists.
+MAX_DOUBLINGS = 60
+
+#: How far down to look for an ε at which the mechanism does not exist, as a fraction of the first ε
+#: tried (1 / min positive distance).
+DEFAULT_EPS_MIN_FACTOR = 1e-3
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One existence test: ε, the verdict ("exists", "absent", "undecided") and min z."""
+
+    epsilon: float
+    status: str
+    min_z: float
+
+
+@dataclass(frozen=True)
+class MonotoneCheck:
+    """A scan of existence at ε above the bracket (the papers assume existence for every ε > ε*).
+
+    ``failures`` are the ε > hi where non-existence is certified (with min z); ``undecided`` those
+    where the test could not decide; ``holds`` is True when the mechanism was verified to exist at
+    every scanned ε.
+    """
+
+    epsilons: np.ndarray = field(repr=False)
+    failures: tuple[tuple[float, float], ...]
+    undecided: tuple[float, ...]
+    holds: bool
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ThresholdResult:
+    """Outcome of :func:`tight_threshold`.
+
+    Attributes
+    ----------
+    epsilon_star : float or None
+        The upper end of the bracket: the smallest ε found at which the mechanism is verified to
+        exist. With ``certified`` it is the threshold within ``tol``. 0.0 when the mechanism exists for
+        every ε > 0 by a theorem (ball-size symmetric spaces, seed 000 Prop 9). None when no ε with
+        existence was found.
+    bracket : (lo, hi) or None
+        lo: an ε where non-existence is certified (None if none was found); hi: an ε where existence
+        is certified. None when there is no transition (``always_exists``).
+    certified : bool
+        Both ends verified and hi − lo ≤ tol.
+    solves : int
+        Number of linear solves (existence tests) performed, monotonicity scan included.
+    monotone_checked : MonotoneCheck or None
+        Existence on a grid above hi; None when not run.
+    always_exists : bool
+        True when existence for every ε > 0 is known from the structure (Prop 9).
+    reason : str
+        What was found, in a sentence or two.
+    tol : float
+    probes : tuple of Probe
+        Every existence test, in order.
+    """
+
+    epsilon_star: float | None
+    bracket: tuple[float | None, float] | None
+    certified: bool
+    solves: int
+    monotone_checked: MonotoneCheck | None
+    always_exists: bool
+    reason: str
+    tol: float
+    probes: tuple[Probe, ...] = field(repr=False, default=())
+
+    def __bool__(self) -> bool:
+        return self.certified
+
+
+class _Prober:
+    """Existence tests on one space, reusing its distance matrix (Φ itself changes with ε, so no
+    factorization can be shared between two ε)."""
+
+    def __init__(self, d: np.ndarray):
+        self.d = d
+        self.probes: list[Probe] = []
+
+    def __call__(self, eps: float) -> str:
+        sol = _solve_phi(_constraints(self.d, eps))
+        status = sol.status if sol.status in ("exists", "absent", "undecided") else "absent"
+        self.probes.append(Probe(float(eps), status, float(sol.z.min())))
+        return status
+
+
+def tight_threshold(
+    space: MetricSpace,
+    *,
+    lo: float | None = None,
+    hi: float | None = None,
+    tol: float = 1e-4,
+    scan: int = 30,
+    scan_factor: float = 3.0,
+    eps_min: float | None = None,
+) -> ThresholdResult:
+    """Bracket the threshold ε* above which a tight-constraints mechanism exists on ``space``.
+
+    Existence at ε is decided by the certified test of ``tight_constraints`` (signs of the solution
+    of Φ z = 1 compared with a forward-error bound; seed 000 Prop 7–8). The search:
+
+    1. ball-size symmetric spaces: the mechanism exists for every ε > 0 (seed 000 Prop 9), no solve;
+    2. find hi with certified existence, starting at ``hi`` or at 1/min d and doubling (Φ → I as
+       ε → ∞, so this ends); find lo with certified non-existence, from ``lo`` or by halving from the
+       first ε tried down to ``eps_min``;
+    3. shrink [lo, hi] until hi − lo ≤ ``tol``, keeping lo certified absent and hi certified present
+       (Illinois steps on the continuous function ε ↦ min z(ε), reusing the values already computed,
+       with bisection as the fallback; a point the test cannot decide lies within rounding of a sign
+       change, so the search probes next to it instead);
+    4. scan ``scan`` values of ε, geometrically spaced in (hi, scan_factor·hi], and report every ε
+       where the mechanism fails to exist (the papers assume it exists for all ε > ε*).
+
+    Parameters
+    ----------
+    space : MetricSpace
+    lo, hi : float, optional
+        A starting bracket. ``lo`` must be an ε where the mechanism certainly does not exist and ``hi``
+        one where it certainly does; otherwise ValueError.
+    tol : float
+        Width of the final bracket.
+    scan : int
+        Number of ε values in the monotonicity scan (0 to skip it).
+    scan_factor : float
+        The scan covers (hi, scan_factor·hi].
+    eps_min : float, optional
+        Smallest ε tried when looking for non-existence (default: 1e-3 / min positive distance).
+
+    Returns
+    -------
+    ThresholdResult
+        Not certified when no ε with certified non-existence was found (e.g. on a line, where the
+        truncated geometric mechanism is tight-constraints for every ε, seed 000 §6.1) or when the test
+        could not decide near the threshold.
+    """
+    if not isinstance(space, MetricSpace):
+        raise TypeError(f"space must be a MetricSpace, got {type(space).__name__}")
+    tol = check_epsilon(tol, name="tol")
+    scan = check_positive_int(scan, name="scan", minimum=0)
+    scan_factor = check_epsilon(scan_factor, name="scan_factor")
+    if scan > 0 and scan_factor <= 1:
+        raise ValueError(f"scan_factor must exceed 1 to scan above hi, got {scan_factor}")
+    if lo is not None:
+        lo = check_epsilon(lo, name="lo")
+    if hi is not None:
+        hi = check_epsilon(hi, name="hi")
+    if lo is not None and hi is not None and not lo < hi:
+        raise ValueError(f"lo must be below hi, got lo={lo} and hi={hi}")
+
+    d = space.distances
+    if _ball_profile(d) is not None:
+        return ThresholdResult(
+            epsilon_star=0.0, bracket=None, certified=True, solves=0,
+            monotone_checked=MonotoneCheck(np.zeros(0), (), (), True, "by seed 000 Prop 9"),
+            always_exists=True, tol=tol,
+            reason="the space is ball-size symmetric: a tight-constraints mechanism exists for every ε > 0 "
+            "(seed 000 Prop 9)",
+        )
+    pos = d[(d > 0) & np.isfinite(d)]
+    start = 1.0 / float(pos.min()) if pos.size else 1.0
+    if eps_min is None:
+        eps_min = DEFAULT_EPS_MIN_FACTOR * start
+    eps_min = check_epsilon(eps_min, name="eps_min")
+    probe = _Prober(d)
+
+    if lo is not None:
+        s = probe(lo)
+        if s != "absent":
+            raise ValueError(
+                f"lo={lo} is not a lower end: non-existence is not certified there "
+                f"({s}, min z = {probe.probes[-1].min_z:.3g})"
+            )
+    if hi is not None:
+        s = probe(hi)
+        if s != "exists":
+            raise ValueError(
+                f"hi={hi} is not an upper end: existence is not certified there "
+                f"({s}, min z = {probe.probes[-1].min_z:.3g})"
+            )
+    else:
+        e = start if lo is None else max(start, 2 * lo)
+        for _ in range(MAX_DOUBLINGS):
+            s = probe(e)
+            if s == "exists":
+                hi = e
+                break
+            if s == "absent" and (lo is None or e > lo):
+                lo = e
+            e *= 2
+        if hi is None:
+            return _finish(probe, None, None, tol, 0, scan_factor,
+                           f"no ε up to {e / 2:.3g} where the mechanism is verified to exist")
+    if lo is None:
+        e = hi / 2
+        while e >= eps_min:
+            s = probe(e)
+            if s == "exists":
+                hi = e
+            elif s == "absent":
+                lo = e
+                break
+            else:
+                break
+            e /= 2
+        if lo is None:
+            last = probe.probes[-1]
+            why = (
+                f"exists at every ε tried down to {hi:.3g}"
+                + (f"; at ε = {last.epsilon:.3g} the test could not decide" if last.status == "undecided" else "")
+                + "; no ε with certified non-existence was found, so hi is only an upper bound on ε*"
+            )
+            return _finish(probe, None, hi, tol, scan, scan_factor, why)
+
+    lo, hi, stuck = _narrow(probe, lo, hi, tol)
+    if stuck:
+        why = f"the test could not decide near ε = {0.5 * (lo + hi):.6g}; bracket wider than tol"
+    else:
+        why = f"ε* lies in ({lo:.6g}, {hi:.6g}]: certified non-existence at lo and existence at hi"
+    return _finish(probe, lo, hi, tol, scan, scan_factor, why)
+
+
+def _narrow(probe: _Prober, lo: float, hi: float, tol: float) -> tuple[float, float, bool]:
+    """Shrink [lo, hi] to width ≤ tol keeping lo certified absent and hi certified present.
+
+    The next ε is the Illinois (modified regula falsi) root estimate of min z(ε), which is continuous
+    in ε, kept at least tol/2 inside the bracket so that it closes; bisection whenever two steps have
+    not halved the bracket or the min z values do not straddle 0. A point the test cannot decide lies
+    within rounding of a sign change, so the search steps off it by tol/4 on both sides.
+    """
+    f = {p.epsilon: p.min_z for p in probe.probes}
+    flo, fhi = f.get(lo, -1.0), f.get(hi, 1.0)
+    widths = [hi - lo]
+    side = 0
+    while hi - lo > tol:
+        use_bisection = len(widths) >= 3 and widths[-1] > 0.5 * widths[-3]
+        if use_bisection or not (flo < 0 < fhi):
+            x = 0.5 * (lo + hi)
+        else:
+            x = hi - fhi * (hi - lo) / (fhi - flo)
+            x = min(max(x, lo + 0.5 * tol), hi - 0.5 * tol)
+        s = probe(x)
+        fx = probe.probes[-1].min_z
+        if s == "exists":
+            hi, fhi = x, fx
+            if side == 1:
+                flo *= 0.5
+            side = 1
+        elif s == "absent":
+            lo, flo = x, fx
+            if side == -1:
+                fhi *= 0.5
+            side = -1
+        else:
+            w = min(tol / 4, (hi - lo) / 4)
+            progressed = False
+            for e in (x + w, x - w):
+                if not lo < e < hi:
+                    continue
+                t = probe(e)
+                if t == "exists":
+                    hi, fhi, progressed = e, probe.probes[-1].min_z, True
+                elif t == "absent":
+                    lo, flo, progressed = e, probe.probes[-1].min_z, True
+            if not progressed:
+                return lo, hi, True
+            side = 0
+        widths.append(hi - lo)
+    return lo, hi, False
+
+
+def _finish(probe: _Prober, lo, hi, tol, scan, scan_factor, why) -> ThresholdResult:
+    mono = None
+    if hi is not None and scan > 0:
+        grid = np.geomspace(hi, scan_factor * hi, scan + 1)[1:]
+        fails, und = [], []
+        for e in grid:
+            s = probe(float(e))
+            if s == "absent":
+                fails.append((float(e), probe.probes[-1].min_z))
+            elif s == "undecided":
+                und.append(float(e))
+        mono = MonotoneCheck(grid, tuple(fails), tuple(und), not fails and not und)
+        if fails:
+            why += (
+                f"; NOT monotone: the mechanism does not exist at {len(fails)} scanned ε above hi "
+                f"(first {fails[0][0]:.6g})"
+            )
+        elif und:
+            why += f"; monotonicity scan undecided at {len(und)} ε"
+        else:
+            why += f"; exists at all {scan} scanned ε in ({hi:.4g}, {scan_factor * hi:.4g}]"
+    certified = lo is not None and hi is not None and hi - lo <= tol
+    return ThresholdResult(
+        epsilon_star=hi, bracket=(lo, hi) if hi is not None else None, certified=certified,
+        solves=len(probe.probes), monotone_checked=mono, always_exists=False, reason=why, tol=tol,
+        probes=tuple(probe.probes),
+    )
