@@ -175,7 +175,10 @@ class Channel:
         u = gen.random(flat.size)
         out = np.empty(flat.size, dtype=np.intp)
         cdf = np.cumsum(self._h, axis=1)
-        cdf[:, -1] = np.inf  # rows sum to 1 only up to rounding; never fall off the end
+        # Rows sum to 1 only up to rounding: a u above the last partial sum goes to the row's last
+        # *possible* output (setting only the last column to ∞ could emit an impossible output).
+        last = self._h.shape[1] - 1 - np.argmax(self._h[:, ::-1] > 0, axis=1)
+        cdf[np.arange(self._h.shape[1])[None, :] >= last[:, None]] = np.inf
         order = np.argsort(flat, kind="stable")
         rows, starts = np.unique(flat[order], return_index=True)
         ends = np.append(starts[1:], flat.size)
