@@ -1,4 +1,4 @@
-"""The optimal ε·d-private mechanism for a given prior and gain (or loss), by linear programming.
+r"""The optimal ε·d-private mechanism for a given prior and gain (or loss), by linear programming.
 
 For a prior π on a finite metric space (Y, d), a gain matrix g[y, w] (or a loss matrix l[y, w]) on
 guesses w ∈ W and a privacy level ε, the mechanism of largest expected gain (smallest expected loss)
@@ -7,8 +7,8 @@ H : Y → W (seed 000 §3.4 and §5.1; seed 001 §6, Def 22 / Prop 23; seed 002 
 
 .. math::
 
-    \\max_H \\sum_{y, w} \\pi_y\\, g[y, w]\\, H[y, w] \\quad\\text{s.t.}\\quad H \\ge 0,\\;
-    \\sum_w H[y, w] = 1,\\; e^{-\\varepsilon d(y, y')} H[y, w] \\le H[y', w].
+    \max_H \sum_{y, w} \pi_y\, g[y, w]\, H[y, w] \quad\text{s.t.}\quad H \ge 0,\;
+    \sum_w H[y, w] = 1,\; e^{-\varepsilon d(y, y')} H[y, w] \le H[y', w].
 
 Only the privacy constraints of the space's *essential pairs* are written (seed 004 Prop 1 for graph
 metrics, where they are the edges; :meth:`MetricSpace.essential_pairs` for any metric), each in both
@@ -133,12 +133,12 @@ class OptimalResult:
 
 
 def privacy_constraints(space: MetricSpace, epsilon: float, n_outputs: int, pairs: str = "essential"):
-    """The privacy constraints of an LP over a channel H : Y → W as a sparse matrix ``A`` with A·x ≤ 0.
+    r"""The privacy constraints of an LP over a channel H : Y → W as a sparse matrix ``A`` with A·x ≤ 0.
 
     The variable vector is x = vec(H) in row-major order (entry H[y, w] is x[y·|W| + w]). For every
     ordered pair (a, b) of the chosen unordered pairs and every column w, one row reads
 
-    .. math:: e^{-\\varepsilon d(a, b)} H[a, w] - H[b, w] \\le 0,
+    .. math:: e^{-\varepsilon d(a, b)} H[a, w] - H[b, w] \le 0,
 
     i.e. H[a, w] ≤ e^{ε d(a,b)} H[b, w] (seed 000 Def 1). Writing the factor e^{−εd} ∈ (0, 1] on the
     left keeps every coefficient of A in [−1, 1], which is better conditioned than e^{+εd} when some
@@ -233,15 +233,15 @@ def optimal_mechanism(
     options: dict | None = None,
     repair: bool = True,
 ) -> OptimalResult:
-    """The ε·d-private mechanism of optimal utility for ``prior``, by linear programming.
+    r"""The ε·d-private mechanism of optimal utility for ``prior``, by linear programming.
 
     Solves
 
     .. math::
 
-        \\max_{H : Y \\to W} \\sum_{y, w} \\pi_y\\, g[y, w]\\, H[y, w]
-        \\quad\\text{s.t.}\\quad H[y, w] \\ge 0,\\quad \\sum_w H[y, w] = 1,\\quad
-        H[y, w] \\le e^{\\varepsilon d(y, y')} H[y', w]
+        \max_{H : Y \to W} \sum_{y, w} \pi_y\, g[y, w]\, H[y, w]
+        \quad\text{s.t.}\quad H[y, w] \ge 0,\quad \sum_w H[y, w] = 1,\quad
+        H[y, w] \le e^{\varepsilon d(y, y')} H[y', w]
 
     (or minimizes Σ π_y l[y, w] H[y, w] for a loss), writing the privacy constraint only for the
     space's essential pairs {y, y'} (both orientations, every column w): privacy on those pairs
@@ -417,7 +417,7 @@ def _failed(status, message, kind, size, *, row_sum_error=float("nan"), min_entr
 
 
 def private_lift(h, space: MetricSpace, *, epsilon: float) -> np.ndarray:
-    """The smallest matrix Ĥ ≥ H whose columns satisfy the ε·d-privacy constraints.
+    r"""The smallest matrix Ĥ ≥ H whose columns satisfy the ε·d-privacy constraints.
 
     .. math:: \hat H[b, w] = \max_a e^{-\varepsilon d(a, b)} H[a, w]
 
