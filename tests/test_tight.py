@@ -1,0 +1,367 @@
+"""Tests for the tight-constraints mechanism (seed 000 §6) and the threshold ε* (seed 000 §7.1)."""
+
+from __future__ import annotations
+
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+
+from dprivacy import spaces
+from dprivacy.channels import Channel
+from dprivacy.measures import check_privacy
+from dprivacy.mechanisms.tight import (
+    TightConstraintsResult,
+    _solve_phi,
+    ball_size_symmetric_tight,
+    tight_constraints,
+)
+from dprivacy.spaces import MetricSpace
+from dprivacy.threshold import tight_threshold
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def sum_space(u: int, v: int) -> MetricSpace:
+    """Answers 0..uv of a sum query; adjacent iff |i − j| ≤ v, so d = ceil(|i − j| / v) (seed 000 §7.1)."""
+    x = np.arange(u * v + 1)
+    d = np.ceil(np.abs(x[:, None] - x[None, :]) / v)
+    i, j = np.nonzero(np.triu(d == 1))
+    return MetricSpace(d, name=f"sum:{u},{v}", essential_pairs=(i, j))
+
+
+def uniform_is_regular(phi: np.ndarray) -> bool:
+    """Seed 000 Def 4 for the uniform prior, as an LP: is there μ ≥ 0 with μΦ = u?"""
+    n = phi.shape[0]
+    lp = linprog(np.zeros(n), A_eq=phi.T, b_eq=np.full(n, 1.0 / n), bounds=[(0, None)] * n, method="highs")
+    assert lp.status in (0, 2), lp.message
+    return lp.status == 0
+
+
+def truncated_geometric(n: int, eps: float) -> np.ndarray:
+    """H[i, j] = c_j α^{|i−j|}, α = e^{−ε}, c_j = 1/(1+α) at the two ends and (1−α)/(1+α) inside."""
+    a = math.exp(-eps)
+    c = np.full(n, (1 - a) / (1 + a))
+    c[0] = c[-1] = 1 / (1 + a)
+    if n == 1:
+        c[0] = 1.0
+    x = np.arange(n)
+    return a ** np.abs(x[:, None] - x[None, :]) * c[None, :]
+
+
+def cube_with_antipodes() -> MetricSpace:
+    """Seed 004 App. B, Fig. 7: the 3-cube plus an edge between antipodal vertices."""
+    g = nx.hypercube_graph(3)
+    for u in list(g.nodes):
+        g.add_edge(u, tuple(1 - b for b in u))
+    return spaces.from_graph(g, nodes=sorted(g.nodes))
+
+
+def assert_tight_mechanism(res: TightConstraintsResult, space: MetricSpace, eps: float) -> None:
+    """What every existing tight-constraints mechanism must satisfy (seed 000 Def 6, Props 6–7)."""
+    assert res.exists and res.channel is not None
+    h = res.channel.matrix
+    phi = space.constraints_matrix(eps)
+    assert (h >= 0).all()
+    np.testing.assert_allclose(h.sum(axis=1), 1.0, atol=1e-10)
+    np.testing.assert_allclose(np.diag(h), res.z, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(phi @ np.diag(h), 1.0, atol=1e-10)  # Prop 7
+    np.testing.assert_allclose(h, phi * res.z[None, :], rtol=1e-13, atol=0)  # Def 6
+    priv = check_privacy(res.channel, space, epsilon=eps)  # Prop 6
+    assert priv.holds
+    assert priv.smallest_epsilon <= eps * (1 + 1e-9)
+    Channel(h)  # a valid stochastic matrix
+
+
+# ---------------------------------------------------------------------------------------------
+# known mechanisms
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 8])
+@pytest.mark.parametrize("eps", [0.05, 0.7, 2.5])
+def test_line_is_truncated_geometric(n, eps):
+    """Seed 000 §6.1: on a line (counting query) the tight-constraints mechanism is the truncated geometric."""
+    sp = spaces.line(n)
+    res = tight_constraints(sp, epsilon=eps)
+    assert res.exists and res.decided
+    np.testing.assert_allclose(res.channel.matrix, truncated_geometric(n, eps), rtol=1e-12, atol=1e-15)
+    assert_tight_mechanism(res, sp, eps)
+
+
+@pytest.mark.parametrize("n", [2, 3, 6])
+@pytest.mark.parametrize("eps", [0.1, 1.0, 4.0])
+@pytest.mark.parametrize("method", ["auto", "solve", "closed-form"])
+def test_clique_is_randomized_response(n, eps, method):
+    """A clique is ball-size symmetric; Prop 9 gives randomized response e^ε/(e^ε+n−1) on the diagonal."""
+    sp = spaces.clique(n)
+    res = tight_constraints(sp, epsilon=eps, method=method)
+    ee = math.exp(eps)
+    expected = np.where(np.eye(n, dtype=bool), ee, 1.0) / (ee + n - 1)
+    np.testing.assert_allclose(res.channel.matrix, expected, rtol=1e-12)
+    assert_tight_mechanism(res, sp, eps)
+    if method == "solve":
+        assert res.singular is False and res.nullity == 0
+    else:
+        assert res.certainty == "closed-form" and res.singular is None
+
+
+@pytest.mark.parametrize("make", [lambda: spaces.ring(7), lambda: spaces.hamming(2, 3), cube_with_antipodes])
+@pytest.mark.parametrize("eps", [0.3, 1.3])
+def test_closed_form_matches_solve_on_symmetric_spaces(make, eps):
+    """Prop 9's constant z = 1/Σ_r n_r e^{−εr} solves Φz = 1, so it agrees with the general solve."""
+    sp = make()
+    closed = ball_size_symmetric_tight(sp, epsilon=eps)
+    solved = tight_constraints(sp, epsilon=eps, method="solve")
+    row = sp.distances[0]
+    np.testing.assert_allclose(closed.z, 1.0 / np.exp(-eps * row).sum(), rtol=1e-14)
+    np.testing.assert_allclose(solved.z, closed.z, rtol=1e-10)
+    assert_tight_mechanism(closed, sp, eps)
+
+
+def test_closed_form_refuses_non_symmetric_space():
+    with pytest.raises(ValueError, match="not ball-size symmetric"):
+        ball_size_symmetric_tight(spaces.line(4), epsilon=1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# existence and non-existence
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make, eps",
+    [
+        (lambda: spaces.grid(4, 3), 0.1),
+        (lambda: spaces.grid(4, 3), 0.5),
+        (lambda: sum_space(6, 3), 0.3),
+        (lambda: spaces.grid(3, 3, metric="chebyshev"), 0.5),
+    ],
+)
+def test_non_existence_reports_negative_entries(make, eps):
+    sp = make()
+    res = tight_constraints(sp, epsilon=eps)
+    assert not res.exists and res.decided and res.channel is None
+    idx, vals = res.negative
+    assert idx.size > 0
+    assert (vals < 0).all()
+    np.testing.assert_array_equal(vals, res.z[idx])
+    assert set(np.flatnonzero(res.z < 0)) == set(idx.tolist())
+    assert res.margin < -1
+    assert "does not exist" in res.reason
+    phi = sp.constraints_matrix(eps)
+    np.testing.assert_allclose(phi @ res.z, 1.0, atol=1e-10)  # z is the solution, just not ≥ 0
+    assert not uniform_is_regular(phi)  # Prop 8, by an independent LP
+
+
+@pytest.mark.parametrize(
+    "make, eps",
+    [
+        (lambda: spaces.grid(4, 3), 1.0),
+        (lambda: sum_space(6, 3), 1.0),
+        (lambda: spaces.grid(3, 3, metric="chebyshev"), 2.0),
+        (lambda: spaces.grid(4, 4, metric="manhattan"), 0.2),
+    ],
+)
+def test_existence_and_privacy(make, eps):
+    sp = make()
+    res = tight_constraints(sp, epsilon=eps)
+    assert res.exists and res.certainty == "certified" and res.margin > 1
+    assert res.negative[0].size == 0
+    assert_tight_mechanism(res, sp, eps)
+    assert uniform_is_regular(sp.constraints_matrix(eps))  # Prop 8
+
+
+def test_uniform_prior_regularity_certificate():
+    """Prop 8's proof: μ = z / n satisfies μΦ = u, μ ≥ 0."""
+    sp = sum_space(5, 2)
+    res = tight_constraints(sp, epsilon=1.5)
+    assert res.exists
+    mu = res.z / sp.n
+    np.testing.assert_allclose(mu @ sp.constraints_matrix(1.5), np.full(sp.n, 1 / sp.n), atol=1e-12)
+
+
+def test_exact_method_agrees_with_truncated_geometric():
+    res = tight_constraints(spaces.line(6), epsilon=0.4, method="exact")
+    assert res.certainty == "exact" and res.error_bound == 0.0
+    np.testing.assert_allclose(res.channel.matrix, truncated_geometric(6, 0.4), rtol=1e-14)
+
+
+# ---------------------------------------------------------------------------------------------
+# singular Φ (seed 004 App. B)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_appendix_b_singular_phi():
+    """At e^{−ε} = 1/3 the rows satisfy c0+c2+c4+c6 = c1+c3+c5+c7 (parity classes), so Φ is singular;
+    Φz = 1 is still consistent and z = 3/8·1 (Prop 9: 1/(1 + 4/3 + 3/9)) is a non-negative solution."""
+    sp = cube_with_antipodes()
+    eps = math.log(3)
+    phi = sp.constraints_matrix(eps)
+    parity = np.array([(-1) ** sum(v) for v in sp.labels], dtype=float)
+    np.testing.assert_allclose(phi @ parity, 0.0, atol=1e-14)  # the paper's dependence relation
+    res = tight_constraints(sp, epsilon=eps, method="solve")
+    assert res.singular is True and res.nullity == 1
+    assert res.exists and res.method == "eigh+linprog"
+    assert (res.z >= 0).all()
+    np.testing.assert_allclose(phi @ res.z, 1.0, atol=1e-12)
+    assert_tight_mechanism(res, sp, eps)
+    # the auto path uses Prop 9 and does not examine uniqueness
+    auto = tight_constraints(sp, epsilon=eps)
+    assert auto.certainty == "closed-form" and auto.nullity is None
+    np.testing.assert_allclose(auto.z, 3 / 8, rtol=1e-14)
+    # away from α = 1/3 the same Φ is invertible
+    other = tight_constraints(sp, epsilon=2.0, method="solve")
+    assert other.singular is False and other.nullity == 0
+
+
+def test_singular_inconsistent_system():
+    """Φ = [[1, .5], [.5, .25]] has kernel (1, −2) and 1 is not in its column space: no solution."""
+    sol = _solve_phi(np.array([[1.0, 0.5], [0.5, 0.25]]))
+    assert sol.status == "inconsistent" and sol.nullity == 1 and sol.singular
+
+
+def test_singular_consistent_with_non_negative_solutions():
+    """Solutions (t, 1 − t, 1): non-negative for t in [0, 1]; a one-dimensional solution set."""
+    phi = np.array([[1.0, 1, 0], [1, 1, 0], [0, 0, 1]])
+    sol = _solve_phi(phi)
+    assert sol.status == "exists" and sol.nullity == 1
+    assert (sol.z >= 0).all()
+    np.testing.assert_allclose(phi @ sol.z, 1.0, atol=1e-12)
+
+
+def test_singular_consistent_but_every_solution_negative():
+    """z1 + 2s = 1 and 2z1 + 3s = 1 with s = z2 + z3 force z1 = −1: no non-negative solution."""
+    phi = np.array([[1.0, 2, 2], [2, 3, 3], [2, 3, 3]])
+    sol = _solve_phi(phi)
+    assert sol.status == "absent" and sol.nullity == 1
+    assert sol.z[0] == pytest.approx(-1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# input validation
+# ---------------------------------------------------------------------------------------------
+
+
+def test_bad_input():
+    sp = spaces.line(3)
+    with pytest.raises(ValueError, match="epsilon"):
+        tight_constraints(sp, epsilon=-1.0)
+    with pytest.raises(TypeError, match="MetricSpace"):
+        tight_constraints(np.zeros((3, 3)), epsilon=1.0)
+    with pytest.raises(ValueError, match="method"):
+        tight_constraints(sp, epsilon=1.0, method="magic")
+    with pytest.raises(ValueError, match="exact"):
+        tight_constraints(spaces.line(50), epsilon=1.0, method="exact")
+
+
+# ---------------------------------------------------------------------------------------------
+# property-based: random graph metrics and Euclidean point sets
+# ---------------------------------------------------------------------------------------------
+
+
+@st.composite
+def graph_spaces(draw):
+    n = draw(st.integers(2, 8))
+    order = draw(st.permutations(range(n)))
+    edges = [(order[k], order[draw(st.integers(0, k - 1))]) for k in range(1, n)]  # a random tree
+    extra = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=10))
+    edges += [(a, b) for a, b in extra if a != b]
+    return spaces.from_graph(edges, nodes=list(range(n)))
+
+
+@st.composite
+def point_spaces(draw):
+    n = draw(st.integers(2, 7))
+    pts = draw(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)), min_size=n, max_size=n, unique=True))
+    p = np.array(pts, dtype=float)
+    return spaces.from_matrix(np.hypot(*(p[:, None, :] - p[None, :, :]).transpose(2, 0, 1)))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sp=st.one_of(graph_spaces(), point_spaces()), eps=st.floats(0.05, 3.0))
+def test_random_spaces(sp, eps):
+    res = tight_constraints(sp, epsilon=eps, method="solve")
+    assume(res.decided)
+    phi = sp.constraints_matrix(eps)
+    if res.exists:
+        assert_tight_mechanism(res, sp, eps)
+    else:
+        assert res.channel is None
+        if not res.singular:
+            assert res.negative[0].size > 0 and (res.negative[1] < 0).all()
+    if not res.singular:
+        exact = tight_constraints(sp, epsilon=eps, method="exact")
+        assert exact.exists == res.exists
+        np.testing.assert_allclose(exact.z, res.z, rtol=1e-9, atol=1e-12)
+    # Prop 8 against an independent LP, unless min z is so close to 0 that the LP's tolerance decides
+    if abs(res.min_z) > 1e-6:
+        assert uniform_is_regular(phi) == res.exists
+
+
+# ---------------------------------------------------------------------------------------------
+# threshold ε*
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make", [lambda: sum_space(8, 3), lambda: spaces.grid(4, 4), lambda: spaces.grid(5, 3, metric="chebyshev")])
+def test_threshold_bracket_is_certified(make):
+    sp = make()
+    tol = 1e-4
+    r = tight_threshold(sp, tol=tol, scan=8)
+    assert r.certified and not r.always_exists
+    lo, hi = r.bracket
+    assert 0 < hi - lo <= tol and r.epsilon_star == hi
+    at_lo = tight_constraints(sp, epsilon=lo, method="solve")
+    at_hi = tight_constraints(sp, epsilon=hi, method="solve")
+    assert not at_lo.exists and at_lo.decided
+    assert at_hi.exists and at_hi.decided
+    assert r.solves == len(r.probes) > 0
+    # every scanned ε above hi that is not listed as a failure is one where the mechanism exists
+    mono = r.monotone_checked
+    assert mono.epsilons.size == 8 and (mono.epsilons > hi).all()
+    failed = {e for e, _ in mono.failures} | set(mono.undecided)
+    for e in mono.epsilons[::3]:
+        assert tight_constraints(sp, epsilon=float(e), method="solve").exists == (float(e) not in failed)
+
+
+def test_threshold_agrees_with_a_scan_at_001_steps():
+    """The paper's procedure (smallest ε on a 0.01 grid with existence) against the bracket."""
+    sp = sum_space(8, 3)
+    r = tight_threshold(sp, tol=1e-4, scan=0)
+    grid = np.round(np.arange(0.30, 1.01, 0.01), 2)
+    exists = [tight_constraints(sp, epsilon=float(e)).exists for e in grid]
+    first = grid[exists.index(True)]
+    assert first - 0.01 < r.epsilon_star <= first + 1e-12
+    assert all(exists[exists.index(True):])  # existence persists above, on this space
+
+
+def test_threshold_symmetric_space_needs_no_solve():
+    r = tight_threshold(spaces.ring(8))
+    assert r.always_exists and r.epsilon_star == 0.0 and r.solves == 0 and r.bracket is None
+
+
+def test_threshold_line_has_no_lower_end():
+    """The truncated geometric is tight-constraints for every ε (seed 000 §6.1): no certified lo."""
+    r = tight_threshold(spaces.line(10), scan=4)
+    assert not r.certified and r.bracket[0] is None
+    assert tight_constraints(spaces.line(10), epsilon=r.epsilon_star).exists
+
+
+def test_threshold_bad_bracket():
+    sp = sum_space(8, 3)
+    with pytest.raises(ValueError, match="lo=2"):
+        tight_threshold(sp, lo=2.0)
+    with pytest.raises(ValueError, match="hi=0.1"):
+        tight_threshold(sp, hi=0.1)
+    with pytest.raises(ValueError, match="below"):
+        tight_threshold(sp, lo=1.0, hi=0.5)
+    r = tight_threshold(sp, lo=0.3, hi=1.0, tol=1e-3, scan=0)
+    assert r.certified and 0.3 <= r.bracket[0] < r.bracket[1] <= 1.0
