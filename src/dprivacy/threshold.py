@@ -175,7 +175,7 @@ def tight_threshold(
         raise ValueError(f"lo must be below hi, got lo={lo} and hi={hi}")
 
     d = space.distances
-    if _ball_profile(d) is not None:
+    if _ball_profile(space) is not None:
         return ThresholdResult(
             epsilon_star=0.0, bracket=None, certified=True, solves=0,
             monotone_checked=MonotoneCheck(np.zeros(0), (), (), True, "by seed 000 Prop 9"),

@@ -198,7 +198,7 @@ def tight_constraints(space: MetricSpace, *, epsilon: float, method: str = "auto
     if method == "closed-form":
         return ball_size_symmetric_tight(space, epsilon=e)
     if method == "auto":
-        profile = _ball_profile(d)
+        profile = _ball_profile(space)
         if profile is not None:
             return _closed_form(space, d, profile, e)
     if method == "exact" and space.n > EXACT_LIMIT:
@@ -231,15 +231,13 @@ def ball_size_symmetric_tight(space: MetricSpace, *, epsilon: float) -> TightCon
     if not isinstance(space, MetricSpace):
         raise TypeError(f"space must be a MetricSpace, got {type(space).__name__}")
     e = check_epsilon(epsilon)
-    d = space.distances
-    profile = _ball_profile(d)
+    profile = _ball_profile(space)
     if profile is None:
-        i = _asymmetric_witness(d)
-        raise ValueError(
-            f"space {space.name!r} is not ball-size symmetric (seed 000 Def 7): points 0 and {i} "
-            "have different numbers of points at some distance"
-        )
-    return _closed_form(space, d, profile, e)
+        from ..graphs import distance_counts
+
+        why = distance_counts(space, rtol=SYMMETRY_RTOL).reason or "the row sums of d differ"
+        raise ValueError(f"space {space.name!r} is not ball-size symmetric (seed 000 Def 7): {why}")
+    return _closed_form(space, space.distances, profile, e)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,38 +245,26 @@ def ball_size_symmetric_tight(space: MetricSpace, *, epsilon: float) -> TightCon
 # ---------------------------------------------------------------------------------------------
 
 
-def _ball_profile(d: np.ndarray, rtol: float = SYMMETRY_RTOL):
+def _ball_profile(space: MetricSpace, rtol: float = SYMMETRY_RTOL):
     """(radii, counts) shared by every point if the space is ball-size symmetric, else None.
 
     Cheap necessary conditions first (equal numbers of infinite distances, equal row sums of d and
-    d²), so a non-symmetric space such as a grid is rejected in O(n²) without sorting.
+    d²), so that a space that is not symmetric, such as a grid, is rejected in O(n²) without sorting;
+    the decision and the counts n_r then come from :func:`dprivacy.graphs.distance_counts`.
     """
-    n = d.shape[0]
+    d = space.distances
     fin = np.isfinite(d)
-    ninf = n - fin.sum(axis=1)
+    ninf = d.shape[0] - fin.sum(axis=1)
     if (ninf != ninf[0]).any():
         return None
     dz = np.where(fin, d, 0.0)
     for s in (dz.sum(axis=1), np.einsum("ij,ij->i", dz, dz)):
         if np.abs(s - s[0]).max() > 4 * rtol * max(abs(s[0]), 1.0):
             return None
-    srt = np.sort(dz, axis=1)  # infinite distances became 0 above; their counts already agree
-    ref = srt[0]
-    if (np.abs(srt - ref) > rtol * np.maximum(ref, 1.0)).any():
-        return None
-    r = np.sort(d[0][fin[0]])
-    starts = np.concatenate(([0], np.flatnonzero(np.diff(r) > rtol * np.maximum(r[1:], 1.0)) + 1))
-    counts = np.diff(np.append(starts, r.size))
-    return r[starts], counts
+    from ..graphs import distance_counts  # lazily: graphs sits beside mechanisms, not below them
 
-
-def _asymmetric_witness(d: np.ndarray) -> int:
-    srt = np.sort(np.where(np.isfinite(d), d, np.inf), axis=1)
-    with np.errstate(invalid="ignore"):
-        diff = np.abs(srt - srt[0])
-    diff[np.isinf(srt) & np.isinf(srt[0])] = 0.0
-    bad = np.flatnonzero((diff > SYMMETRY_RTOL * np.maximum(np.abs(np.nan_to_num(srt[0], posinf=1.0)), 1.0)).any(axis=1))
-    return int(bad[0]) if bad.size else 0
+    counts = distance_counts(space, rtol=rtol)
+    return (counts.distances, counts.counts) if counts.symmetric else None
 
 
 def _closed_form(space: MetricSpace, d: np.ndarray, profile, e: float) -> TightConstraintsResult:
