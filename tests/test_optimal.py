@@ -408,6 +408,66 @@ def test_solver_failure_is_a_result_not_an_exception():
     assert r.n_variables == 36
 
 
+def _fake_linprog(x):
+    from scipy.optimize import OptimizeResult
+
+    def fake(c, **kwargs):
+        return OptimizeResult(x=np.asarray(x, dtype=float).ravel(), fun=float(c @ np.ravel(x)), status=0,
+                              message="fake optimal", success=True)
+
+    return fake
+
+
+def test_tiny_negative_entries_are_clipped_and_recorded(monkeypatch):
+    from dprivacy.mechanisms import optimal as mod
+
+    # A private channel on line:3 whose last column is tiny (1e−12 scale), as an LP vertex can have:
+    # columns TG0, TG1 + (1 − s)·TG2, s·TG2 (sums of private columns are private). The solver's
+    # rounding turns the smallest entry of the tiny column into −1e−13.
+    tg = truncated_geometric(3, 1.0)
+    s = 1e-12 / tg[2, 2]
+    h = np.column_stack([tg[:, 0], tg[:, 1] + (1 - s) * tg[:, 2], s * tg[:, 2]])
+    assert check_privacy(h, spaces.line(3), epsilon=1.0).holds
+    noisy = h.copy()
+    noisy[0, 2] = -1e-13
+    monkeypatch.setattr(mod, "linprog", _fake_linprog(noisy))
+    r = mod.optimal_mechanism(spaces.line(3), np.full(3, 1 / 3), epsilon=1.0)
+    assert r.success
+    assert r.min_entry == -1e-13
+    assert r.clipped == pytest.approx(1e-13)
+    assert r.row_sum_error == pytest.approx(1e-13 + h[0, 2], rel=1e-6)
+    # The clipped zero sits next to a positive entry: infinite log-ratio before the repair ...
+    assert r.raw_smallest_epsilon == math.inf
+    # ... the lift puts e^{−1}·H[1, 2] back there, recorded as repair mass, and the channel is private.
+    assert r.repair_mass == pytest.approx(math.exp(-1) * h[1, 2], rel=1e-6)
+    assert r.private and r.smallest_epsilon <= 1.0 + 1e-9
+    assert np.allclose(r.channel.matrix, h, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "entry, row_shift, reason",
+    [(-1e-6, 0.0, "below"), (0.0, 1e-4, "sums to 1 only within")],
+)
+def test_implausible_solver_output_is_rejected(monkeypatch, entry, row_shift, reason):
+    from dprivacy.mechanisms import optimal as mod
+
+    h = truncated_geometric(3, 1.0)
+    h[1, 0] = entry if entry else h[1, 0]
+    h[1, 1] += row_shift
+    monkeypatch.setattr(mod, "linprog", _fake_linprog(h))
+    r = mod.optimal_mechanism(spaces.line(3), np.full(3, 1 / 3), epsilon=1.0)
+    assert not r.success and r.status == -1 and reason in r.message and r.channel is None
+
+
+def test_repair_off_returns_the_solver_channel():
+    space = spaces.ring(5)
+    prior = np.array([0.4, 0.1, 0.2, 0.2, 0.1])
+    a = optimal_mechanism(space, prior, epsilon=1.0, repair=False)
+    assert a.repair_mass == 0.0 and a.raw_smallest_epsilon == a.smallest_epsilon
+    b = optimal_mechanism(space, prior, epsilon=1.0)
+    assert b.value == pytest.approx(a.value, abs=LP_TOL)
+
+
 @pytest.mark.parametrize(
     "kwargs, exc, match",
     [

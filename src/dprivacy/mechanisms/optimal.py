@@ -43,6 +43,10 @@ _LIFT_ELEMENTS = 4_000_000
 #: A raw LP entry more negative than this is not rounding noise: the result is marked unsuccessful.
 NEGATIVE_ATOL = 1e-9
 
+#: A raw row sum further than this from 1 is not rounding noise either (HiGHS' default feasibility
+#: tolerance is 1e-7).
+ROW_SUM_ATOL = 1e-6
+
 _METHODS = ("highs", "highs-ds", "highs-ipm")
 _PAIRS = ("essential", "all")
 
@@ -58,7 +62,9 @@ class OptimalResult:
     status : int
         The solver's status code (``scipy.optimize.linprog``: 0 optimal, 1 iteration/time limit,
         2 infeasible, 3 unbounded, 4 numerical difficulties); -1 when the solver reported success but
-        the returned point was rejected here (see ``message``).
+        the returned point was rejected here (an entry below −1e−9 or a row sum off by more than
+        1e−6; see ``message``). The LP itself is always feasible (a constant channel is private) and
+        bounded (H is stochastic), so statuses 2 and 3 would signal numerical trouble.
     message : str
         The solver's message (with the reason for rejection appended when ``status`` is -1).
     channel : Channel or None
@@ -313,7 +319,8 @@ def optimal_mechanism(
     1. negative entries are set to 0 (their total mass is ``clipped``, the most negative raw entry
        ``min_entry``; a raw entry below −``NEGATIVE_ATOL`` = −1e−9 is not rounding noise and makes
        the result unsuccessful, status −1), and each row is divided by its sum (the raw error is
-       ``row_sum_error``); ``raw_smallest_epsilon`` is the privacy level of this channel;
+       ``row_sum_error``; above ``ROW_SUM_ATOL`` = 1e−6 the result is unsuccessful, status −1);
+       ``raw_smallest_epsilon`` is the privacy level of this channel;
     2. with ``repair`` (default), every column is lifted to the smallest vector above it satisfying
        the privacy constraints (:func:`private_lift`) and rows are divided by their sums again; the
        largest mass added to a row is ``repair_mass`` (of the order of the solver's violations, so
@@ -377,9 +384,16 @@ def optimal_mechanism(
     raw = np.asarray(res.x, dtype=np.float64).reshape(n, m)
     min_entry = float(raw.min())
     row_sum_error = float(np.abs(raw.sum(axis=1) - 1.0).max())
-    if min_entry < -NEGATIVE_ATOL or not np.isfinite(raw).all():
-        return _failed(-1, f"{message}; rejected: raw entry {min_entry:.3g} below -{NEGATIVE_ATOL:g}", kind, size,
-                       row_sum_error=row_sum_error, min_entry=min_entry)
+    reject = None
+    if not np.isfinite(raw).all():
+        reject = "non-finite entries in the solution"
+    elif min_entry < -NEGATIVE_ATOL:
+        reject = f"raw entry {min_entry:.3g} below -{NEGATIVE_ATOL:g}"
+    elif row_sum_error > ROW_SUM_ATOL:
+        reject = f"a row sums to 1 only within {row_sum_error:.3g} (> {ROW_SUM_ATOL:g})"
+    if reject is not None:
+        return _failed(-1, f"{message}; rejected: {reject}", kind, size, row_sum_error=row_sum_error,
+                       min_entry=min_entry)
     neg = raw < 0
     clipped = float(-raw[neg].sum()) if neg.any() else 0.0
     h = np.where(neg, 0.0, raw)
