@@ -191,6 +191,19 @@ def test_thm2_bound_on_random_metrics(space, eps, data):
         assert r.value == pytest.approx(mu.sum(), abs=LP_TOL)
 
 
+@settings(max_examples=25, deadline=None)
+@given(space=random_metric(n_min=2, n_max=6, allow_infinite=False), eps=st.sampled_from([0.4, 1.0, 3.0]))
+def test_uniform_prior_matches_the_library_tight_constraints_mechanism(space, eps):
+    # Seed 000 Cor 3: when a tight-constraints mechanism exists it is optimal for the uniform prior.
+    # Cross-checks the LP against dprivacy.mechanisms.tight (another module, built independently).
+    tight = pytest.importorskip("dprivacy.mechanisms.tight")
+    tc = tight.tight_constraints(space, epsilon=eps)
+    assume(tc.exists)
+    u = np.full(space.n, 1 / space.n)
+    r = optimal_mechanism(space, u, epsilon=eps)
+    assert r.value == pytest.approx(utility(tc.channel, u).value, abs=LP_TOL)
+
+
 def test_prior_outside_region_lp_strictly_beats_tight_constraints_on_ring():
     # A corner-like prior on ring:6 at ε = ln 2, biased to point 0 beyond the region (μ has a negative
     # entry): the tight-constraints mechanism (optimal for regular priors) is not optimal here.
