@@ -527,7 +527,8 @@ def _singular_solve(phi: np.ndarray, rcond: float, force: bool = False) -> _Solu
 
 def _result(space: MetricSpace, phi: np.ndarray, e: float, sol: _Solution) -> TightConstraintsResult:
     z = sol.z
-    neg_idx = np.flatnonzero(z < 0)
+    # An inconsistent system has no solution at all: the least-squares z's signs explain nothing.
+    neg_idx = np.flatnonzero(z < 0) if sol.status != "inconsistent" else np.zeros(0, dtype=np.intp)
     negative = (neg_idx, z[neg_idx])
     exists = sol.status == "exists"
     channel = Channel._trusted(phi * z[None, :], space.labels, space.labels) if exists else None
