@@ -281,7 +281,8 @@ def optimal_mechanism(
         method (with HiGHS's crossover to a vertex), which on the grid benchmarks was both faster than
         dual simplex and returned channels within rounding of exact privacy, where dual simplex left
         violations up to its 1e−7 feasibility tolerance (e.g. an entry 1.8e−7 next to a 0 on
-        grid:10x10:manhattan). "highs" lets HiGHS choose (dual simplex).
+        grid:10x10:manhattan). "highs" lets HiGHS choose (dual simplex). HiGHS's own Python API
+        (highspy) is not a dependency; linprog runs the same solver on the same sparse matrices.
     options : dict, optional
         Passed to ``linprog`` (e.g. ``{"time_limit": 60.0, "primal_feasibility_tolerance": 1e-9}``).
     repair : bool
