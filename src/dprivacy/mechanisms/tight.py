@@ -16,7 +16,8 @@ the solutions form an affine space and we look for a non-negative one with a lin
 Existence is a question about the *signs* of a computed vector, so each answer says how sure it is:
 every entry of z is compared with a bound on its forward error (see :func:`tight_constraints`), and a
 sign that rounding could flip makes the answer "undecided" rather than a guess. The object decided
-on is the float64 matrix Φ̃ = fl(exp(−ε d)) (entries within one rounding of the real Φ).
+on is the float64 matrix Φ̃ = fl(exp(−ε d)) (each entry within a few units in the last place of the
+real Φ; the papers' question differs from this one only for z within ~κ(Φ)·1e-16 of 0).
 """
 
 from __future__ import annotations
