@@ -340,3 +340,19 @@ def test_prior_with_a_zero_next_to_a_positive_is_not_private():
     assert not res.holds and res.smallest_epsilon == np.inf and res.worst in {(0, 2, 0), (1, 2, 0)}  # ties
     assert check_prior_privacy([0.25, 0.5, 0.25], spaces.line(3), epsilon=np.log(2)).holds
     assert not check_prior_privacy([0.25, 0.5, 0.25], spaces.line(3), epsilon=0.69).holds
+
+
+def test_holds_is_decided_on_every_pair_not_only_the_worst_ratio():
+    """The pair with the largest ratio per unit distance can be within tolerance while a farther
+    pair with a smaller ratio exceeds ε·d by far: the check must still fail."""
+    from dprivacy import Channel, MetricSpace, measures
+
+    tiny = 1e-10
+    d = np.array([[0, tiny, 1], [tiny, 0, 1], [1, 1, 0.0]])
+    a = 0.3
+    b = a * np.exp(2 * tiny)          # pair (0,1): ratio 2 per unit, excess 1e-10 (below tol 1e-9)
+    c = a * np.exp(-1.5)              # pair (0,2): ratio 1.5 per unit, excess 0.5
+    h = np.array([[a, 1 - a], [b, 1 - b], [c, 1 - c]])
+    r = measures.check_privacy(Channel(h), MetricSpace(d), epsilon=1.0)
+    assert r.smallest_epsilon == pytest.approx(2.0, rel=1e-4)
+    assert not r.holds

@@ -93,11 +93,20 @@ def _finite_log(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def _better(best, per_unit, top_pos, top_neg, dist, i_idx, j_idx, logh):
-    """Update ``best`` with the largest ratio in a block, orienting the worst triple."""
+def _better(best, per_unit, top_pos, top_neg, dist, i_idx, j_idx, logh, epsilon):
+    """Update ``best`` with the largest ratio in a block, orienting the worst triple.
+
+    ``best`` is (ratio per unit distance, (y, y', z), log-ratio, distance, largest excess), where the
+    excess of a pair is its log-ratio minus ε·d: ``holds`` is decided on the largest excess over all
+    pairs, not only at the pair of largest ratio (a farther pair can exceed ε·d + tol by more).
+    """
+    top = np.maximum(top_pos, top_neg)
+    with np.errstate(invalid="ignore"):
+        excess = np.where(np.isinf(dist), -np.inf, np.where(top >= _HUGE, np.inf, top) - epsilon * dist)
+    exc = max(best[4], float(excess.max()) if excess.size else -np.inf)
     k = int(np.argmax(per_unit))
     if not per_unit[k] > best[0]:
-        return best
+        return best[:4] + (exc,)
     i, j = int(i_idx[k]), int(j_idx[k])
     diff = logh[i] - logh[j]
     if top_pos[k] >= top_neg[k]:
@@ -107,7 +116,7 @@ def _better(best, per_unit, top_pos, top_neg, dist, i_idx, j_idx, logh):
     lr = float(max(top_pos[k], top_neg[k]))
     if lr >= _HUGE:
         lr = np.inf
-    return (float(per_unit[k]), (y, y2, z), lr, float(dist[k]))
+    return (float(per_unit[k]), (y, y2, z), lr, float(dist[k]), exc)
 
 
 def _ratios_block(top_pos, top_neg, dist):
@@ -118,7 +127,10 @@ def _ratios_block(top_pos, top_neg, dist):
         return np.where(np.isinf(dist), -np.inf, top / dist)
 
 
-def _all_pairs_ratios(logh: np.ndarray, d: np.ndarray):
+_START = (-1.0, None, 0.0, 0.0, -np.inf)
+
+
+def _all_pairs_ratios(logh: np.ndarray, d: np.ndarray, epsilon: float):
     """Largest d_P(row_i, row_j)/d(i,j) over all pairs: row i against the block of rows after it.
 
     Broadcasting one row against a contiguous block avoids gathering pairs; max and min of the signed
@@ -126,10 +138,10 @@ def _all_pairs_ratios(logh: np.ndarray, d: np.ndarray):
     in its reductions).
     """
     n = logh.shape[0]
-    best = (-1.0, None, 0.0, 0.0)
+    best = _START
 
     def rows(start, stop):
-        b = (-1.0, None, 0.0, 0.0)
+        b = _START
         for i in range(start, stop):
             if i + 1 >= n:
                 break
@@ -137,7 +149,7 @@ def _all_pairs_ratios(logh: np.ndarray, d: np.ndarray):
             pos, neg = diff.max(axis=1), -diff.min(axis=1)
             dist = d[i, i + 1 :]
             js = np.arange(i + 1, n)
-            b = _better(b, _ratios_block(pos, neg, dist), pos, neg, dist, np.full(js.size, i), js, logh)
+            b = _better(b, _ratios_block(pos, neg, dist), pos, neg, dist, np.full(js.size, i), js, logh, epsilon)
         return b
 
     # Split rows so that the blocks carry equal work (row i compares against n−i−1 rows).
@@ -150,24 +162,25 @@ def _all_pairs_ratios(logh: np.ndarray, d: np.ndarray):
 
         with ThreadPoolExecutor(workers) as ex:
             results = list(ex.map(lambda ab: rows(*ab), zip(cuts[:-1], cuts[1:])))
+    exc = max(r[4] for r in results)
     for r in results:
         if r[0] > best[0]:
             best = r
-    return best
+    return best[:4] + (exc,)
 
 
-def _listed_pairs_ratios(logh: np.ndarray, d, space: MetricSpace, pairs):
+def _listed_pairs_ratios(logh: np.ndarray, d, space: MetricSpace, pairs, epsilon: float):
     """Largest d_P(row_i, row_j)/d(i,j) over the listed pairs, in chunks of gathered rows."""
     I, J = pairs
     m = logh.shape[1]
-    best = (-1.0, None, 0.0, 0.0)
+    best = _START
     chunk = max(1, _CHUNK_ELEMENTS // max(m, 1))
     for a in range(0, I.size, chunk):
         i, j = I[a : a + chunk], J[a : a + chunk]
         dist = d[i, j] if d is not None else _pair_distances(space, i, j)
         diff = logh[i] - logh[j]
         pos, neg = diff.max(axis=1), -diff.min(axis=1)
-        best = _better(best, _ratios_block(pos, neg, dist), pos, neg, dist, i, j, logh)
+        best = _better(best, _ratios_block(pos, neg, dist), pos, neg, dist, i, j, logh, epsilon)
     return best
 
 
@@ -189,13 +202,13 @@ def _check_rows(logh: np.ndarray, space: MetricSpace, epsilon: float, tol: float
     d = None if isinstance(space, GridSpace) and space._distances is None else space.distances
     if d is not None and pairs[0].size > 0.25 * n * (n - 1) / 2:
         # Most pairs are needed anyway: the contiguous all-pairs sweep is cheaper than gathering.
-        ratio, worst, lr, dist = _all_pairs_ratios(logh, d)
+        ratio, worst, lr, dist, excess = _all_pairs_ratios(logh, d, epsilon)
         pairs = np.triu_indices(n, k=1)
     else:
-        ratio, worst, lr, dist = _listed_pairs_ratios(logh, d, space, pairs)
+        ratio, worst, lr, dist, excess = _listed_pairs_ratios(logh, d, space, pairs, epsilon)
     if worst is None:  # one point, or every pair at infinite distance
         return PrivacyResult(True, epsilon, 0.0, None, 0.0, 0.0, int(pairs[0].size), tol)
-    holds = bool(lr <= epsilon * dist + tol) if np.isfinite(lr) else False
+    holds = bool(excess <= tol)
     # (+ 0.0 turns the −0.0 that equal rows can give into 0.0)
     return PrivacyResult(holds, epsilon, max(ratio, 0.0) + 0.0, worst, lr, dist, int(pairs[0].size), tol)
 
