@@ -1,5 +1,6 @@
 """QIF measures: vulnerability, min-entropy leakage, utility, and d-privacy checks."""
 
+from .characterizations import HidingResult, NeighbourhoodResult, check_hiding, check_neighbourhood
 from .leakage import (
     conditional_min_entropy,
     min_capacity,
@@ -27,6 +28,7 @@ from .utility import (
 )
 
 __all__ = [
+    "HidingResult", "NeighbourhoodResult", "check_hiding", "check_neighbourhood",
     "conditional_min_entropy", "min_capacity", "min_entropy", "min_entropy_leakage",
     "multiplicative_leakage", "posterior_vulnerability", "prior_vulnerability",
     "PrivacyResult", "check_prior_privacy", "check_privacy", "is_private",
