@@ -187,6 +187,9 @@ def test_ccs_adjustment_is_tiny_and_still_private():
     res = planar_laplace_grid(space, epsilon=0.8, adjust="ccs")
     assert res.epsilon == 0.8
     assert 0.0 < 0.8 - res.epsilon_used < 1e-10
+    # u = step, r_max = the grid's diameter (corner to corner), δθ = the sampler's angular resolution
+    expected = ccs_adjusted_epsilon(0.8, step=1.0, r_max=9 * math.sqrt(2), delta_theta=SAMPLER_DELTA_THETA)
+    assert res.epsilon_used == pytest.approx(expected, rel=1e-15)
     pr = check_privacy(res.channel, space, epsilon=res.epsilon_used)
     assert pr.holds
     plain = planar_laplace_channel(space, epsilon=0.8).matrix

@@ -66,6 +66,10 @@ _CUTOFF_R = 45.0
 #: Below this radius F is summed from its Taylor series (1 − e^{−R}(1+R) cancels there).
 _SERIES_BELOW = 1.0
 _SERIES_TERMS = 22
+#: Unbounded regions whose edge sum has a condition number above this are split at the box
+#: [−_SPLIT_AT, _SPLIT_AT]² (see rectangle_masses).
+_SPLIT_COND = 16.0
+_SPLIT_AT = 1.0
 
 
 @lru_cache(maxsize=8)
@@ -221,7 +225,8 @@ def rectangle_masses(x0, x1, y0, y1) -> tuple[np.ndarray, np.ndarray]:
     """
     x0, x1, y0, y1 = (np.asarray(v, dtype=np.float64).ravel() for v in (x0, x1, y0, y1))
     mass, err, cond = _rectangle_masses(x0, x1, y0, y1)
-    bad = np.flatnonzero(~(np.isfinite(x0) & np.isfinite(x1) & np.isfinite(y0) & np.isfinite(y1)) & (cond > _SPLIT_COND))
+    bounded = np.isfinite(x0) & np.isfinite(x1) & np.isfinite(y0) & np.isfinite(y1)
+    bad = np.flatnonzero(~bounded & (cond > _SPLIT_COND))
     if bad.size:
         owner, parts = _split_at_box(bad, x0[bad], x1[bad], y0[bad], y1[bad], _SPLIT_AT)
         pm, pe, _ = _rectangle_masses(*parts)
@@ -231,11 +236,6 @@ def rectangle_masses(x0, x1, y0, y1) -> tuple[np.ndarray, np.ndarray]:
         mass[bad[better]] = m2[better]
         err[bad[better]] = e2[better]
     return mass, err
-
-
-#: Unbounded regions whose edge sum has condition number above this are split (see rectangle_masses).
-_SPLIT_COND = 16.0
-_SPLIT_AT = 1.0
 
 
 def _split_at_box(owner, x0, x1, y0, y1, a):
@@ -249,7 +249,6 @@ def _split_at_box(owner, x0, x1, y0, y1, a):
     out = [[], [], [], [], []]
     for i in range(3):
         for j in range(3):
-            # interval i on x: from the last valid breakpoint at or before slot i to the next valid one
             xa, xb = _slot(cx, i)
             ya, yb = _slot(cy, j)
             ok = (xa < xb) & (ya < yb)
@@ -260,9 +259,11 @@ def _split_at_box(owner, x0, x1, y0, y1, a):
 
 
 def _slot(c, i):
-    """The i-th sub-interval of the breakpoints in the rows of c (NaN breakpoints skipped)."""
+    """Sub-interval starting at breakpoint i of each row of c, up to the next valid breakpoint.
+
+    NaN where breakpoint i is absent (NaN), so that the caller's ``left < right`` test drops it.
+    """
     valid = ~np.isnan(c)
-    # left end: breakpoint i if valid, else the interval is empty (return equal ends)
     left = np.where(valid[:, i], c[:, i], np.nan)
     right = np.full(c.shape[0], np.nan)
     for k in range(c.shape[1] - 1, i, -1):
