@@ -57,8 +57,9 @@ def planar_laplace_radius(p, *, epsilon: float) -> np.ndarray:
     """
     e = check_epsilon(epsilon)
     p = np.atleast_1d(np.asarray(p, dtype=np.float64))
-    if ((p < 0) | (p >= 1) | ~np.isfinite(p)).any():
-        raise ValueError("p must lie in [0, 1)")
+    bad = (p < 0) | (p >= 1) | ~np.isfinite(p)
+    if bad.any():
+        raise ValueError(f"p must lie in [0, 1); got {p[bad].ravel()[0]!r} ({int(bad.sum())} value(s) out of range)")
     rho = -(lambertw((p - 1.0) / math.e, k=-1).real + 1.0)  # ρ = εr
     # Near the branch point −1/e, (p − 1)/e has lost the digits of p and scipy's W₋₁ is inaccurate
     # (relative error ~1e-12 at p = 1e-4, NaN at p = 0 where the rounded argument falls below −1/e).
