@@ -1,0 +1,182 @@
+r"""The tight-constraints mechanism of a grid held implicitly: the diagonal z and the grid, never the
+n×n matrix.
+
+H[y, z] = e^{−ε d(y, z)} z_z (seed 000 Def 6 with diag(H) = z, Prop 7). Everything a caller needs is
+computed from z and the translation-invariant kernel:
+
+* rows on demand (O(n) each);
+* utility for the binary gain with the optimal remap and min-entropy leakage for any prior, through
+  the max-convolution of :mod:`.maxplus` (closed form for the uniform prior: U = Σz/n, L = log₂Σz);
+* d-privacy: certified by seed 000 Prop 6 (z ≥ 0 on a metric ⇒ ε·d-private), plus a numeric spot check
+  of sampled rows with :func:`dprivacy.measures.check_privacy`;
+* exact vectorized sampling (:mod:`.sampling`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validate import as_prior, as_rng, check_epsilon, check_positive_int
+from ..channels import Channel
+from ..measures import PrivacyResult, check_privacy
+from ..measures.utility import UtilityResult
+from ..spaces import GridSpace, MetricSpace
+from .maxplus import max_convolution
+from .sampling import KernelRejectionSampler
+
+
+@dataclass(frozen=True)
+class PrivacyCertificate:
+    """Why an implicit tight-constraints mechanism is ε·d-private.
+
+    ``holds``: the theorem applies (z ≥ 0 certified, d a metric: seed 000 Prop 6) and the spot check
+    found no violation. ``by_theorem``: the first part. ``spot_check``: the
+    :class:`~dprivacy.measures.PrivacyResult` of ``check_privacy`` on the sampled rows (all pairs among
+    them, every output). ``rows``: the sampled secret cells. ``reason``: a sentence.
+    """
+
+    holds: bool
+    by_theorem: bool
+    spot_check: PrivacyResult
+    rows: np.ndarray
+    reason: str
+
+    def __bool__(self) -> bool:
+        return self.holds
+
+
+class ImplicitTightMechanism:
+    """H[y, z] = e^{−ε d(y,z)} z_z on a grid, stored as z (seed 000 Def 6).
+
+    Parameters
+    ----------
+    grid : GridSpace
+    z : array_like, shape (n,)
+        The diagonal; must be ≥ 0 (a mechanism that exists).
+    epsilon : float
+    certificate : GridTightResult, optional
+        The solver's result that certified z ≥ 0 (kept for :meth:`privacy_certificate`).
+
+    Notes
+    -----
+    Usually obtained as ``tight_constraints_grid(grid, epsilon=ε).mechanism``. Rows sum to
+    (Φz)_y = 1 + r_y with r the solver's residual (|r_y| ≲ 1e-10).
+    """
+
+    def __init__(self, grid: GridSpace, z, *, epsilon: float, certificate=None):
+        if not isinstance(grid, GridSpace):
+            raise TypeError(f"grid must be a GridSpace, got {type(grid).__name__}")
+        self.grid = grid
+        self.epsilon = check_epsilon(epsilon)
+        z = np.array(z, dtype=np.float64).ravel()
+        if z.shape != (grid.n,):
+            raise ValueError(f"z has {z.size} entries, expected {grid.n} (one per cell of {grid.name})")
+        if not np.isfinite(z).all():
+            raise ValueError("z must be finite")
+        if (z < 0).any():
+            i = int(np.argmin(z))
+            raise ValueError(
+                f"z has negative entries (z[{i}] = {z[i]:.6g}): the tight-constraints mechanism does not "
+                "exist at this ε (seed 000 Prop 7-8)"
+            )
+        z.setflags(write=False)
+        self.z = z
+        self.certificate = certificate
+        self._sampler = None
+
+    @property
+    def n(self) -> int:
+        return self.grid.n
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.grid.n, self.grid.n)
+
+    def __repr__(self) -> str:
+        return f"<ImplicitTightMechanism {self.grid.name} ε={self.epsilon:g}>"
+
+    # -- entries ------------------------------------------------------------------------------
+    def row(self, i) -> np.ndarray:
+        """Row(s) H[i, ·] = e^{−ε d(i, ·)} z: shape (n,) for an int, (k, n) for k indices."""
+        idx = np.asarray(i)
+        if not np.issubdtype(idx.dtype, np.integer):
+            raise TypeError(f"row index must be an integer, got {i!r}")
+        if idx.size and (idx.min() < 0 or idx.max() >= self.n):
+            raise ValueError(f"row index must lie in 0..{self.n - 1}, got {i!r}")
+        return np.exp(-self.epsilon * self.grid.distances_from(idx)) * self.z
+
+    def to_channel(self) -> Channel:
+        """The dense :class:`Channel` (only for grids whose n×n matrix fits; MemoryError otherwise)."""
+        h = np.exp(-self.epsilon * self.grid.distances) * self.z[None, :]
+        return Channel._trusted(h, self.grid.labels, self.grid.labels)
+
+    # -- utility and leakage ------------------------------------------------------------------
+    def utility(self, prior=None) -> UtilityResult:
+        """Expected binary gain with the optimal remap: U = Σ_z max_y π_y e^{−εd(y,z)} z_z
+        (seed 000 §3.4, Eq. 6), and the remap ẑ ↦ argmax_y.
+
+        ``prior=None`` means uniform: U = Σz/n and the identity remap (Φ's diagonal is 1). Otherwise the
+        max over y is a max-convolution (:func:`.maxplus.max_convolution`: O(n) for Manhattan and
+        Chebyshev, branch and bound for Euclidean). For an ε·d-regular prior the identity remap is
+        optimal (seed 000 Thm 4) and U = Σ_y μ_y (Thm 2); for other priors it may not be, and the remap
+        returned is the optimal one.
+        """
+        if prior is None:
+            return UtilityResult(float(self.z.sum()) / self.n, np.arange(self.n))
+        p = as_prior(prior, self.n)
+        m, arg = max_convolution(self.grid, p, self.epsilon)
+        return UtilityResult(float(m @ self.z), arg)
+
+    def posterior_vulnerability(self, prior=None) -> float:
+        """V(π, H) = Σ_z max_y π_y H[y, z] (= the utility above)."""
+        return self.utility(prior).value
+
+    def min_entropy_leakage(self, prior=None) -> float:
+        """L(H, π) = log₂ V(π, H)/max_y π_y in bits (seed 000 §3.5, Prop 4). Uniform: log₂ Σz."""
+        if prior is None:
+            return float(np.log2(self.z.sum()))
+        p = as_prior(prior, self.n)
+        return float(np.log2(self.utility(p).value / p.max()))
+
+    # -- privacy ------------------------------------------------------------------------------
+    def privacy_certificate(self, *, rows: int = 16, rng=None, tol: float = 1e-9) -> PrivacyCertificate:
+        """ε·d-privacy: by seed 000 Prop 6 (z ≥ 0 and d a metric ⇒ private), and a numeric spot check.
+
+        The spot check draws ``rows`` distinct secret cells at random, builds their rows (k × n) and
+        runs :func:`dprivacy.measures.check_privacy` on them with the metric restricted to those cells:
+        every pair among them, every output. Cost O(rows² · n).
+        """
+        rows = check_positive_int(rows, name="rows", minimum=2)
+        gen = as_rng(rng)
+        k = min(rows, self.n)
+        cells = np.sort(gen.choice(self.n, size=k, replace=False)) if k < self.n else np.arange(self.n)
+        h = self.row(cells)
+        sub = MetricSpace(self.grid.distances_from(cells)[:, cells], validate=False, name=f"{k} cells of {self.grid.name}")
+        spot = check_privacy(Channel._trusted(h), sub, epsilon=self.epsilon, tol=tol)
+        by_theorem = (self.z >= 0).all() and (self.certificate is None or self.certificate.exists)
+        holds = bool(by_theorem and spot.holds)
+        reason = (
+            ("z ≥ 0 " + ("(certified by the solver) " if self.certificate is not None else "") +
+             "on the grid metric, so the mechanism is ε·d-private (seed 000 Prop 6)")
+            if by_theorem else "z is not certified non-negative: Prop 6 does not apply"
+        )
+        reason += (
+            f"; spot check of {k} rows ({k * (k - 1) // 2} pairs × {self.n} outputs): "
+            + ("no violation" if spot.holds else f"VIOLATION at {spot.worst} (excess {spot.excess:.3g})")
+            + f", largest ratio / distance = {spot.smallest_epsilon:.12g} (ε = {self.epsilon:g})"
+        )
+        return PrivacyCertificate(holds, bool(by_theorem), spot, cells, reason)
+
+    # -- sampling -----------------------------------------------------------------------------
+    @property
+    def sampler(self) -> KernelRejectionSampler:
+        if self._sampler is None:
+            self._sampler = KernelRejectionSampler(self.grid, self.z, self.epsilon)
+        return self._sampler
+
+    def sample(self, secrets, rng=None) -> np.ndarray:
+        """One output cell per secret cell (exact rejection sampler, see :mod:`.sampling`)."""
+        return self.sampler.sample(secrets, rng)
