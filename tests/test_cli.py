@@ -124,3 +124,33 @@ def test_console_script_exit_status():
     )
     assert p.returncode == 2
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_tight_constraints_that_does_not_exist_is_a_result(capsys):
+    r = run_json(capsys, "design", "sum:20,5", "--epsilon", "0.9", "--mechanism", "tight-constraints")
+    assert r["exists"] is False
+    assert "negative" in r["reason"] and r["utility"] is None
+    assert r["n_negative"] >= 1 and all(e["value"] < 0 for e in r["negative"])
+
+
+def test_threshold_bracket_is_certified(capsys):
+    r = run_json(capsys, "threshold", "sum:20,5")
+    lo, hi = r["bracket"]
+    assert r["certified"] and hi - lo <= 1e-4 and r["epsilon_star"] == hi
+    # re-check both ends through the design command
+    below = run_json(capsys, "design", "sum:20,5", "--epsilon", repr(lo), "--mechanism", "tight-constraints")
+    above = run_json(capsys, "design", "sum:20,5", "--epsilon", repr(hi), "--mechanism", "tight-constraints")
+    assert below["exists"] is False and above["exists"] is True and above["is_private"]
+
+
+def test_prior_regular_and_not(capsys, tmp_path):
+    r = run_json(capsys, "prior", "line:5", "--epsilon", "1", "--prior", "uniform")
+    assert r["regular"] and r["utility_bound"] == pytest.approx(r["mu_sum"])
+    # the uniform prior on a line is regular and the truncated geometric attains the bound (Thm 2, Thm 4)
+    tg = run_json(capsys, "design", "line:5", "--epsilon", "1", "--mechanism", "truncated-geometric")
+    assert tg["utility"] == pytest.approx(r["utility_bound"], abs=1e-12)
+    assert r["leakage_bound_bits"] == pytest.approx(math.log2(r["mu_sum"] * 5), abs=1e-12)
+    np.save(tmp_path / "p.npy", np.array([0.6, 0.1, 0.1, 0.1, 0.1]))
+    r = run_json(capsys, "prior", "line:5", "--epsilon", "1", "--prior", str(tmp_path / "p.npy"), "--certificate")
+    assert not r["regular"] and r["utility_bound"] is None and r["negative"] == [1]
+    assert r["mu"][1] < 0

@@ -74,8 +74,13 @@ def _tight(space, epsilon, prior=None):
     r = tight_constraints(space, epsilon=epsilon)
     details = {k: getattr(r, k) for k in ("residual", "condition", "margin") if hasattr(r, k)}
     neg = getattr(r, "negative", None)
-    if not r.exists and neg is not None:
-        details["negative"] = neg
+    if not r.exists and neg is not None and len(neg[0]):
+        idx, val = neg
+        details["n_negative"] = int(len(idx))
+        # The most negative entries first; at most 20 (the count says how many there are).
+        order = sorted(range(len(idx)), key=lambda k: val[k])[:20]
+        labels = space.labels
+        details["negative"] = [{"index": int(idx[k]), "label": labels[int(idx[k])], "value": float(val[k])} for k in order]
     return Outcome("tight-constraints", bool(r.exists), r.channel if r.exists else None, getattr(r, "reason", ""), details)
 
 
