@@ -186,7 +186,7 @@ def _html(summary: dict, results) -> str:
             for n in outcome.notes:
                 parts.append(f"<p>{esc(n)}</p>")
             for f in outcome.figures:
-                parts.append(f"<figure><img src='{esc(f.png)}' alt='{esc(f.caption)}'><figcaption>{esc(f.where)}: {esc(f.caption)} "
+                parts.append(f"<figure><a href='{esc(f.png)}'><img src='{esc(f.png)}' alt='{esc(f.caption)}'></a><figcaption>{esc(f.where)}: {esc(f.caption)} "
                              f"(<a href='{esc(f.csv)}'>data</a>)</figcaption></figure>")
     parts.append("</body></html>")
     return "\n".join(parts)
