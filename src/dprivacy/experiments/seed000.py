@@ -547,10 +547,13 @@ def _case_study(ctx: Context, *, space, key: str, where: str, star_pub: float, r
     above = [s for x, s in zip(xs, status) if hi and x >= hi]
     claims = [
         Claim(f"000-{key}-threshold", P, f"{where}: smallest ε (0.01 steps) with a tight-constraints mechanism", star_pub, g, GRID / 2,
-              note=(f"Certified: ε* ∈ ({lo:.5f}, {hi:.5f}] ({th.reason}); on the 0.01 grid the first ε with a mechanism is {g}. "
-                    f"A check accepting μ ≥ −{MU_TOL:g} (μΦ = u, μ = z/n) first passes at {tol_first} on the 0.01 grid, "
-                    "which is the published value: the paper's check probably had such a tolerance. Below ε* the solution z of "
-                    "Φz = 1 has negative entries, so Φ diag(z) is not a mechanism. Seed 004 §6 reports the same value."),
+              note=(f"Certified by the library: {th.reason}. On the 0.01 grid the first ε with a mechanism is {g}. "
+                    f"A check accepting μ ≥ −{MU_TOL:g} (μΦ = u, μ = z/n) first passes at {tol_first} on the 0.01 grid"
+                    + (", which is the published value: the paper's check probably had such a tolerance" if tol_first is not None
+                       and abs(tol_first - star_pub) < GRID / 2 else "")
+                    + f". Since μ = z/n shrinks with n = {space.n}, an absolute tolerance on μ admits larger spaces earlier. "
+                    "Below ε* the solution z of Φz = 1 has negative entries, so Φ diag(z) is not a mechanism. Seed 004 §6 "
+                    "reports the same value."),
               readings=[{"reading": "certified bracket (lo, hi], paper's reading", "value": [lo, hi]},
                         {"reading": f"accept μ ≥ −{MU_TOL:g} (absolute tolerance), 0.01 grid", "value": tol_first}] + readings),
         Claim(f"000-{key}-unique", P, f"{where}: at the threshold Φ is invertible, so the mechanism is unique",
