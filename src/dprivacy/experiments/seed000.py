@@ -273,7 +273,7 @@ def fig2(ctx: Context) -> Outcome:
         Claim("000-fig2-limit", P, "Example 1: the region converges to the whole simplex as ε → ∞ (area fraction at ε = 40)",
               1.0, limit, 1e-9),
     ]
-    notes = [f"Uniform prior regular: " + ", ".join(
+    notes = ["Uniform prior regular: " + ", ".join(
         f"{n} ε={e}: {priors.regularity(np.full(3, 1 / 3), sp, epsilon=e).regular}" for n, sp in cases.items() for e in EX1_EPS)]
     return Outcome(claims, [fig], notes)
 
@@ -486,7 +486,7 @@ def _threshold(space, ctx: Context):
     lo, hi = th.bracket if th.bracket else (None, th.epsilon_star)
     g = None
     if hi is not None:
-        g, seen = _first_true_on_grid(_exists_fn(space), (lo or GRID) - GRID, hi + GRID)
+        g, _ = _first_true_on_grid(_exists_fn(space), (lo or GRID) - GRID, hi + GRID)
     return th, g
 
 
@@ -523,7 +523,7 @@ def _case_study(ctx: Context, *, space, key: str, where: str, star_pub: float, r
     step = 0.05 if ctx.quick else GRID
     xs = sorted(set(_grid(rng[0], rng[1], step).tolist()) | ({float(hi)} if hi else set()))
     tight, status, formula, geo = _utilities(space, xs, geo_fns)
-    tol_first, tol_seen = _first_true_on_grid(_mu_tolerance_fn(space), 0.5, (g or hi) + GRID)
+    tol_first, _ = _first_true_on_grid(_mu_tolerance_fn(space), 0.5, (g or hi) + GRID)
     series = {"tight-constraints mechanism (absent where it does not exist)": (tight, {"color": "tab:blue", "lw": 1.6})}
     series["Σμ with μΦ = u where μ < 0 (no mechanism)"] = (
         _formula_where_absent(formula, tight), {"color": "tab:blue", "ls": "--", "marker": None, "lw": 0.9})
@@ -613,7 +613,7 @@ def fig6a(ctx: Context) -> Outcome:
     # The alternative reading's curves, for comparison with the published figure.
     step = 0.05 if ctx.quick else GRID
     xs = sorted(set(_grid(0.75, SUM_RANGE[1], step).tolist()) | ({float(hi_a)} if hi_a else set()))
-    t, st, f, geo = _utilities(alt, xs, {"truncated geometric, ε/(v−1) per unit step (ε-DP)": lambda e: truncated_geometric(alt, epsilon=e)})
+    t, _, f, geo = _utilities(alt, xs, {"truncated geometric, ε/(v−1) per unit step (ε-DP)": lambda e: truncated_geometric(alt, epsilon=e)})
     out.figures.append(_curves(
         ctx, id="000-fig6a-values-1-to-v", where="§7.1 sum query / Fig 6a (reading: values 1..v)", x=xs,
         series={"tight-constraints mechanism (absent where it does not exist)": (t, {"color": "tab:blue", "lw": 1.6}),
