@@ -1,0 +1,305 @@
+"""Tests for dprivacy.mechanisms.spanner: spanners and the LP on a spanner's edges (CCS 2014).
+
+What is asserted, and where the expected values come from:
+
+* dilation of a spanner = max d_G/d recomputed here by Floyd–Warshall on the edge list (conftest);
+* the greedy spanner's defining properties: every pair within δ, and every edge needed (the graph of
+  strictly shorter edges leaves its endpoints farther apart than δ·d); on a graph metric with δ = 1 it
+  is the graph itself; on a Euclidean grid with δ = 1.1 it is the king graph, built here by hand;
+* the king graph's dilation on a grid from its closed form d_G(dx, dy) = |dx − dy| + √2·min(dx, dy);
+* the spanner LP (CCS 2014 spanner theorem): its channel is ε·d-private (brute-force check),
+  satisfies the edge constraints at ε/δ, and its value lies between the exact optimum at ε/δ and the
+  exact optimum at ε (computed with optimal_mechanism directly); with δ = 1 on a graph metric it equals
+  the exact optimum.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from conftest import brute_smallest_epsilon, floyd_warshall, graph_metrics, metric_spaces, plane_metrics, priors
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+
+from dprivacy import spaces
+from dprivacy.mechanisms.optimal import optimal_mechanism
+from dprivacy.mechanisms.spanner import (
+    SpannerResult,
+    build_spanner,
+    greedy_spanner,
+    grid_offset_spanner,
+    optimal_mechanism_spanner,
+    spanner_dilation,
+)
+
+#: HiGHS solves to a feasibility/optimality tolerance of about 1e-7; compare LP values with this.
+LP_TOL = 1e-7
+
+
+def brute_graph_distances(n, edges, d):
+    w = np.full((n, n), np.inf)
+    np.fill_diagonal(w, 0.0)
+    for a, b in edges:
+        w[a, b] = w[b, a] = d[a, b]
+    return floyd_warshall(w)
+
+
+def brute_dilation(d, dg):
+    n = d.shape[0]
+    best = 1.0
+    for a in range(n):
+        for b in range(a + 1, n):
+            if np.isfinite(d[a, b]):
+                best = max(best, dg[a, b] / d[a, b])
+    return best
+
+
+def edge_list(sp: SpannerResult):
+    return [(int(a), int(b)) for a, b in zip(sp.i, sp.j)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Spanners
+# ---------------------------------------------------------------------------------------------
+
+
+@given(metric_spaces(min_n=1, max_n=8, extended=True), st.floats(1.0, 2.5))
+@settings(max_examples=40)
+def test_greedy_dilation_is_the_brute_force_dilation(space, t):
+    sp = greedy_spanner(space, dilation=t)
+    d = np.asarray(space.distances)
+    dg = brute_graph_distances(space.n, edge_list(sp), d)
+    expected = brute_dilation(d, dg)
+    note(f"edges={edge_list(sp)} dilation={sp.dilation} brute={expected}")
+    assert sp.dilation == pytest.approx(expected, rel=1e-12)
+    assert sp.dilation <= t * (1 + 1e-9)
+    np.testing.assert_allclose(sp.graph_distances, dg, rtol=1e-12)
+    assert np.all(sp.i < sp.j) and len(set(edge_list(sp))) == sp.n_edges
+    np.testing.assert_array_equal(sp.weights, d[sp.i, sp.j])
+    if sp.worst is not None:
+        a, b = sp.worst
+        assert dg[a, b] / d[a, b] == pytest.approx(sp.dilation, rel=1e-12)
+
+
+@given(metric_spaces(min_n=2, max_n=8), st.floats(1.0, 2.5))
+@settings(max_examples=40)
+def test_greedy_edges_are_all_needed(space, t):
+    # Greedy adds (u, v) only if the graph of the edges before it keeps u, v farther than δ·d(u, v);
+    # the strictly shorter edges form a subgraph of that graph, so they keep them at least as far.
+    sp = greedy_spanner(space, dilation=t)
+    d = np.asarray(space.distances)
+    edges = edge_list(sp)
+    for a, b in edges:
+        shorter = [(x, y) for x, y in edges if d[x, y] < d[a, b]]
+        dg = brute_graph_distances(space.n, shorter, d)
+        assert dg[a, b] > t * d[a, b]
+
+
+@given(graph_metrics(min_n=1, max_n=8, connected=False))
+@settings(max_examples=40)
+def test_greedy_with_dilation_one_on_a_graph_metric_is_the_graph(de):
+    d, edges = de
+    sp = greedy_spanner(spaces.from_matrix(d), dilation=1.0)
+    assert set(edge_list(sp)) == set(edges)
+    assert sp.dilation == 1.0
+
+
+def king_edges(w, h):
+    out = set()
+    for r in range(h):
+        for c in range(w):
+            for dc, dr in ((1, 0), (0, 1), (1, 1), (-1, 1)):
+                c2, r2 = c + dc, r + dr
+                if 0 <= c2 < w and 0 <= r2 < h:
+                    a, b = r * w + c, r2 * w + c2
+                    out.add((min(a, b), max(a, b)))
+    return out
+
+
+def king_dilation(w, h):
+    # A king path to offset (dx, dy) uses min(dx, dy) diagonal steps and |dx − dy| straight ones.
+    best = 1.0
+    for dx in range(w):
+        for dy in range(h):
+            if dx or dy:
+                best = max(best, (abs(dx - dy) + math.sqrt(2) * min(dx, dy)) / math.hypot(dx, dy))
+    return best
+
+
+@pytest.mark.parametrize("w,h", [(6, 6), (5, 3), (2, 7)])
+def test_king_graph_on_euclidean_grid(w, h):
+    g = spaces.grid(w, h)
+    off = grid_offset_spanner(g, k=1)
+    assert set(edge_list(off)) == king_edges(w, h)
+    assert off.dilation == pytest.approx(king_dilation(w, h), rel=1e-12)
+    assert off.dilation < 1 / math.cos(math.pi / 8)  # the infinite-lattice bound
+    # Greedy with δ = 1.1: unit steps and diagonals have no shorter detour within 1.1·d; every other
+    # offset has a king path within 1/cos(π/8) ≈ 1.0824 < 1.1 of its length.
+    gr = greedy_spanner(g, dilation=1.1)
+    assert set(edge_list(gr)) == king_edges(w, h)
+    assert build_spanner(g, dilation=1.1).n_edges == len(king_edges(w, h))
+
+
+@pytest.mark.parametrize("metric", ["manhattan", "chebyshev"])
+def test_offsets_k1_have_dilation_one_on_manhattan_and_chebyshev(metric):
+    g = spaces.grid(5, 4, metric=metric)
+    sp = grid_offset_spanner(g, k=1)
+    dg = brute_graph_distances(g.n, edge_list(sp), np.asarray(g.distances))
+    np.testing.assert_allclose(dg, g.distances, rtol=1e-12)
+    assert sp.dilation == pytest.approx(1.0, abs=1e-12)
+
+
+def test_offsets_pick_the_smallest_sufficient_k():
+    g = spaces.grid(7, 7)
+    d = np.asarray(g.distances)
+    dil = {}
+    for k in (1, 2):
+        sp = grid_offset_spanner(g, k=k)
+        dil[k] = brute_dilation(d, brute_graph_distances(g.n, edge_list(sp), d))
+        assert sp.dilation == pytest.approx(dil[k], rel=1e-12)
+    assert dil[2] < 1.05 < dil[1]
+    chosen = grid_offset_spanner(g, dilation=1.05)
+    assert chosen.k == 2 and chosen.dilation == pytest.approx(dil[2], rel=1e-12)
+    # The largest k joins every essential pair: dilation 1.
+    assert grid_offset_spanner(g, dilation=1.0).dilation == pytest.approx(1.0, abs=1e-12)
+
+
+def test_spanner_dilation_of_a_disconnecting_graph_is_infinite():
+    sp = spaces.line(4)
+    dil, worst, _ = spanner_dilation(sp, [0, 2], [1, 3])
+    assert dil == math.inf and worst is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# The LP on a spanner's edges
+# ---------------------------------------------------------------------------------------------
+
+
+def assert_between_bounds(space, prior, eps, res, *, loss=None):
+    """Spanner LP value between the exact optima at ε/δ (a feasible point) and at ε (a relaxation)."""
+    kw = {} if loss is None else dict(loss=loss)
+    hi = optimal_mechanism(space, prior, epsilon=eps, **kw)
+    lo = optimal_mechanism(space, prior, epsilon=eps / res.dilation, **kw)
+    assert hi.success and lo.success and res.success
+    msg = f"value={res.value} exact(eps)={hi.value} exact(eps/delta)={lo.value} dilation={res.dilation}"
+    if loss is None:
+        assert lo.value - LP_TOL <= res.value <= hi.value + LP_TOL, msg
+        gap = hi.value - res.value
+    else:
+        assert hi.value - LP_TOL <= res.value <= lo.value + LP_TOL, msg
+        gap = res.value - hi.value
+    if res.exact is not None:
+        assert res.exact_value == pytest.approx(hi.value, abs=LP_TOL)
+        assert res.optimality_loss == pytest.approx(gap, abs=2 * LP_TOL)
+
+
+def assert_private(space, res, eps):
+    h = res.channel.matrix
+    d = np.asarray(space.distances)
+    assert res.private
+    assert res.smallest_epsilon <= eps + 1e-9
+    assert brute_smallest_epsilon(h, d) <= eps + 1e-9
+    # and the edge constraints at ε/δ hold (up to the log-ratio tolerance of the repair)
+    for a, b in edge_list(res.spanner):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lr = np.abs(np.log(h[a]) - np.log(h[b]))
+        lr[(h[a] == 0) & (h[b] == 0)] = 0.0
+        assert lr.max() <= res.lp_epsilon * d[a, b] + 1e-9
+
+
+@pytest.mark.parametrize("kind", ["gain", "loss"])
+def test_spanner_lp_on_a_euclidean_grid(kind):
+    g = spaces.grid(5, 5)
+    n = g.n
+    rng = np.random.default_rng(7)
+    for prior in (np.full(n, 1 / n), rng.dirichlet(np.ones(n))):
+        loss = np.asarray(g.distances) if kind == "loss" else None
+        res = optimal_mechanism_spanner(g, prior, epsilon=1.0, dilation=1.1, loss=loss, exact=True)
+        assert res.kind == kind
+        assert res.spanner.n_edges == len(king_edges(5, 5))
+        assert res.lp_epsilon == pytest.approx(1.0 / res.dilation)
+        assert res.n_constraints == n + 2 * res.n_edges * n
+        assert res.all_pairs_constraints == n + n * (n - 1) * n
+        assert res.optimality_loss >= -LP_TOL
+        assert_private(g, res, 1.0)
+        assert_between_bounds(g, prior, 1.0, res, loss=loss)
+
+
+@given(plane_metrics(min_n=2, max_n=7), st.floats(1.0, 2.0), st.floats(0.2, 2.0), st.data())
+@settings(max_examples=25)
+def test_spanner_lp_on_random_point_sets(d, t, eps, data):
+    space = spaces.from_matrix(d)
+    n = space.n
+    prior = data.draw(priors(n))
+    use_loss = data.draw(st.booleans())
+    loss = d if use_loss else None
+    res = optimal_mechanism_spanner(space, prior, epsilon=eps, dilation=t, loss=loss, exact=True)
+    assert res.dilation <= t * (1 + 1e-9)
+    assert_private(space, res, eps)
+    assert_between_bounds(space, prior, eps, res, loss=loss)
+
+
+@given(graph_metrics(min_n=2, max_n=7), st.data())
+@settings(max_examples=20)
+def test_dilation_one_on_a_graph_metric_gives_the_exact_optimum(de, data):
+    d, _ = de
+    space = spaces.from_matrix(d)
+    prior = data.draw(priors(space.n))
+    eps = data.draw(st.floats(0.2, 2.0))
+    res = optimal_mechanism_spanner(space, prior, epsilon=eps, dilation=1.0, exact=True)
+    assert res.dilation == 1.0 and res.lp_epsilon == eps
+    assert res.value == pytest.approx(res.exact_value, abs=LP_TOL)
+    assert_private(space, res, eps)
+
+
+@pytest.mark.parametrize("space", [spaces.ring(7), spaces.grid(4, 4, metric="manhattan")], ids=["ring7", "grid4x4m"])
+def test_dilation_one_on_structured_graph_metrics(space):
+    n = space.n
+    prior = np.arange(1, n + 1, dtype=float)
+    prior /= prior.sum()
+    res = optimal_mechanism_spanner(space, prior, epsilon=0.7, dilation=1.0, loss=np.asarray(space.distances))
+    exact = optimal_mechanism(space, prior, epsilon=0.7, loss=np.asarray(space.distances))
+    assert res.dilation == pytest.approx(1.0, abs=1e-12)
+    assert res.value == pytest.approx(exact.value, abs=LP_TOL)
+
+
+def test_precomputed_spanner_is_reused():
+    g = spaces.grid(4, 4)
+    sp = greedy_spanner(g, dilation=1.5)
+    res = optimal_mechanism_spanner(g, np.full(16, 1 / 16), epsilon=1.0, spanner=sp, exact=False)
+    assert res.spanner is sp and res.exact is None and math.isnan(res.optimality_loss)
+    assert res.dilation == pytest.approx(math.sqrt(2))  # the 4-neighbour grid: ratio √2 on diagonals
+    assert res.private
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad,exc", [(0.9, ValueError), (float("nan"), ValueError), (math.inf, ValueError),
+                                     ("1.1", TypeError), (True, TypeError)])
+def test_bad_dilation(bad, exc):
+    with pytest.raises(exc, match="dilation"):
+        greedy_spanner(spaces.line(3), dilation=bad)
+
+
+def test_bad_arguments():
+    line = spaces.line(4)
+    with pytest.raises(TypeError, match="MetricSpace"):
+        greedy_spanner(np.zeros((3, 3)), dilation=1.1)
+    with pytest.raises(TypeError, match="GridSpace"):
+        grid_offset_spanner(line, k=1)
+    with pytest.raises(ValueError, match="exactly one"):
+        grid_offset_spanner(spaces.grid(3, 3), k=1, dilation=1.1)
+    with pytest.raises(ValueError, match="spanner method"):
+        build_spanner(line, dilation=1.1, method="yao")
+    other = greedy_spanner(spaces.line(5), dilation=1.0)
+    with pytest.raises(ValueError, match="5 points but the space has 4"):
+        optimal_mechanism_spanner(line, np.full(4, 0.25), epsilon=1.0, spanner=other)
+    with pytest.raises(ValueError, match="exact"):
+        optimal_mechanism_spanner(line, np.full(4, 0.25), epsilon=1.0, exact="maybe")
+    with pytest.raises(ValueError, match="prior"):
+        optimal_mechanism_spanner(line, np.full(4, 0.3), epsilon=1.0)
