@@ -15,9 +15,11 @@ independent, so the accepted z has probability k(z − y) z_z / (Φz)_y = H[y, z
 row itself, since (Φz)_y = 1 (the row sum is 1 + r_y with r the solver's residual; the sampler then
 draws from the normalized row, which differs from the stored row by at most |r_y|).
 
-The offset table stores one quadrant, (|dx|, |dy|) with weight k·(2 if dx ≠ 0)(2 if dy ≠ 0), sampled
-by inverse CDF (searchsorted on cumulative sums, float64: exact up to the rounding of the CDF, like
-:meth:`dprivacy.channels.Channel.sample`), then independent random signs for the non-zero components.
+The offset table stores one quadrant, (|dx|, |dy|) with weight k·(2 if dx ≠ 0)(2 if dy ≠ 0), sorted
+by decreasing weight and sampled by inverse CDF (searchsorted on cumulative sums, float64: exact up to
+the rounding of the CDF, like :meth:`dprivacy.channels.Channel.sample`; offsets whose weight no longer
+changes the float cumulative sum, beyond ~37/(ε·step) cells, have probability 0 there and are dropped
+from the table), then independent random signs for the non-zero components.
 Acceptance per round is about Σ_z H[y,z] / (K z_max) ≥ 1/(K z_max); on a large grid z is nearly
 1/K inside and larger only near the border, so most proposals are accepted for interior secrets.
 """
@@ -61,7 +63,16 @@ class KernelRejectionSampler:
         dy = np.arange(h)
         k = np.exp(-self.epsilon * grid.offset_distance(dx[None, :], dy[:, None]))
         mult = np.where(dy > 0, 2.0, 1.0)[:, None] * np.where(dx > 0, 2.0, 1.0)[None, :]
-        cdf = np.cumsum((k * mult).ravel())
+        weight = (k * mult).ravel()
+        # Heaviest offsets first, so that the float CDF saturates early: entries after the point where
+        # adding them no longer changes the cumulative sum have probability 0 under inverse-CDF sampling
+        # anyway, and dropping them leaves the sampler's distribution unchanged while making the table
+        # small enough to stay in cache.
+        order = np.argsort(-weight, kind="stable")
+        cdf = np.cumsum(weight[order])
+        last = int(np.searchsorted(cdf, cdf[-1], side="left")) + 1
+        order, cdf = order[:last], cdf[:last]
+        self._ady, self._adx = (a.astype(np.int64) for a in np.divmod(order, w))
         self._cdf = cdf / cdf[-1]
         self._cdf[-1] = np.inf  # never fall off the end through rounding
         self.proposals = 0
@@ -89,8 +100,8 @@ class KernelRejectionSampler:
             m = pending.size
             if m == 0:
                 break
-            cell = np.searchsorted(self._cdf, gen.random(m), side="right")
-            ady, adx = np.divmod(cell, w)
+            j = np.searchsorted(self._cdf, gen.random(m), side="right")
+            ady, adx = self._ady[j], self._adx[j]
             signs = gen.integers(0, 4, size=m)
             odx = np.where(signs & 1, -adx, adx)
             ody = np.where(signs & 2, -ady, ady)

@@ -42,7 +42,7 @@ _PRECONDITIONERS = ("auto", "none", "embedding", "circulant")
 
 #: Below this a = ε·step the embedding preconditioner (one extra full-size FFT per iteration) beats the
 #: quarter-size circulant one in total time; measured on 30×30 … 300×300 grids (benchmarks/bench_structured.py).
-EMBEDDING_BELOW_A = 0.3
+EMBEDDING_BELOW_A = 0.4
 
 #: Default relative residual ‖1 − Φz‖₂ / √n at which CG first stops.
 DEFAULT_TOL = 1e-10
