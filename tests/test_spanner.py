@@ -303,3 +303,15 @@ def test_bad_arguments():
         optimal_mechanism_spanner(line, np.full(4, 0.25), epsilon=1.0, exact="maybe")
     with pytest.raises(ValueError, match="prior"):
         optimal_mechanism_spanner(line, np.full(4, 0.3), epsilon=1.0)
+
+
+def test_exact_auto_runs_only_on_small_lps():
+    from dprivacy.mechanisms.spanner import EXACT_AUTO_CONSTRAINTS
+
+    small, large = spaces.line(6), spaces.line(40)
+    assert 6 * 5 * 6 <= EXACT_AUTO_CONSTRAINTS < 40 * 39 * 40
+    r_small = optimal_mechanism_spanner(small, np.full(6, 1 / 6), epsilon=1.0, dilation=1.0)
+    r_large = optimal_mechanism_spanner(large, np.full(40, 1 / 40), epsilon=1.0, dilation=1.0)
+    assert r_small.exact is not None and r_large.exact is None
+    # a line is a graph metric: dilation 1 gives the exact optimum
+    assert r_small.optimality_loss == pytest.approx(0.0, abs=LP_TOL)
