@@ -36,6 +36,7 @@ import numpy as np
 import scipy
 
 from dprivacy import spaces
+from dprivacy.mechanisms.optimal import optimal_mechanism
 from dprivacy.mechanisms.spanner import build_spanner, optimal_mechanism_spanner
 
 HERE = Path(__file__).resolve().parent
@@ -93,7 +94,8 @@ def run_one(side, kind, args, spanner_cache):
 
 def fmt(x, spec):
     if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-".rjust(int(spec.split(".")[0]))
+        width = "".join(ch for ch in spec.split(".")[0] if ch.isdigit())
+        return "-".rjust(int(width or 1))
     return format(x, spec)
 
 
@@ -103,6 +105,40 @@ def print_row(row):
           f"{fmt(row['smallest_epsilon'], '10.7f')} {fmt(row['exact_value'], '12.8f')} "
           f"{fmt(row['exact_seconds'], '8.1f')} {fmt(row['relative_loss'], '8.4f')}"
           + ("" if row["success"] else f"   FAILED: {row['message']}"), flush=True)
+
+
+def tradeoff(side, args):
+    """Value against dilation on one grid: each target δ's spanner LP vs the exact LP (solved once)."""
+    space = spaces.grid(side, side)
+    n = space.n
+    prior = np.full(n, 1.0 / n)
+    opts = {"time_limit": float(args.time_limit)}
+    rows = []
+    print(f"\ntrade-off on grid {side}x{side} (n = {n}), ε = {args.epsilon:g}")
+    print(f"{'kind':<5} {'target':>6} {'method':>8} {'k':>3} {'dilation':>8} {'edges':>6} {'constraints':>11} "
+          f"{'seconds':>8} {'value':>12} {'smallest ε':>10} {'rel.loss':>8}")
+    for kind in args.kinds:
+        loss = np.array(space.distances) if kind == "loss" else None
+        ex = optimal_mechanism(space, prior, epsilon=args.epsilon, loss=loss, method=args.method, options=opts)
+        print(f"{kind:<5} {'exact':>6} {'':>8} {'':>3} {1.0:>8.5f} {'':>6} {ex.n_constraints:>11} "
+              f"{ex.seconds:>8.1f} {ex.value:>12.8f} {ex.smallest_epsilon:>10.7f} {0.0:>8.4f}", flush=True)
+        rows.append({"grid": f"{side}x{side}", "n": n, "kind": kind, "target_dilation": None, "exact": True,
+                     "constraints": ex.n_constraints, "seconds": ex.seconds, "value": ex.value,
+                     "smallest_epsilon": ex.smallest_epsilon, "success": ex.success})
+        for t in args.tradeoff_dilations:
+            sp = build_spanner(space, dilation=t, method=args.spanner)
+            r = optimal_mechanism_spanner(space, prior, epsilon=args.epsilon, spanner=sp, loss=loss,
+                                          method=args.method, options=opts, exact=False)
+            rel = ((ex.value - r.value) if kind == "gain" else (r.value - ex.value)) / abs(ex.value)
+            print(f"{kind:<5} {t:>6.3g} {sp.method:>8} {fmt(sp.k, '3d')} {sp.dilation:>8.5f} {sp.n_edges:>6} "
+                  f"{r.n_constraints:>11} {r.seconds:>8.1f} {r.value:>12.8f} {r.smallest_epsilon:>10.7f} "
+                  f"{rel:>8.4f}", flush=True)
+            rows.append({"grid": f"{side}x{side}", "n": n, "kind": kind, "target_dilation": t, "exact": False,
+                         "spanner_method": sp.method, "spanner_k": sp.k, "dilation": sp.dilation,
+                         "edges": sp.n_edges, "constraints": r.n_constraints, "seconds": r.seconds,
+                         "value": r.value, "smallest_epsilon": r.smallest_epsilon, "private": r.private,
+                         "success": r.success, "exact_value": ex.value, "relative_loss": rel})
+    return rows
 
 
 def main(argv=None):
@@ -116,6 +152,10 @@ def main(argv=None):
     ap.add_argument("--spanner", default="auto", choices=["auto", "greedy", "offsets"])
     ap.add_argument("--method", default="highs-ipm", choices=["highs-ipm", "highs", "highs-ds"])
     ap.add_argument("--time-limit", type=float, default=600.0, help="seconds per LP solve; a size over it ends the kind")
+    ap.add_argument("--tradeoff-grid", type=int, default=0,
+                    help="also tabulate value against dilation on this grid side (0: skip)")
+    ap.add_argument("--tradeoff-dilations", type=float, nargs="+", default=[1.5, 1.1, 1.05, 1.02])
+    ap.add_argument("--skip-main", action="store_true", help="only the trade-off table")
     ap.add_argument("--out", type=Path, default=HERE / "results_spanner.json")
     args = ap.parse_args(argv)
 
@@ -139,6 +179,16 @@ def main(argv=None):
         "largest_solved": {},
         "results": [],
     }
+    if args.tradeoff_grid:
+        rows = tradeoff(args.tradeoff_grid, args)
+        if args.skip_main and args.out.exists():
+            # keep an earlier main table; add or replace only the trade-off section
+            out = json.loads(args.out.read_text())
+        out["tradeoff"] = {"loadavg": os.getloadavg(), "rows": rows}
+        args.out.write_text(json.dumps(out, indent=2) + "\n")
+    if args.skip_main:
+        print(f"wrote {args.out}")
+        return
     header = (f"{'kind':<5} {'grid':>6} {'n':>5} {'dilation':>8} {'edges':>6} {'constraints':>10} "
               f"{'seconds':>9} {'value':>12} {'smallest ε':>10} {'exact':>12} {'exact s':>8} {'rel.loss':>8}")
     print(header)
