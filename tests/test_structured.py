@@ -352,6 +352,19 @@ def test_implicit_rejects_negative_z():
         ImplicitTightMechanism(grid, res.z, epsilon=0.3)
 
 
+def test_implicit_checks_that_z_solves_the_system():
+    grid = GridSpace(9, 7, metric="manhattan")
+    z = manhattan_diagonal(grid, epsilon=0.8)
+    mech = ImplicitTightMechanism(grid, z, epsilon=0.8)  # no certificate: Φz = 1 is verified
+    assert np.allclose(mech.row(np.arange(grid.n)).sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="does not solve"):
+        ImplicitTightMechanism(grid, z, epsilon=0.9)
+    with pytest.raises(ValueError, match="entries"):
+        ImplicitTightMechanism(grid, z[:-1], epsilon=0.8)
+    with pytest.raises(ValueError, match="prior"):
+        max_convolution(grid, np.full(grid.n, 1.0), 0.8)
+
+
 @pytest.mark.parametrize("metric", METRICS)
 def test_privacy_certificate(metric):
     grid = GridSpace(16, 12, metric=metric, step=0.5)

@@ -58,7 +58,11 @@ class ImplicitTightMechanism:
         The diagonal; must be ≥ 0 (a mechanism that exists).
     epsilon : float
     certificate : GridTightResult, optional
-        The solver's result that certified z ≥ 0 (kept for :meth:`privacy_certificate`).
+        The solver's result that certified z ≥ 0 (kept for :meth:`privacy_certificate`). Without it, z
+        is checked to solve Φ z = 1 (one FFT product): ‖Φz − 1‖∞ ≤ ``atol``, so that the rows are
+        distributions.
+    atol : float
+        Tolerance of that check.
 
     Notes
     -----
@@ -66,7 +70,7 @@ class ImplicitTightMechanism:
     (Φz)_y = 1 + r_y with r the solver's residual (|r_y| ≲ 1e-10).
     """
 
-    def __init__(self, grid: GridSpace, z, *, epsilon: float, certificate=None):
+    def __init__(self, grid: GridSpace, z, *, epsilon: float, certificate=None, atol: float = 1e-8):
         if not isinstance(grid, GridSpace):
             raise TypeError(f"grid must be a GridSpace, got {type(grid).__name__}")
         self.grid = grid
@@ -82,6 +86,15 @@ class ImplicitTightMechanism:
                 f"z has negative entries (z[{i}] = {z[i]:.6g}): the tight-constraints mechanism does not "
                 "exist at this ε (seed 000 Prop 7-8)"
             )
+        if certificate is None:
+            from .operator import GridConstraintsOperator
+
+            res = float(np.abs(GridConstraintsOperator(grid, self.epsilon).matvec(z) - 1.0).max())
+            if not res <= atol:
+                raise ValueError(
+                    f"z does not solve Φz = 1 for ε = {self.epsilon:g} on {grid.name}: ‖Φz − 1‖∞ = {res:.3g} > "
+                    f"{atol:g}, so its rows are not distributions (use tight_constraints_grid)"
+                )
         z.setflags(write=False)
         self.z = z
         self.certificate = certificate

@@ -45,6 +45,7 @@ import math
 
 import numpy as np
 
+from .._validate import as_prior, check_epsilon
 from ..spaces import GridSpace
 
 #: Tile side for the Euclidean branch and bound.
@@ -128,10 +129,12 @@ def max_convolution(grid: GridSpace, prior: np.ndarray, epsilon: float) -> tuple
     Returns ``(m, argmax)``, both of length n. m is evaluated as π_ŷ e^{−ε d(ŷ, z)} from the maximizer,
     so it carries no accumulated rounding from the scans.
     """
-    p = np.asarray(prior, dtype=np.float64)
+    if not isinstance(grid, GridSpace):
+        raise TypeError(f"grid must be a GridSpace, got {type(grid).__name__}")
+    p = as_prior(prior, grid.n)
     with np.errstate(divide="ignore"):
         g = -np.log(p)
-    eps = float(epsilon)
+    eps = check_epsilon(epsilon)
     a = eps * grid.step
     g2 = g.reshape(grid.height, grid.width)
     if grid.metric == "manhattan":

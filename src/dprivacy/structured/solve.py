@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -133,10 +134,10 @@ class GridTightResult:
         """z as an (H, W) array (row = grid row)."""
         return self.z.reshape(self.grid.height, self.grid.width)
 
-    @property
+    @cached_property
     def mechanism(self):
         """The :class:`.implicit.ImplicitTightMechanism` (z and the grid; no n×n matrix), or None when
-        existence is not certified."""
+        existence is not certified. Built once (its sampler's table is kept with it)."""
         if not self.exists:
             return None
         from .implicit import ImplicitTightMechanism
@@ -187,17 +188,18 @@ def tight_constraints_grid(
     tol : float
         Stop when ‖1 − Φz‖₂ ≤ tol·√n (relative residual).
     method : {"auto", "cg", "minres"}
-        "auto": CG when Φ̃ is certified positive definite, else MINRES
-        (``scipy.sparse.linalg.minres``, symmetric indefinite; then no certificate is possible and the
-        answer is "undecided" unless ``refine`` finds nothing to refine). "cg" refuses a Φ̃ that is
-        not certified positive definite.
+        "auto": CG when Φ̃ is certified positive definite (always, for the three grid metrics), else
+        MINRES (``scipy.sparse.linalg.minres``, which needs only symmetry; without a lower bound on
+        λ_min the residual bounds nothing, so the answer is then "undecided" and says so). "cg"
+        refuses a Φ̃ that is not certified positive definite; "minres" can be asked for explicitly (the
+        certificate then applies as for CG). MINRES reports no residual to ``progress`` (NaN).
     preconditioner : {"auto", "none", "embedding", "circulant"}
         M⁻¹ = leading block of the embedding's inverse (one extra full FFT per iteration, few
         iterations), or of a grid-sized circulant approximation (a quarter of the cost, more iterations
         at small ε·step). "auto": "embedding" when its spectrum is positive and ε·step <
         :data:`EMBEDDING_BELOW_A`, else "circulant".
     x0 : ndarray, optional
-        Starting vector (warm start, e.g. z at a nearby ε). Default: 1/(Φ1), exact on a torus.
+        Starting vector (warm start, e.g. z at a nearby ε). Default: 1/(Φ1) (the exact answer on a torus).
     max_iter : int
         Total iteration budget (refinement included).
     refine : bool
@@ -206,7 +208,8 @@ def tight_constraints_grid(
     workers : int, optional
         FFT threads.
     progress : callable, optional
-        ``progress(iteration, relative_residual)`` after every iteration.
+        ``progress(iteration, relative_residual)`` after every iteration (relative residual
+        ‖1 − Φz‖₂/√n as updated by the recursion).
     operator : GridConstraintsOperator, optional
         Reuse an operator already built for this grid and ε.
 
