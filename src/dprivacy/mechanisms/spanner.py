@@ -24,11 +24,12 @@ by the spanner, computed from its shortest paths, never the one requested.
 
 Spanners provided:
 
-* :func:`greedy_spanner`, the greedy construction (Althöfer et al. 1993, the one CCS 2014 uses):
-  pairs in increasing distance, an edge added when the current graph distance exceeds δ·d;
+* :func:`greedy_spanner`, the classic greedy construction (Althöfer, Das, Dobkin, Joseph, Soares 1993),
+  the kind of spanner CCS 2014 builds: pairs in increasing distance, an edge added when the current
+  graph distance exceeds δ·d;
 * :func:`grid_offset_spanner`, for grids: every cell joined to the cells at offsets (dx, dy) with
-  gcd(|dx|, |dy|) = 1 and max(|dx|, |dy|) ≤ k (k = 1 is the king graph, dilation 1/cos(π/8) ≈ 1.0824
-  on a large Euclidean grid), with k the smallest reaching the requested dilation.
+  gcd(|dx|, |dy|) = 1 and max(|dx|, |dy|) ≤ k (k = 1 is the king graph, whose dilation tends to
+  1/cos(π/8) ≈ 1.0824 on large Euclidean grids), with k the smallest reaching the requested dilation.
 """
 
 from __future__ import annotations
@@ -187,7 +188,9 @@ def greedy_spanner(space: MetricSpace, *, dilation: float, rtol: float = METRIC_
     (u, v) of weight w can shorten D[a, b] only through u → v with D[a, u] + w < D[a, v] and
     D[v, b] + w < D[u, b] (or the mirror image), so only that block of D is updated, in one vectorized
     step. The pair list is scanned in vectorized chunks for the next pair that needs an edge. Cost:
-    O(n²) memory; on a 32×32 Euclidean grid (n = 1024, δ = 1.1) about a second.
+    O(n²) memory; measured on the shared 2-core machine: a 32×32 Euclidean grid (n = 1024, δ = 1.1)
+    in about a second, 1,000 uniform random points in the unit square (δ = 1.1, 4,267 edges) in about
+    7 s, most of it in the block updates.
 
     Parameters
     ----------
