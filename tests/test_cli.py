@@ -154,3 +154,21 @@ def test_prior_regular_and_not(capsys, tmp_path):
     r = run_json(capsys, "prior", "line:5", "--epsilon", "1", "--prior", str(tmp_path / "p.npy"), "--certificate")
     assert not r["regular"] and r["utility_bound"] is None and r["negative"] == [1]
     assert r["mu"][1] < 0
+
+
+def test_design_large_grid_uses_the_structured_solver(capsys):
+    """Above STRUCTURED_MIN_CELLS a grid's tight-constraints mechanism is solved by FFT + CG and kept
+    implicit; its figures must equal the dense solve's (utility Σz/n, leakage log2 Σz)."""
+    from dprivacy import spaces
+    from dprivacy.mechanisms.registry import STRUCTURED_MIN_CELLS
+    from dprivacy.mechanisms.tight import tight_constraints
+
+    w = int(np.ceil(np.sqrt(STRUCTURED_MIN_CELLS + 1)))
+    r = run_json(capsys, "design", f"grid:{w}x{w}", "--epsilon", "1", "--mechanism", "tight-constraints")
+    assert r["implicit"] and r["structured"] and r["exists"] and r["is_private"]
+    dense = tight_constraints(spaces.grid(w, w), epsilon=1.0)
+    assert dense.exists
+    assert r["utility"] == pytest.approx(dense.z.sum() / w**2, rel=1e-8)
+    assert r["min_entropy_leakage_bits"] == pytest.approx(math.log2(dense.z.sum()), abs=1e-8)
+    code, _, err = run(capsys, "design", f"grid:{w}x{w}", "--epsilon", "1", "--mechanism", "tight-constraints", "--save", "/tmp/x.npy")
+    assert code == 2 and "implicit" in err

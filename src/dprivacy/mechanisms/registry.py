@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
+
 from ..channels import Channel
 from ..spaces import MetricSpace
 
@@ -23,6 +25,9 @@ class Outcome:
     channel: Channel | None
     reason: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    #: A matrix-free mechanism (e.g. :class:`dprivacy.structured.ImplicitTightMechanism`) when the
+    #: n×n channel is too large to build; ``channel`` is then None.
+    implicit: Any = None
 
 
 def _always(fn: Callable[[MetricSpace, float], Channel], name: str):
@@ -68,7 +73,16 @@ def _planar_laplace(space, epsilon):
     return planar_laplace_channel(space, epsilon=epsilon)
 
 
-def _tight(space, epsilon, prior=None):
+#: Grids with more cells than this use the structured (FFT + conjugate gradients) solver and an
+#: implicit mechanism; a dense solve is faster below it (and the channel fits in memory).
+STRUCTURED_MIN_CELLS = 4096
+
+
+def _tight(space, epsilon, prior=None, progress=None):
+    from ..spaces import GridSpace
+
+    if isinstance(space, GridSpace) and space.n > STRUCTURED_MIN_CELLS:
+        return _tight_grid(space, epsilon, progress)
     from .tight import tight_constraints
 
     r = tight_constraints(space, epsilon=epsilon)
@@ -82,6 +96,26 @@ def _tight(space, epsilon, prior=None):
         labels = space.labels
         details["negative"] = [{"index": int(idx[k]), "label": labels[int(idx[k])], "value": float(val[k])} for k in order]
     return Outcome("tight-constraints", bool(r.exists), r.channel if r.exists else None, getattr(r, "reason", ""), details)
+
+
+def _tight_grid(space, epsilon, progress=None):
+    from ..structured import tight_constraints_grid
+
+    r = tight_constraints_grid(space, epsilon=epsilon, progress=progress)
+    details = {
+        "solver": f"{r.method} on the FFT operator (preconditioner {r.preconditioner}), {r.iterations} iterations",
+        "residual": r.residual,
+        "error_bound": r.error_bound,
+        "margin": r.margin,
+        "structured": True,
+    }
+    if not r.exists:
+        idx, val = r.negative
+        details["n_negative"] = int(len(idx))
+        order = np.argsort(val)[:20]
+        details["negative"] = [{"index": int(idx[k]), "value": float(val[k])} for k in order]
+        return Outcome("tight-constraints", False, None, r.reason, details)
+    return Outcome("tight-constraints", True, None, r.reason, details, implicit=r.mechanism)
 
 
 def _optimal(space, epsilon, prior=None):
@@ -115,8 +149,11 @@ BUILDERS: dict[str, Callable] = {
 NEEDS_PRIOR = {"optimal"}
 
 
-def build(name: str, space: MetricSpace, *, epsilon: float, prior=None) -> Outcome:
-    """Build mechanism ``name`` on ``space`` at ``epsilon`` (``prior`` is used by prior-dependent ones)."""
+def build(name: str, space: MetricSpace, *, epsilon: float, prior=None, progress=None) -> Outcome:
+    """Build mechanism ``name`` on ``space`` at ``epsilon`` (``prior`` is used by prior-dependent ones;
+    ``progress(iteration, residual)`` is called by iterative solvers)."""
     if name not in BUILDERS:
         raise ValueError(f"unknown mechanism {name!r}: expected one of {', '.join(BUILDERS)}")
+    if name == "tight-constraints":
+        return _tight(space, epsilon, prior, progress)
     return BUILDERS[name](space, epsilon, prior)
