@@ -321,10 +321,12 @@ def main() -> None:
         results[p] = run_part(p, args.quick) if p == "big1000" else _in_child(p, args.quick)
         print(f"[{p} done in {time.perf_counter() - t0:.0f} s]", file=sys.stderr, flush=True)
     meta["load_average_after"] = os.getloadavg()
+    meta["parts"] = parts
     previous = json.loads(OUT.read_text()) if OUT.exists() and not args.quick else {}
     merged = {**previous.get("results", {}), **results}
+    runs = previous.get("runs", []) + [meta]  # one entry per invocation: which parts, load, versions
     if not args.quick:
-        OUT.write_text(json.dumps(dict(meta=meta, results=merged), indent=2, default=_jsonable) + "\n")
+        OUT.write_text(json.dumps(dict(runs=runs, results=merged), indent=2, default=_jsonable) + "\n")
     print(_table(results))
     print(f"(load average before {meta['load_average_before']}, after {meta['load_average_after']}; {meta['cpus']} CPUs)")
 
