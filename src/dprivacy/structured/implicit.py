@@ -14,7 +14,6 @@ computed from z and the translation-invariant kernel:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
