@@ -118,7 +118,9 @@ class RegularityResult:
     Attributes
     ----------
     regular : bool
-        The decision: some μ ≥ 0 satisfies μΦ = π (within the numerical error reported below).
+        The decision: some μ ≥ 0 satisfies μΦ = π, certified against the numerical error reported
+        below. False both when π is certainly not regular and when it lies on the boundary of the
+        region within rounding (``boundary``), where floating point cannot decide.
     mu : ndarray (n,)
         A solution of μΦ = π. When Φ is invertible it is *the* solution. When Φ is (numerically)
         singular and π is regular, it is the non-negative solution with the smallest Σμ (the best
@@ -143,7 +145,9 @@ class RegularityResult:
     margin : float
         min_y μ_y / error_bound. margin > 1: certainly regular (strictly inside the region);
         margin < −1: certainly not regular; |margin| ≤ 1: on the boundary of the region within
-        rounding error (decided as regular, e.g. the corner priors).
+        rounding error, undecided (e.g. the corner priors, whose μ has exact zeros): ``regular`` is
+        False, ``boundary`` True, and ``reason`` says so. A prior below the lower bound of seed 000
+        Prop 2 (e.g. with a zero entry) is certainly not regular whatever the margin.
     method : str
         "cholesky" or "lu" (direct solve of the factored Φ), "eigh" (solve through the
         eigen-decomposition, used only if LU breaks down on a matrix with no numerically zero
@@ -160,7 +164,9 @@ class RegularityResult:
     negative_values : ndarray
         ... and those entries of μ.
     reason : str or None
-        Why π is not regular (None when it is).
+        Why π is not regular, or why it could not be decided (None when it is regular).
+    boundary : bool
+        π lies on the boundary of the region within rounding (|margin| ≤ 1): undecided.
     """
 
     regular: bool
@@ -179,6 +185,7 @@ class RegularityResult:
     negative: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
     negative_values: np.ndarray = field(default_factory=lambda: np.zeros(0))
     reason: str | None = None
+    boundary: bool = False
 
     def __bool__(self) -> bool:
         return self.regular
@@ -209,6 +216,7 @@ class RegularityBatch:
     error_bound: np.ndarray
     margin: np.ndarray
     method: str
+    boundary: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.regular.shape[0])
@@ -289,6 +297,13 @@ class RegularityTester:
                 self.method = "eigh"
         self._inv_norm = None
         self._w1 = None
+        self._prop2 = probability_bounds(self.space, epsilon=self.epsilon)
+
+    def _below_prop2(self, P: np.ndarray) -> np.ndarray:
+        """Rows of P with an entry certainly below the lower bound of seed 000 Prop 2 (so certainly
+        not regular): the bound is a necessary condition, checked with a relative margin for rounding."""
+        lower, _ = self._prop2
+        return (P < lower * (1 - 1e-9) - 1e-300).any(axis=1)
 
     # -- linear algebra on the factorization ---------------------------------------------------
     def _solve(self, rhs: np.ndarray) -> np.ndarray:
@@ -351,6 +366,7 @@ class RegularityTester:
                 error_bound=np.array([r.error_bound for r in rs]),
                 margin=np.array([r.margin for r in rs]),
                 method=self.method,
+                boundary=np.array([r.boundary for r in rs]),
             )
         rhs = P.T  # Φ symmetric: μΦ = π  ⇔  Φ μ^T = π^T
         M = self._solve(rhs)
@@ -363,8 +379,10 @@ class RegularityTester:
         err = np.maximum(err, np.finfo(np.float64).tiny)
         mins = M.min(axis=0)
         mu = M.T
+        below = self._below_prop2(P)
         return RegularityBatch(
-            regular=mins >= -err,
+            regular=(mins > err) & ~below,
+            boundary=(np.abs(mins) <= err) & ~below,
             mu=mu,
             gamma=mu * self.row_sums,
             mu_sum=mu.sum(axis=1),
@@ -377,12 +395,24 @@ class RegularityTester:
     # -- result construction ----------------------------------------------------------------
     def _result_direct(self, p, mu, residual, err) -> RegularityResult:
         mins = float(mu.min())
-        regular = mins >= -err
+        below = bool(self._below_prop2(p[None, :])[0])
+        regular = mins > err and not below
+        boundary = abs(mins) <= err and not below
         neg = np.flatnonzero(mu < -err)
         total_res = err / self.inverse_norm() if np.isfinite(self.inverse_norm()) else math.nan
         mu_sum = float(mu.sum())
         reason = None
-        if not regular:
+        if below:
+            lower, _ = self._prop2
+            y = int(np.argmax(lower - p))
+            reason = (f"π[{y}] = {p[y]:.6g} is below the lower bound {lower[y]:.6g} that every regular prior "
+                      "satisfies (seed 000 Prop 2)")
+            if neg.size:
+                reason = _negative_reason(mu, neg, err) + "; " + reason
+        elif boundary:
+            reason = (f"undecided: π lies on the boundary of the region within rounding (min μ = {mins:.3g}, "
+                      f"error bound {err:.3g}); floating point cannot tell whether it is regular")
+        elif not regular:
             reason = _negative_reason(mu, neg, err)
         return RegularityResult(
             regular=bool(regular),
@@ -401,6 +431,7 @@ class RegularityTester:
             negative=neg,
             negative_values=mu[neg],
             reason=reason,
+            boundary=bool(boundary),
         )
 
     def _test_singular(self, p: np.ndarray) -> RegularityResult:
