@@ -144,7 +144,9 @@ def test_grid_essential_pairs_structural_equals_computed(metric, w, h):
     g = spaces.grid(w, h, metric=metric, step=0.7)
     structural = _pairs(g.essential_pairs())
     d = g.distances
-    assert structural == _pairs(MetricSpace(d).essential_pairs()) == brute_essential_pairs(d)
+    assert structural == _pairs(MetricSpace(d).essential_pairs(rtol=1e-9)) == brute_essential_pairs(d)
+    # The exact (default) comparison keeps pairs that rounding makes look non-implied: a superset.
+    assert structural <= _pairs(MetricSpace(d).essential_pairs())
 
 
 @pytest.mark.parametrize(
@@ -239,7 +241,8 @@ def test_scaled_multiplies_distances_and_keeps_structure(d, e):
     t = s.scaled(e)
     np.testing.assert_allclose(t.distances, e * d)
     assert np.array_equal(np.isinf(t.distances), np.isinf(d)) and t.is_extended == s.is_extended
-    assert _pairs(t.essential_pairs()) == _pairs(s.essential_pairs())
+    # (up to rounding: ε·(a + b) and ε·a + ε·b may differ in the last bit)
+    assert _pairs(t.essential_pairs(rtol=1e-9)) == _pairs(s.essential_pairs(rtol=1e-9))
     np.testing.assert_allclose(s.constraints_matrix(e), np.exp(-e * d))
     np.testing.assert_allclose(t.constraints_matrix(1.0), s.constraints_matrix(e))
 

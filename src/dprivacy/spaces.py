@@ -204,16 +204,21 @@ class MetricSpace:
                 return TriangleCheck(False, (i, j, k), float(excess[j]))
         return TriangleCheck(True)
 
-    def essential_pairs(self, *, rtol: float = METRIC_RTOL) -> tuple[np.ndarray, np.ndarray]:
+    def essential_pairs(self, *, rtol: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """Pairs (i < j) at finite distance not implied by the triangle inequality through a third point.
 
         A pair is *implied* when d(i,j) = d(i,k) + d(k,j) for some k ∉ {i, j}; then the d-privacy
-        constraints of (i,k) and (k,j) imply that of (i,j). Privacy on the essential pairs therefore
+        constraints of (i,k) and (k,j) imply that of (i,j). The comparison is exact by default
+        (``rtol = 0``): a pair is skipped only when the computed d(i,k) + d(k,j) ≤ d(i,j), so the chain's
+        constraints imply the pair's without any slack (a pair implied only up to rounding is kept;
+        with rtol > 0 a check could miss an excess of ε·rtol·d). Privacy on the essential pairs therefore
         implies privacy on all pairs (seed 004 Prop 1 generalized from graph edges to any metric).
         Known structurally for graph metrics, lines and grids; otherwise computed once in O(n^3) and cached.
         """
+        if rtol:  # a loose comparison is never cached: the cache serves the privacy checks
+            return _compute_essential_pairs(self.distances, rtol)
         if self._essential is None:
-            self._essential = _compute_essential_pairs(self.distances, rtol)
+            self._essential = _compute_essential_pairs(self.distances, 0.0)
         return self._essential
 
     def constraint_pairs(self) -> tuple[np.ndarray, np.ndarray]:
@@ -454,7 +459,7 @@ class GridSpace(MetricSpace):
         e = check_epsilon(epsilon)
         return GridSpace(self.width, self.height, metric=self.metric, step=self.step * e, name=f"{e:g}*({self.name})")
 
-    def essential_pairs(self, *, rtol: float = METRIC_RTOL):
+    def essential_pairs(self, *, rtol: float = 0.0):
         if self._essential is None:
             self._essential = self._grid_essential_pairs()
         return self._essential
