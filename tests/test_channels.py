@@ -257,3 +257,14 @@ def test_identity_and_constant():
     np.testing.assert_array_equal(identity(3).matrix, np.eye(3))
     np.testing.assert_allclose(constant(2, 4).matrix, 0.25)
     np.testing.assert_array_equal(identity(4).sample(np.array([3, 1, 2]), 0), [3, 1, 2])
+
+
+def test_hyper_merges_posteriors_that_differ_by_rounding():
+    """Two outputs whose posteriors are equal up to one float step on either side of a rounding
+    boundary are one inner of the hyper (the review's counterexample)."""
+    h = np.array([[0.03920913975347684, 0.23783128683527316, 0.72295957341125],
+                  [0.03155515309047058, 0.19140442032077945, 0.7770404265887499]])
+    hy = Channel(h).hyper([0.5, 0.5])
+    assert len(hy.outer) == 2
+    np.testing.assert_allclose(hy.outer.sum(), 1.0)
+    np.testing.assert_allclose(hy.inners @ hy.outer, [0.5, 0.5])

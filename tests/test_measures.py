@@ -356,3 +356,25 @@ def test_holds_is_decided_on_every_pair_not_only_the_worst_ratio():
     r = measures.check_privacy(Channel(h), MetricSpace(d), epsilon=1.0)
     assert r.smallest_epsilon == pytest.approx(2.0, rel=1e-4)
     assert not r.holds
+
+
+def test_check_privacy_log_sees_the_mechanism_where_float64_underflows():
+    """On line:1000 at ε = 1 the truncated geometric's far entries e^{-ε|i-j|} underflow to 0, so its
+    float64 matrix is not private (0 beside a positive entry); in log space the mechanism is."""
+    from dprivacy import spaces, measures
+
+    n, eps = 1000, 1.0
+    sp = spaces.line(n)
+    x = np.arange(n)
+    a = np.exp(-eps)
+    logh = -eps * np.abs(x[:, None] - x[None, :]) + np.log((1 - a) / (1 + a))
+    logh[:, [0, -1]] -= np.log(1 - a)  # the folded end columns of the truncated geometric
+    h = np.exp(logh)
+    assert (h == 0).any()
+    assert not measures.check_privacy(h / h.sum(axis=1, keepdims=True), sp, epsilon=eps).holds
+    r = measures.check_privacy_log(logh, sp, epsilon=eps)
+    assert r.holds and r.smallest_epsilon == pytest.approx(eps, rel=1e-12)
+    # and it still catches a violation
+    bad = logh.copy()
+    bad[3, 7] += 0.5
+    assert not measures.check_privacy_log(bad, sp, epsilon=eps).holds

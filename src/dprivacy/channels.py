@@ -13,8 +13,8 @@ import numpy as np
 
 from ._validate import as_prior, as_rng, as_stochastic
 
-#: Decimals to which posteriors are rounded when deciding that two of them are equal (hyper merge).
-POSTERIOR_DECIMALS = 12
+#: Two posteriors closer than this in every entry are the same inner of a hyper-distribution.
+POSTERIOR_ATOL = 1e-12
 
 
 @dataclass(frozen=True)
@@ -151,9 +151,8 @@ class Channel:
         pz = j.sum(axis=0)
         keep = np.flatnonzero(pz > 0)
         post = j[:, keep] / pz[keep]
-        key = np.round(post, POSTERIOR_DECIMALS)
-        _, first, inverse = np.unique(key.T, axis=0, return_index=True, return_inverse=True)
-        inverse = np.asarray(inverse).ravel()
+        label = _merge_close_columns(post, POSTERIOR_ATOL)
+        groups, first, inverse = np.unique(label, return_index=True, return_inverse=True)
         outer = np.bincount(inverse, weights=pz[keep])
         order = np.argsort(first)  # keep the order in which posteriors first appear
         return Hyper(outer=outer[order], inners=post[:, first[order]])
@@ -174,18 +173,52 @@ class Channel:
         flat = ys.ravel()
         u = gen.random(flat.size)
         out = np.empty(flat.size, dtype=np.intp)
-        cdf = np.cumsum(self._h, axis=1)
-        # Rows sum to 1 only up to rounding: a u above the last partial sum goes to the row's last
-        # *possible* output (setting only the last column to ∞ could emit an impossible output).
-        last = self._h.shape[1] - 1 - np.argmax(self._h[:, ::-1] > 0, axis=1)
-        cdf[np.arange(self._h.shape[1])[None, :] >= last[:, None]] = np.inf
         order = np.argsort(flat, kind="stable")
         rows, starts = np.unique(flat[order], return_index=True)
         ends = np.append(starts[1:], flat.size)
         for y, a, b in zip(rows, starts, ends):
+            # Cumulative sums of the requested rows only. Rows sum to 1 only up to rounding: a u above
+            # the last partial sum goes to the row's last *possible* output (setting only the last
+            # column to ∞ could emit an impossible output).
+            row = self._h[y]
+            cdf = np.cumsum(row)
+            cdf[np.flatnonzero(row > 0)[-1]:] = np.inf
             idx = order[a:b]
-            out[idx] = np.searchsorted(cdf[y], u[idx], side="right")
+            out[idx] = np.searchsorted(cdf, u[idx], side="right")
         return out.reshape(ys.shape)
+
+
+def _merge_close_columns(a: np.ndarray, atol: float) -> np.ndarray:
+    """Group the columns of ``a`` that are within ``atol`` of each other in every entry (transitively).
+
+    Columns are sorted by their first entry, and each is compared only with the following ones whose
+    first entry is within ``atol`` (equal columns are neighbours in that order), so rounding differences
+    across any rounding boundary are merged, unlike with rounding to fixed decimals.
+    Returns one group label per column.
+    """
+    k = a.shape[1]
+    parent = np.arange(k)
+
+    def root(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    order = np.argsort(a[0], kind="stable")
+    lead = a[0, order]
+    for pos in range(k):
+        stop = np.searchsorted(lead, lead[pos] + atol, side="right")
+        if stop <= pos + 1:
+            continue
+        i = order[pos]
+        js = order[pos + 1 : stop]
+        close = js[np.abs(a[:, js] - a[:, [i]]).max(axis=0) <= atol]
+        for j in close:
+            ri, rj = root(i), root(j)
+            if ri != rj:
+                parent[max(ri, rj)] = min(ri, rj)
+    return np.array([root(i) for i in range(k)])
 
 
 def _labels(labels, k: int, what: str) -> list:

@@ -31,14 +31,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _load_array(path: str, what: str) -> np.ndarray:
-    p = Path(path)
-    if not p.exists():
-        raise CliError(f"dprivacy: error: {what} file not found: {p}")
-    if p.suffix == ".npy":
-        return np.load(p, allow_pickle=False)
-    if p.suffix in (".csv", ".txt"):
-        return np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, dtype=np.float64, ndmin=1)
-    raise CliError(f"dprivacy: error: {what} must be a .npy, .csv or .txt file, got {p.name!r}")
+    from .spaces import load_array
+
+    return load_array(path, what)
 
 
 def _prior(arg: str | None, n: int) -> np.ndarray:
@@ -47,6 +42,8 @@ def _prior(arg: str | None, n: int) -> np.ndarray:
     if arg is None or arg == "uniform":
         return uniform_prior(n)
     p = _load_array(arg, "prior")
+    if p.ndim > 1 and sorted(p.shape)[-2] != 1:
+        raise ValueError(f"prior from {arg} has shape {p.shape}, expected a single row or column of {n} probabilities")
     return as_prior(np.ravel(p), n, name=f"prior from {arg}")
 
 
@@ -94,13 +91,23 @@ def _channel_figures(ch, space, epsilon, prior) -> dict:
     from . import measures
 
     pc = measures.check_privacy(ch, space, epsilon=epsilon)
-    return {
+    out = {
         "is_private": pc.holds,
         "smallest_epsilon": pc.smallest_epsilon,
         "utility": measures.utility(ch, prior).value,
         "min_entropy_leakage_bits": measures.min_entropy_leakage(ch, prior),
         "min_capacity_bits": measures.min_capacity(ch),
     }
+    if not pc.holds and math.isinf(pc.worst_ratio):
+        d = space.distances
+        span = epsilon * float(np.max(np.where(np.isfinite(d), d, 0.0)))
+        if span > 700:  # e^{-700} is near the smallest positive float64
+            out["underflow"] = (
+                f"ε times the largest finite distance is {span:.4g}: entries e^(-ε d) below 1e-308 underflow to 0 in "
+                f"float64, so this matrix has a zero beside a positive entry (at {pc.worst}) and is not private as "
+                "stored, although the mechanism is; use a smaller ε·diameter, or a structured/implicit mechanism"
+            )
+    return out
 
 
 def _implicit_figures(mech, prior_arg, prior) -> dict:

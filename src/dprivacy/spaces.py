@@ -286,8 +286,10 @@ def _compute_essential_pairs(d: np.ndarray, rtol: float) -> tuple[np.ndarray, np
 # ---------------------------------------------------------------------------------------------
 
 
-def from_matrix(distances, *, labels=None, name=None, check_triangle: bool = False) -> MetricSpace:
-    """A metric space from an explicit distance matrix (validated)."""
+def from_matrix(distances, *, labels=None, name=None, check_triangle: bool = True) -> MetricSpace:
+    """A metric space from an explicit distance matrix (validated, including the triangle inequality:
+    the privacy of the exponential and tight-constraints mechanisms rests on it, seed 000 Prop 6).
+    ``check_triangle=False`` skips that O(n³) check for a matrix known to be a metric."""
     return MetricSpace(distances, labels=labels, name=name, check_triangle=check_triangle)
 
 
@@ -510,20 +512,54 @@ def grid(width: int, height: int, *, metric: str = "euclidean", step: float = 1.
     return GridSpace(width, height, metric=metric, step=step, name=name)
 
 
-def load_matrix(path, *, check_triangle: bool = False) -> MetricSpace:
-    """A metric space from a distance matrix stored as .npy or .csv (comma-separated, no header)."""
+def load_matrix(path, *, check_triangle: bool = True) -> MetricSpace:
+    """A metric space from a distance matrix stored as .npy or .csv (comma-separated, no header),
+    validated like :func:`from_matrix` (triangle inequality included unless ``check_triangle=False``)."""
     from pathlib import Path
 
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"distance matrix file not found: {p}")
     if p.suffix == ".npy":
-        d = np.load(p, allow_pickle=False)
+        d = load_array(p, "distance matrix")
     elif p.suffix == ".csv":
-        d = np.loadtxt(p, delimiter=",", dtype=np.float64, ndmin=2)
+        d = load_array(p, "distance matrix", ndmin=2)
     else:
         raise ValueError(f"distance matrix must be a .npy or .csv file, got {p.name!r}")
     return MetricSpace(d, name=f"matrix:{p}", check_triangle=check_triangle)
+
+
+def load_array(path, what: str, *, ndmin: int = 1) -> np.ndarray:
+    """Read a numeric array from .npy, .csv (comma-separated) or .txt (whitespace-separated), with
+    errors that name the file and say what was expected (an empty file, pickled data, text that is not
+    numbers)."""
+    import warnings
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"{what} file not found: {p}")
+    if p.is_dir():
+        raise ValueError(f"{what} path {p} is a directory, expected a .npy, .csv or .txt file")
+    if p.suffix == ".npy":
+        try:
+            return np.load(p, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise ValueError(f"{what} file {p} is not a readable numeric .npy array ({exc})") from None
+    if p.suffix not in (".csv", ".txt"):
+        raise ValueError(f"{what} must be a .npy, .csv or .txt file, got {p.name!r}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy warns (rather than fails) on an empty file
+        try:
+            a = np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, dtype=np.float64, ndmin=ndmin)
+        except UserWarning:
+            raise ValueError(f"{what} file {p} is empty") from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{what} file {p} does not hold numbers separated by "
+                             f"{'commas' if p.suffix == '.csv' else 'whitespace'} ({str(exc).splitlines()[0]})") from None
+    if a.size == 0:
+        raise ValueError(f"{what} file {p} is empty")
+    return a
 
 
 def load_edge_list(path) -> MetricSpace:

@@ -14,6 +14,7 @@ from .privacy import (
     PrivacyResult,
     check_prior_privacy,
     check_privacy,
+    check_privacy_log,
     is_private,
     multiplicative_distance,
     smallest_epsilon,
@@ -31,7 +32,7 @@ __all__ = [
     "HidingResult", "NeighbourhoodResult", "check_hiding", "check_neighbourhood",
     "conditional_min_entropy", "min_capacity", "min_entropy", "min_entropy_leakage",
     "multiplicative_leakage", "posterior_vulnerability", "prior_vulnerability",
-    "PrivacyResult", "check_prior_privacy", "check_privacy", "is_private",
+    "PrivacyResult", "check_prior_privacy", "check_privacy", "check_privacy_log", "is_private",
     "multiplicative_distance", "smallest_epsilon",
     "UtilityResult", "binary_gain", "expected_loss", "g_vulnerability", "prior_g_vulnerability", "utility",
 ]

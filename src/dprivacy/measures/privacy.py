@@ -232,6 +232,23 @@ def check_privacy(channel, space: MetricSpace, *, epsilon: float = 1.0, tol: flo
     return _check_rows(_finite_log(h), space, e, tol)
 
 
+def check_privacy_log(log_matrix, space: MetricSpace, *, epsilon: float, tol: float = LOG_ATOL) -> PrivacyResult:
+    """:func:`check_privacy` for a channel given by the natural logarithms of its entries (−∞ for 0).
+
+    For mechanisms whose entries underflow in float64 (e^{−εd} < 1e-308 when ε·d > 708) but whose
+    logarithms are exact, e.g. log H[y,z] = −ε d(y,z) + log z_z for a tight-constraints mechanism: the
+    check then concerns the mechanism, not its rounded float64 matrix.
+    """
+    e = check_epsilon(epsilon, allow_zero=True)
+    lg = np.array(log_matrix, dtype=np.float64)
+    if lg.ndim != 2 or lg.shape[0] != space.n:
+        raise ValueError(f"log matrix must be 2-D with {space.n} rows (one per point), got shape {lg.shape}")
+    if np.isnan(lg).any() or (lg == np.inf).any():
+        raise ValueError("log matrix must not contain NaN or +inf")
+    lg[np.isneginf(lg)] = _LOG_ZERO
+    return _check_rows(lg, space, e, tol)
+
+
 def smallest_epsilon(channel, space: MetricSpace) -> float:
     """The smallest ε for which ``channel`` is ε·d-private: max_{y,y'} d_P(H_y, H_y') / d(y, y')."""
     return check_privacy(channel, space, epsilon=0.0).smallest_epsilon
