@@ -247,7 +247,9 @@ def cmd_threshold(args) -> None:
     report = {
         "space": space.name,
         "n": space.n,
-        "epsilon_star": r.epsilon_star,
+        # Only a certified bracket (or a theorem) gives ε*; otherwise say what is known: an upper bound.
+        "epsilon_star": r.epsilon_star if (r.certified or r.always_exists) else None,
+        "upper_bound": r.epsilon_star,
         "bracket": None if r.bracket is None else list(r.bracket),
         "certified": r.certified,
         "always_exists": r.always_exists,
