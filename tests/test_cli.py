@@ -172,3 +172,16 @@ def test_design_large_grid_uses_the_structured_solver(capsys):
     assert r["min_entropy_leakage_bits"] == pytest.approx(math.log2(dense.z.sum()), abs=1e-8)
     code, _, err = run(capsys, "design", f"grid:{w}x{w}", "--epsilon", "1", "--mechanism", "tight-constraints", "--save", "/tmp/x.npy")
     assert code == 2 and "implicit" in err
+
+
+def test_design_spot_checks_privacy_when_the_full_check_is_too_costly(capsys, monkeypatch):
+    """Above FULL_CHECK_WORK the CLI samples rows: it may refute privacy but never claims it."""
+    import dprivacy.cli as cli
+
+    monkeypatch.setattr(cli, "FULL_CHECK_WORK", 1e5)
+    r = run_json(capsys, "design", "grid:12x12", "--epsilon", "1", "--mechanism", "exponential")
+    assert r["is_private"] is None and r["smallest_epsilon"] is None
+    assert "no violation" in r["privacy_spot_check"]
+    monkeypatch.setattr(cli, "FULL_CHECK_WORK", 1e12)
+    full = run_json(capsys, "design", "grid:12x12", "--epsilon", "1", "--mechanism", "exponential")
+    assert full["is_private"] is True and full["utility"] == r["utility"]
