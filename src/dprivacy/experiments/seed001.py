@@ -221,3 +221,30 @@ def example18(ctx: Context) -> Outcome:
               bool(eps_beta[0] > 15), note=f"ε at β = 1e-8: {eps_beta[0]:.3f}"),
     ]
     return Outcome(claims, [fig])
+
+
+@experiment("001-prop20", "001", "Prop 20: range-limited mechanisms, r = v, against Thm 15")
+def prop20(ctx: Context) -> Outcome:
+    """§5.2 after Prop 20: for r = v the bound is log(v e^{εu} / (v − 1 + e^{εu})), "much smaller than
+    Bnd(u, v, ε) for large u". Computed with the library's Prop 20 and Thm 15 functions; the closed
+    form for r = v is typed from the paper and compared with the general formula."""
+    eps, v = 1.0, 2
+    us = list(range(1, 41))
+    prop20 = [bounds.range_limited_leakage_bound(u, v, v, epsilon=eps).value for u in us]
+    thm15 = [bounds.bnd(u, v, epsilon=eps).value for u in us]
+    closed = [math.log2(v * math.exp(eps * u) / (v - 1 + math.exp(eps * u))) for u in us]
+    fig = line_plot(ctx, id="001-prop20", paper=P, where="§5.2, Prop 20 vs Thm 15", x=us,
+                    series={"Prop 20, range r = v = 2": prop20, "Thm 15, Bnd(u, 2, 1)": thm15},
+                    xlabel="u (individuals)", ylabel="leakage bound (bits)",
+                    title="Seed 001 Prop 20 (range r = v) vs Thm 15, v = 2, ε = 1",
+                    caption="With the range fixed to v answers the bound stays below log2 v = 1 bit, while Bnd grows linearly in u.")
+    worst = max(abs(a - b) for a, b in zip(prop20, closed))
+    claims = [
+        Claim("001-prop20-closed-form", P, "§5.2: for r = v Prop 20 becomes log(v e^{εu}/(v − 1 + e^{εu})) (max |difference|, u = 1..40)",
+              0.0, worst, 1e-12),
+        Claim("001-prop20-smaller", P, "§5.2: for r = v the bound is much smaller than Bnd(u, v, ε) for large u (ratio at u = 40)",
+              True, bool(prop20[-1] < 0.05 * thm15[-1]),
+              note=f"At u = 40: Prop 20 gives {prop20[-1]:.4f} bits, Thm 15 gives {thm15[-1]:.3f} bits. At u = 1 they are "
+                   f"equal ({prop20[0]:.4f} vs {thm15[0]:.4f}): r = v = v^u."),
+    ]
+    return Outcome(claims, [fig])
