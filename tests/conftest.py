@@ -10,6 +10,8 @@ the library against itself.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from hypothesis import HealthCheck, assume, settings
 from hypothesis import strategies as st
@@ -22,7 +24,12 @@ from dprivacy.spaces import MetricSpace
 settings.register_profile(
     "dprivacy", deadline=None, max_examples=30, suppress_health_check=[HealthCheck.too_slow]
 )
-settings.load_profile("dprivacy")
+# In CI the examples are derandomized, so that a run is reproducible from the commit alone; locally
+# hypothesis keeps exploring new examples.
+settings.register_profile(
+    "ci", parent=settings.get_profile("dprivacy"), derandomize=True, database=None, print_blob=True
+)
+settings.load_profile("ci" if os.environ.get("CI") else "dprivacy")
 
 MAX_N = 8
 

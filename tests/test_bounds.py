@@ -219,7 +219,9 @@ def test_bounds_hold_for_random_regular_priors_and_private_channels(space, eps, 
         # the best private mechanism for p, by linear programming: Thm 2 bounds it, and when a
         # tight-constraints mechanism exists (u regular, Prop 8) it attains the bound (Thm 4).
         opt = optimal_utility(d, eps, p)
-        assert opt <= ub.value * (1 + 1e-7) + 1e-9
+        # HiGHS's simplex meets constraints to its primal feasibility tolerance (1e-7), so the LP's
+        # optimum may exceed the exact one by about that much.
+        assert opt <= ub.value * (1 + 1e-7) + 1e-6
         if uni.applicable and uni.certificate.margin > 1:
             assert opt == pytest.approx(ub.value, rel=1e-6)
 
