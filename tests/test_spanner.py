@@ -178,10 +178,12 @@ def test_spanner_dilation_of_a_disconnecting_graph_is_infinite():
 
 
 def assert_between_bounds(space, prior, eps, res, *, loss=None):
-    """Spanner LP value between the exact optima at ε/δ (a feasible point) and at ε (a relaxation)."""
+    """Spanner LP value between the exact optima at its level ε(1 − margin)/δ (a feasible point: that
+    channel is private for d_G ≥ d at that level) and at ε (the spanner LP's feasible set is inside
+    the exact LP's, by the spanner theorem)."""
     kw = {} if loss is None else dict(loss=loss)
     hi = optimal_mechanism(space, prior, epsilon=eps, **kw)
-    lo = optimal_mechanism(space, prior, epsilon=eps / res.dilation, **kw)
+    lo = optimal_mechanism(space, prior, epsilon=res.lp_epsilon, **kw)
     assert hi.success and lo.success and res.success
     msg = f"value={res.value} exact(eps)={hi.value} exact(eps/delta)={lo.value} dilation={res.dilation}"
     if loss is None:
@@ -219,7 +221,7 @@ def test_spanner_lp_on_a_euclidean_grid(kind):
         res = optimal_mechanism_spanner(g, prior, epsilon=1.0, dilation=1.1, loss=loss, exact=True)
         assert res.kind == kind
         assert res.spanner.n_edges == len(king_edges(5, 5))
-        assert res.lp_epsilon == pytest.approx(1.0 / res.dilation)
+        assert res.margin == 1e-6 and res.lp_epsilon == (1.0 - 1e-6) / res.dilation
         assert res.n_constraints == n + 2 * res.n_edges * n
         assert res.all_pairs_constraints == n + n * (n - 1) * n
         assert res.optimality_loss >= -LP_TOL
@@ -248,7 +250,7 @@ def test_dilation_one_on_a_graph_metric_gives_the_exact_optimum(de, data):
     space = spaces.from_matrix(d)
     prior = data.draw(priors(space.n))
     eps = data.draw(st.floats(0.2, 2.0))
-    res = optimal_mechanism_spanner(space, prior, epsilon=eps, dilation=1.0, exact=True)
+    res = optimal_mechanism_spanner(space, prior, epsilon=eps, dilation=1.0, exact=True, margin=0.0)
     assert res.dilation == 1.0 and res.lp_epsilon == eps
     assert res.value == pytest.approx(res.exact_value, abs=LP_TOL)
     assert_private(space, res, eps)
@@ -259,7 +261,8 @@ def test_dilation_one_on_structured_graph_metrics(space):
     n = space.n
     prior = np.arange(1, n + 1, dtype=float)
     prior /= prior.sum()
-    res = optimal_mechanism_spanner(space, prior, epsilon=0.7, dilation=1.0, loss=np.asarray(space.distances))
+    res = optimal_mechanism_spanner(space, prior, epsilon=0.7, dilation=1.0, loss=np.asarray(space.distances),
+                                    margin=0.0)
     exact = optimal_mechanism(space, prior, epsilon=0.7, loss=np.asarray(space.distances))
     assert res.dilation == pytest.approx(1.0, abs=1e-12)
     assert res.value == pytest.approx(exact.value, abs=LP_TOL)
@@ -301,6 +304,8 @@ def test_bad_arguments():
         optimal_mechanism_spanner(line, np.full(4, 0.25), epsilon=1.0, spanner=other)
     with pytest.raises(ValueError, match="exact"):
         optimal_mechanism_spanner(line, np.full(4, 0.25), epsilon=1.0, exact="maybe")
+    with pytest.raises(ValueError, match="margin"):
+        optimal_mechanism_spanner(line, np.full(4, 0.25), epsilon=1.0, margin=1.0)
     with pytest.raises(ValueError, match="prior"):
         optimal_mechanism_spanner(line, np.full(4, 0.3), epsilon=1.0)
 
@@ -310,8 +315,21 @@ def test_exact_auto_runs_only_on_small_lps():
 
     small, large = spaces.line(6), spaces.line(40)
     assert 6 * 5 * 6 <= EXACT_AUTO_CONSTRAINTS < 40 * 39 * 40
-    r_small = optimal_mechanism_spanner(small, np.full(6, 1 / 6), epsilon=1.0, dilation=1.0)
+    r_small = optimal_mechanism_spanner(small, np.full(6, 1 / 6), epsilon=1.0, dilation=1.0, margin=0.0)
     r_large = optimal_mechanism_spanner(large, np.full(40, 1 / 40), epsilon=1.0, dilation=1.0)
     assert r_small.exact is not None and r_large.exact is None
     # a line is a graph metric: dilation 1 gives the exact optimum
     assert r_small.optimality_loss == pytest.approx(0.0, abs=LP_TOL)
+
+
+def test_margin_shifts_the_level_and_costs_little():
+    # The default margin writes the edge constraints at ε(1 − 1e−6)/δ; the value moves by O(1e−6)
+    # and stays between the exact optima at the two levels.
+    g = spaces.grid(4, 4)
+    prior = np.full(16, 1 / 16)
+    r0 = optimal_mechanism_spanner(g, prior, epsilon=1.0, dilation=1.1, margin=0.0, exact=False)
+    r1 = optimal_mechanism_spanner(g, prior, epsilon=1.0, dilation=1.1, exact=False)
+    assert r1.lp_epsilon == pytest.approx(r0.lp_epsilon * (1 - 1e-6), rel=1e-15)
+    assert r1.value <= r0.value + LP_TOL
+    assert r0.value - r1.value <= 1e-5
+    assert r1.private and r1.smallest_epsilon <= 1.0
