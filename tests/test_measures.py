@@ -281,10 +281,10 @@ def test_check_privacy_small_cases():
     assert res.excess == pytest.approx(np.log(5) - 1.0)
     assert check_privacy(h, s, epsilon=np.log(5)).holds
     # one point: nothing to check
-    one = check_privacy([[1.0]], spaces.line(1))
+    one = check_privacy([[1.0]], spaces.line(1), epsilon=1.0)
     assert one.holds and one.worst is None and one.smallest_epsilon == 0.0
     # equal rows: 0, and +0.0 rather than −0.0
-    eq = check_privacy(np.full((3, 2), 0.5), s)
+    eq = check_privacy(np.full((3, 2), 0.5), s, epsilon=1.0)
     assert eq.smallest_epsilon == 0.0 and str(eq.smallest_epsilon) == "0.0"
 
 
@@ -298,13 +298,13 @@ def test_infinite_distance_pairs_constrain_nothing():
     h2 = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
     res2 = check_privacy(h2, MetricSpace(d), epsilon=0.5)
     assert not res2.holds and res2.smallest_epsilon == np.inf and res2.worst == (2, 1, 0)
-    two = check_privacy(np.eye(2), MetricSpace([[0, np.inf], [np.inf, 0]]))
+    two = check_privacy(np.eye(2), MetricSpace([[0, np.inf], [np.inf, 0]]), epsilon=1.0)
     assert two.holds and two.worst is None
 
 
 def test_check_privacy_errors():
     with pytest.raises(ValueError, match="2 rows but the space has 3"):
-        check_privacy(np.eye(2), spaces.line(3))
+        check_privacy(np.eye(2), spaces.line(3), epsilon=1.0)
     with pytest.raises(ValueError, match="epsilon"):
         check_privacy(np.eye(2), spaces.line(2), epsilon=-1)
     with pytest.raises(TypeError, match="epsilon"):

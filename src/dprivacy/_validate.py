@@ -112,11 +112,8 @@ def uniform_prior(n: int) -> np.ndarray:
 
 
 def as_rng(rng) -> np.random.Generator:
-    """DESIGN.md randomness convention: a Generator, an int seed, or None for fresh OS entropy."""
-    if rng is None or isinstance(rng, (Integral, np.random.SeedSequence)):
-        if isinstance(rng, bool):
-            raise TypeError(f"rng must be a numpy Generator, an int seed or None, got {rng!r}")
-        return np.random.default_rng(rng)
-    if isinstance(rng, np.random.Generator):
-        return rng
-    raise TypeError(f"rng must be a numpy Generator, an int seed or None, got {type(rng).__name__}")
+    """DESIGN.md randomness convention: None is the release-grade source (ChaCha20 keyed from the OS),
+    an int seed or a Generator is reproducible research mode (:func:`dprivacy.sampling.random_source`)."""
+    from .sampling.source import as_generator
+
+    return as_generator(rng)

@@ -8,11 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import as_prior
-from ..channels import Channel
-
-
-def _matrix(channel) -> np.ndarray:
-    return channel.matrix if isinstance(channel, Channel) else Channel(channel).matrix
+from ._dispatch import dense_matrix, mechanism_of, n_inputs
 
 
 def prior_vulnerability(prior) -> float:
@@ -21,9 +17,18 @@ def prior_vulnerability(prior) -> float:
 
 
 def posterior_vulnerability(channel, prior) -> float:
-    """Posterior Bayes vulnerability V(π, H) = Σ_z max_y π_y H[y, z] (seed 001 §2.2)."""
-    h = _matrix(channel)
-    p = as_prior(prior, h.shape[0])
+    """Posterior Bayes vulnerability V(π, H) = Σ_z max_y π_y H[y, z] (seed 001 §2.2).
+
+    ``channel`` is a Mechanism (an implicit one is measured without its dense matrix), a Channel or a
+    stochastic matrix.
+    """
+    p = as_prior(prior, n_inputs(channel))
+    m = mechanism_of(channel)
+    if m is not None:
+        r = m._binary_utility(p)
+        if r is not None:
+            return float(r.value)
+    h = dense_matrix(channel)
     return float((p[:, None] * h).max(axis=0).sum())
 
 
@@ -39,9 +44,8 @@ def conditional_min_entropy(channel, prior) -> float:
 
 def multiplicative_leakage(channel, prior) -> float:
     """Multiplicative Bayes leakage V(π, H) / V(π) (so that leakage = log2 of it)."""
-    h = _matrix(channel)
-    p = as_prior(prior, h.shape[0])
-    return posterior_vulnerability(h, p) / float(p.max())
+    p = as_prior(prior, n_inputs(channel))
+    return posterior_vulnerability(channel, p) / float(p.max())
 
 
 def min_entropy_leakage(channel, prior) -> float:
@@ -52,5 +56,10 @@ def min_entropy_leakage(channel, prior) -> float:
 def min_capacity(channel) -> float:
     """Min-capacity ML(H) = log2 Σ_z max_y H[y, z], in bits: the leakage maximized over priors,
     attained by the uniform prior (Braun et al., recalled in seed 001 §2.2 and seed 000 §5.2)."""
-    h = _matrix(channel)
+    m = mechanism_of(channel)
+    if m is not None:
+        s = m._capacity_sum()
+        if s is not None:
+            return float(np.log2(s))
+    h = dense_matrix(channel)
     return float(np.log2(h.max(axis=0).sum()))

@@ -15,6 +15,7 @@ import numpy as np
 
 from .._validate import as_prior, check_epsilon
 from ..channels import Channel
+from ..results import Result
 from ..spaces import MetricSpace
 
 #: Default absolute tolerance on log-ratios: rounding in a stochastic matrix is ~1e-16 relative.
@@ -25,7 +26,7 @@ _CHUNK_ELEMENTS = 1 << 19
 
 
 @dataclass(frozen=True)
-class PrivacyResult:
+class PrivacyResult(Result):
     """Outcome of a d-privacy check.
 
     Attributes
@@ -59,8 +60,22 @@ class PrivacyResult:
     pairs_checked: int
     tolerance: float
 
-    def __bool__(self) -> bool:
+    @property
+    def ok(self) -> bool:
         return self.holds
+
+    @property
+    def reason(self) -> str:
+        if self.worst is None:
+            return "no pair at finite distance to compare: private for every ε"
+        y, y2, z = self.worst
+        verdict = "private" if self.holds else "NOT private"
+        return (f"{verdict} at ε = {self.epsilon:g}: the largest log-ratio per unit of distance is "
+                f"{self.smallest_epsilon:.12g}, at secrets {y}, {y2} and output {z}")
+
+    @property
+    def certificate(self):
+        return self.worst
 
     @property
     def excess(self) -> float:
@@ -213,8 +228,12 @@ def _check_rows(logh: np.ndarray, space: MetricSpace, epsilon: float, tol: float
     return PrivacyResult(holds, epsilon, max(ratio, 0.0) + 0.0, worst, lr, dist, int(pairs[0].size), tol)
 
 
-def check_privacy(channel, space: MetricSpace, *, epsilon: float = 1.0, tol: float = LOG_ATOL) -> PrivacyResult:
+def check_privacy(channel, space: MetricSpace | None = None, *, epsilon: float | None = None, tol: float = LOG_ATOL) -> PrivacyResult:
     """Check that ``channel`` is ε·d-private on ``space`` (seed 000 Def 1).
+
+    ``channel`` is a Mechanism, a Channel or a stochastic matrix. For a Mechanism, ``space`` and
+    ``epsilon`` default to its own, and an implicit mechanism is checked without its dense matrix
+    where it can be; for anything else both are required.
 
     Vectorized over pairs and outputs; examines only the space's constraint pairs (its essential pairs
     when known, e.g. the edges of a graph metric), which suffices by seed 004 Prop 1.
@@ -225,8 +244,22 @@ def check_privacy(channel, space: MetricSpace, *, epsilon: float = 1.0, tol: flo
         ``holds``, the ``smallest_epsilon`` for which the channel is private, and the ``worst`` triple
         (y, y', z) with H[y,z] = e^{worst_ratio} H[y',z].
     """
+    from ._dispatch import dense_matrix, mechanism_of
+
+    m = mechanism_of(channel)
+    if m is not None:
+        space = m.space if space is None else space
+        epsilon = m.epsilon if epsilon is None else epsilon
+    if space is None or epsilon is None:
+        raise TypeError("check_privacy needs space= and epsilon= for a channel that is not a Mechanism")
     e = check_epsilon(epsilon, allow_zero=True)
-    h = channel.matrix if isinstance(channel, Channel) else Channel(channel).matrix
+    if m is not None:
+        if m.n_inputs != space.n:
+            raise ValueError(f"mechanism has {m.n_inputs} rows but the space has {space.n} points")
+        r = m._check_privacy(space, e, tol)
+        if r is not None:
+            return r
+    h = dense_matrix(channel)
     if h.shape[0] != space.n:
         raise ValueError(f"channel has {h.shape[0]} rows but the space has {space.n} points")
     return _check_rows(_finite_log(h), space, e, tol)

@@ -8,29 +8,32 @@ Bayes vulnerability, so U = 2^{−H∞(Y|Z)} (seed 001 Prop 24).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .._validate import as_float_matrix, as_prior
-from ..channels import Channel
+from ..results import Result
+from ._dispatch import dense_matrix, mechanism_of, n_inputs
 
 
 @dataclass(frozen=True)
-class UtilityResult:
+class UtilityResult(Result):
     """``value``: expected gain (or loss) under ``remap``, the optimal deterministic remap (output z ↦
-    guess ``remap[z]``). ``kind`` is "gain" or "loss"."""
+    guess ``remap[z]``). ``kind`` is "gain" or "loss". A utility always exists: ``ok`` is True."""
 
     value: float
-    remap: np.ndarray
+    remap: np.ndarray = field(repr=False)
     kind: str = "gain"
+    ok: bool = True
+    reason: str = ""
 
     def __float__(self) -> float:
         return self.value
 
 
 def _joint(channel, prior) -> np.ndarray:
-    h = channel.matrix if isinstance(channel, Channel) else Channel(channel).matrix
+    h = dense_matrix(channel)
     p = as_prior(prior, h.shape[0])
     return p[:, None] * h
 
@@ -60,6 +63,12 @@ def utility(channel, prior, gain=None) -> UtilityResult:
     UtilityResult
         ``value`` (this is the g-vulnerability V_g(π, H) of QIF) and the optimal ``remap``.
     """
+    if gain is None:
+        m = mechanism_of(channel)
+        if m is not None:
+            r = m._binary_utility(as_prior(prior, n_inputs(channel)))
+            if r is not None:
+                return r
     j = _joint(channel, prior)
     if gain is None:
         # Binary gain: the best guess for z is the most likely secret a posteriori.
