@@ -290,6 +290,18 @@ class DenseMechanism(Mechanism):
         return self._channel.sample(np.asarray(secrets), as_generator(rng))
 
 
+def built(matrix: np.ndarray, space: MetricSpace, *, epsilon: float, name: str, reason: str,
+          outputs=None, details: dict | None = None) -> DenseMechanism:
+    """A DenseMechanism from a matrix the library built itself, private by construction (``reason``
+    cites the theorem). The matrix is trusted: rows sum to 1 up to rounding."""
+    obj = DenseMechanism.__new__(DenseMechanism)
+    ch = Channel._trusted(matrix, space.labels, outputs if outputs is not None else (space.labels if matrix.shape[1] == space.n else None))
+    Mechanism.__init__(obj, space, epsilon=epsilon, name=name, certificate=by_construction(epsilon, reason),
+                       n_outputs=ch.n_outputs, outputs=ch.outputs, details=details)
+    obj._channel = ch
+    return obj
+
+
 def checked_certificate(channel, space: MetricSpace, *, epsilon: float) -> PrivacyCertificate:
     """Certificate of a stored channel by the d-privacy check of :func:`dprivacy.measures.check_privacy`
     (float64 log-ratios with its stated tolerance: "verified numerically")."""

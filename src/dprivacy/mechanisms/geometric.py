@@ -25,7 +25,7 @@ from numbers import Integral
 import numpy as np
 
 from .._validate import check_epsilon
-from ..channels import Channel
+from .base import DenseMechanism, built
 from ..spaces import MetricSpace, line
 
 #: Relative tolerance when deciding that coordinates are equally spaced.
@@ -118,7 +118,7 @@ def _tg_matrix(k: np.ndarray, step_epsilon: float) -> np.ndarray:
     return h * col[None, :]
 
 
-def truncated_geometric(space, *, epsilon: float) -> Channel:
+def truncated_geometric(space, *, epsilon: float) -> DenseMechanism:
     """The truncated geometric mechanism TG on points equally spaced on a line.
 
     Parameters
@@ -132,7 +132,7 @@ def truncated_geometric(space, *, epsilon: float) -> Channel:
 
     Returns
     -------
-    Channel
+    DenseMechanism
         n × n, inputs and outputs labelled with the space's labels. With α = e^{−ε'q} (one step),
         H[i, j] = c·α^{|k_i−k_j|} for interior outputs, c = (1−α)/(1+α), and α^{|k_i−k_j|}/(1+α) for the
         two end outputs, which collect the folded tails (seed 002 Fig 2 (iv); seed 001 Table 2(a)).
@@ -160,11 +160,12 @@ def truncated_geometric(space, *, epsilon: float) -> Channel:
     x = line_coordinates(space, who="truncated_geometric")
     k, q = _grid_positions(x, space.name)
     eps_coord = line_epsilon(space, epsilon=e, coordinates=x)
-    labels = space.labels
-    return Channel._trusted(_tg_matrix(k, eps_coord * q), labels, labels)
+    return built(_tg_matrix(k, eps_coord * q), space, epsilon=e, name="truncated-geometric",
+                 reason=("truncated geometric with α = e^(−ε'q), ε' = ε·min d/|Δx|: ε'·|x−x'|-private on the line, "
+                         "hence ε·d-private (seed 002 §4, Fig 2 (iv); seed 001 Table 2(a))"))
 
 
-def geometric(space, *, epsilon: float) -> Channel:
+def geometric(space, *, epsilon: float) -> DenseMechanism:
     """The geometric mechanism with its tails folded onto the end points: an alias of
     :func:`truncated_geometric` (same parameters, same channel).
 

@@ -13,11 +13,11 @@ from numbers import Integral
 import numpy as np
 
 from .._validate import check_epsilon
-from ..channels import Channel
+from .base import DenseMechanism, built
 from ..spaces import MetricSpace, clique
 
 
-def randomized_response(n_or_space, *, epsilon: float) -> Channel:
+def randomized_response(n_or_space, *, epsilon: float) -> DenseMechanism:
     """k-ary randomized response on the points of a space.
 
     Parameters
@@ -30,7 +30,7 @@ def randomized_response(n_or_space, *, epsilon: float) -> Channel:
 
     Returns
     -------
-    Channel
+    DenseMechanism
         k × k with H[y, y] = e^{ε'}/(k−1+e^{ε'}) and H[y, z] = 1/(k−1+e^{ε'}) for z ≠ y, where
         ε' = ε · min_{y≠y'} d(y, y') (over pairs at finite distance; ∞, giving the identity, when
         there is none).
@@ -63,5 +63,5 @@ def randomized_response(n_or_space, *, epsilon: float) -> Channel:
     denom = 1.0 + (k - 1) * a
     h = np.full((k, k), a / denom)
     np.fill_diagonal(h, 1.0 / denom)
-    labels = space.labels
-    return Channel._trusted(h, labels, labels)
+    return built(h, space, epsilon=e, name="randomized-response",
+                 reason=f"k-ary randomized response at ε' = ε·min d = {eps_prime:.6g}: every two rows differ by the factor e^ε' exactly (seed 001 §5)")
