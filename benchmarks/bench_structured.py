@@ -139,7 +139,7 @@ def part_sampling(quick: bool) -> dict:
     ):
         sampler.proposals = sampler.accepted = 0
         t0 = time.perf_counter()
-        mech.sample(ys, rng)
+        mech.sample_indices(ys, rng=rng)
         dt = time.perf_counter() - t0
         out[name] = dict(samples=ys.size, seconds=dt, samples_per_s=ys.size / dt, acceptance=sampler.acceptance_rate)
     out["rss_peak_mb"] = _peak_rss_mb()
@@ -197,17 +197,19 @@ def part_maxconv(quick: bool) -> dict:
             )
     # The whole utility of the tight mechanism for a non-uniform prior, and for the uniform one (closed
     # form Σz/n, no max-convolution), on the large Euclidean grid.
+    from dprivacy import measures
+
     g = GridSpace(big, big)
     mech = tight_constraints_grid(g, epsilon=1.0).mechanism
     p = bumps(g, rng)
     t0 = time.perf_counter()
-    u = mech.utility(p)
+    u = measures.utility(mech, p)
     out[f"{big}x{big}:euclidean:bumps:utility"] = dict(
         seconds=time.perf_counter() - t0, value=u.value,
         identity_remap_optimal_fraction=float((u.remap == np.arange(g.n)).mean()),
     )
     t0 = time.perf_counter()
-    out["uniform_closed_form"] = dict(value=mech.utility().value, seconds=time.perf_counter() - t0)
+    out["uniform_closed_form"] = dict(value=measures.utility(mech, np.full(g.n, 1.0 / g.n)).value, seconds=time.perf_counter() - t0)
     return out
 
 

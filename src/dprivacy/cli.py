@@ -144,18 +144,19 @@ def _channel_figures(ch, space, epsilon, prior) -> dict:
 
 def _implicit_figures(mech, prior_arg, prior) -> dict:
     """Figures of a matrix-free mechanism: privacy by seed 000 Prop 6 plus a spot check of rows."""
-    uniform = prior_arg is None or prior_arg == "uniform"
-    cert = mech.privacy_certificate(rng=0)
-    utility = mech.utility(None if uniform else prior).value
+    from . import measures
+
+    spot = mech.spot_check(rng=0)
+    cert = mech.certificate
     return {
-        "is_private": cert.holds,
+        "is_private": bool(cert.ok and spot.ok),
         # A tight-constraints mechanism meets its constraints with equality (Def 6): the smallest ε is ε.
-        "smallest_epsilon": mech.epsilon if cert.by_theorem else None,
-        "privacy_certificate": cert.reason,
-        "utility": utility,
-        "min_entropy_leakage_bits": mech.min_entropy_leakage(None if uniform else prior),
-        # Σ_z max_y H[y,z] = Σ_z z_z because Φ's diagonal is 1 and its other entries are below 1.
-        "min_capacity_bits": mech.min_entropy_leakage(None),
+        "smallest_epsilon": cert.smallest_epsilon,
+        "privacy_certificate": cert.reason + "; " + spot.reason,
+        "privacy_rigorous": cert.rigorous,
+        "utility": measures.utility(mech, prior).value,
+        "min_entropy_leakage_bits": measures.min_entropy_leakage(mech, prior),
+        "min_capacity_bits": measures.min_capacity(mech),
         "implicit": True,
     }
 

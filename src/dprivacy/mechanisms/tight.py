@@ -131,6 +131,7 @@ class TightConstraintsResult:
     singular: bool | None
     nullity: int | None
     method: str
+    space: MetricSpace | None = field(default=None, repr=False, compare=False)
 
     @property
     def decided(self) -> bool:
@@ -141,6 +142,27 @@ class TightConstraintsResult:
     def min_z(self) -> float:
         """The smallest entry of z."""
         return float(self.z.min()) if self.z.size else math.inf
+
+    @property
+    def mechanism(self):
+        """The tight-constraints mechanism as a :class:`~dprivacy.mechanisms.base.DenseMechanism` (None
+        when it does not exist), private by seed 000 Prop 6 (z ≥ 0 on a metric)."""
+        if not self.exists or self.channel is None:
+            return None
+        m = self.__dict__.get("_mechanism")
+        if m is None:
+            from .base import DenseMechanism, PrivacyCertificate
+
+            rigorous = self.certainty in ("certified", "exact", "closed-form")
+            how = {"certified": "certified by a forward-error bound", "exact": "exact in rational arithmetic",
+                   "closed-form": "by the closed form of Prop 9"}.get(self.certainty, "verified numerically")
+            cert = PrivacyCertificate(True, self.epsilon, "theorem",
+                                      f"z ≥ 0 ({how}); a tight-constraints mechanism with z ≥ 0 on a metric is ε·d-private "
+                                      "(seed 000 Prop 6); its constraints towards the diagonal are tight (Def 6)",
+                                      smallest_epsilon=self.epsilon, rigorous=rigorous)
+            m = DenseMechanism(self.channel, self.space, epsilon=self.epsilon, name="tight-constraints", certificate=cert)
+            object.__setattr__(self, "_mechanism", m)
+        return m
 
     def __bool__(self) -> bool:
         return self.exists
@@ -285,7 +307,7 @@ def _closed_form(space: MetricSpace, d: np.ndarray, profile, e: float) -> TightC
         exists=True, epsilon=e, z=z, channel=Channel._trusted(h, space.labels, space.labels),
         negative=_empty_negative(), reason=reason, residual=residual, condition=None,
         error_bound=bound, margin=math.inf, certainty="closed-form", singular=None, nullity=None,
-        method="closed-form",
+        method="closed-form", space=space,
     )
 
 
@@ -565,5 +587,5 @@ def _result(space: MetricSpace, phi: np.ndarray, e: float, sol: _Solution) -> Ti
         exists=exists, epsilon=e, z=z, channel=channel, negative=negative, reason=reason,
         residual=sol.residual, condition=sol.condition, error_bound=sol.error_bound,
         margin=sol.margin, certainty=sol.certainty, singular=sol.singular, nullity=sol.nullity,
-        method=sol.method,
+        method=sol.method, space=space,
     )

@@ -19,35 +19,34 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validate import as_prior, as_rng, check_epsilon, check_positive_int
-from ..channels import Channel
 from ..measures import PrivacyResult, check_privacy_log
 from ..measures.utility import UtilityResult
+from ..mechanisms.base import Mechanism, PrivacyCertificate
 from ..spaces import GridSpace, MetricSpace
 from .maxplus import max_convolution
 from .sampling import KernelRejectionSampler
 
 
 @dataclass(frozen=True)
-class PrivacyCertificate:
-    """Why an implicit tight-constraints mechanism is ε·d-private.
+class SpotCheck:
+    """A numeric spot check of an implicit tight-constraints mechanism: ``check_privacy`` in log space on
+    ``rows`` sampled secret cells (all pairs among them, every output). It can refute privacy, never
+    certify it; the certificate is seed 000 Prop 6 (``ImplicitTightMechanism.certificate``).
 
-    ``holds``: the theorem applies (z ≥ 0 certified, d a metric: seed 000 Prop 6) and the spot check
-    found no violation. ``by_theorem``: the first part. ``spot_check``: the
-    :class:`~dprivacy.measures.PrivacyResult` of ``check_privacy`` on the sampled rows (all pairs among
-    them, every output). ``rows``: the sampled secret cells. ``reason``: a sentence.
+    ``ok``: no violation found. ``result``: the :class:`~dprivacy.measures.PrivacyResult`. ``rows``: the
+    sampled cells. ``reason``: a sentence.
     """
 
-    holds: bool
-    by_theorem: bool
-    spot_check: PrivacyResult
+    ok: bool
+    result: PrivacyResult
     rows: np.ndarray
     reason: str
 
     def __bool__(self) -> bool:
-        return self.holds
+        return self.ok
 
 
-class ImplicitTightMechanism:
+class ImplicitTightMechanism(Mechanism):
     """H[y, z] = e^{−ε d(y,z)} z_z on a grid, stored as z (seed 000 Def 6).
 
     Parameters
@@ -96,22 +95,24 @@ class ImplicitTightMechanism:
                 )
         z.setflags(write=False)
         self.z = z
-        self.certificate = certificate
+        self.solver_result = certificate
         self._sampler = None
+        if certificate is not None:
+            rigorous = certificate.certainty == "certified"
+            reason = ("z ≥ 0 " + ("certified" if rigorous else "verified numerically") + f" by the solver ({certificate.reason}); "
+                      "a tight-constraints mechanism with z ≥ 0 on a metric is ε·d-private (seed 000 Prop 6)")
+        else:
+            rigorous = False
+            reason = "z ≥ 0 and ‖Φz − 1‖∞ checked in float64; a tight-constraints mechanism with z ≥ 0 is ε·d-private (seed 000 Prop 6)"
+        cert = PrivacyCertificate(True, self.epsilon, "theorem", reason, smallest_epsilon=self.epsilon, rigorous=rigorous)
+        Mechanism.__init__(self, grid, epsilon=self.epsilon, name="tight-constraints", certificate=cert, n_outputs=grid.n)
 
     @property
     def n(self) -> int:
         return self.grid.n
 
-    @property
-    def shape(self) -> tuple[int, int]:
-        return (self.grid.n, self.grid.n)
-
-    def __repr__(self) -> str:
-        return f"<ImplicitTightMechanism {self.grid.name} ε={self.epsilon:g}>"
-
     # -- entries ------------------------------------------------------------------------------
-    def row(self, i) -> np.ndarray:
+    def rows(self, i) -> np.ndarray:
         """Row(s) H[i, ·] = e^{−ε d(i, ·)} z: shape (n,) for an int, (k, n) for k indices."""
         idx = np.asarray(i)
         if not np.issubdtype(idx.dtype, np.integer):
@@ -120,44 +121,47 @@ class ImplicitTightMechanism:
             raise ValueError(f"row index must lie in 0..{self.n - 1}, got {i!r}")
         return np.exp(-self.epsilon * self.grid.distances_from(idx)) * self.z
 
-    def to_channel(self) -> Channel:
-        """The dense :class:`Channel` (only for grids whose n×n matrix fits; MemoryError otherwise)."""
-        h = np.exp(-self.epsilon * self.grid.distances) * self.z[None, :]
-        return Channel._trusted(h, self.grid.labels, self.grid.labels)
+    def log_rows(self, i) -> np.ndarray:
+        """log H[i, ·] = −ε d(i, ·) + log z, exact where the rows underflow in float64 (ε·d > 708)."""
+        with np.errstate(divide="ignore"):
+            return -self.epsilon * self.grid.distances_from(np.asarray(i)) + np.log(self.z)
 
-    # -- utility and leakage ------------------------------------------------------------------
-    def utility(self, prior=None) -> UtilityResult:
-        """Expected binary gain with the optimal remap: U = Σ_z max_y π_y e^{−εd(y,z)} z_z
-        (seed 000 §3.4, Eq. 6), and the remap ẑ ↦ argmax_y.
+    # -- measure hooks (dprivacy.measures calls these; no n×n matrix) -----------------------
+    def _binary_utility(self, prior) -> UtilityResult:
+        """Expected binary gain with the optimal remap: U = Σ_z max_y π_y e^{−ε d(y,z)} z_z
+        (seed 000 §3.4, Eq. 6), and the remap z ↦ argmax_y.
 
-        ``prior=None`` means uniform: U = Σz/n and the identity remap (Φ's diagonal is 1). Otherwise the
-        max over y is a max-convolution (:func:`.maxplus.max_convolution`: O(n) for Manhattan and
-        Chebyshev, branch and bound for Euclidean). For an ε·d-regular prior the identity remap is
-        optimal (seed 000 Thm 4) and U = Σ_y μ_y (Thm 2); for other priors it may not be, and the remap
-        returned is the optimal one.
+        For the uniform prior U = Σz/n with the identity remap (Φ's diagonal is 1 and its other entries
+        are below 1). Otherwise the max over y is a max-convolution (:func:`.maxplus.max_convolution`:
+        O(n) for Manhattan and Chebyshev, branch and bound for Euclidean). For an ε·d-regular prior the
+        identity remap is optimal (seed 000 Thm 4) and U = Σ_y μ_y (Thm 2).
         """
-        if prior is None:
+        p = np.asarray(prior, dtype=np.float64)
+        if p.size and np.all(p == p[0]):
             return UtilityResult(float(self.z.sum()) / self.n, np.arange(self.n))
-        p = as_prior(prior, self.n)
         m, arg = max_convolution(self.grid, p, self.epsilon)
         return UtilityResult(float(m @ self.z), arg)
 
-    def posterior_vulnerability(self, prior=None) -> float:
-        """V(π, H) = Σ_z max_y π_y H[y, z] (= the utility above)."""
-        return self.utility(prior).value
+    def _capacity_sum(self) -> float:
+        """Σ_z max_y H[y, z] = Σ_z z_z (the max over y is at y = z: Φ's diagonal is 1)."""
+        return float(self.z.sum())
 
-    def min_entropy_leakage(self, prior=None) -> float:
-        """L(H, π) = log₂ V(π, H)/max_y π_y in bits (seed 000 §3.5, Prop 4). Uniform: log₂ Σz."""
-        if prior is None:
-            return float(np.log2(self.z.sum()))
-        p = as_prior(prior, self.n)
-        return float(np.log2(self.utility(p).value / p.max()))
+    def _check_privacy(self, space, epsilon, tol):
+        """By seed 000 Prop 6 when asked about the mechanism's own grid and ε: holds, smallest ε = ε
+        (the constraints towards the diagonal are tight, Def 6); None otherwise (dense check)."""
+        if space is not self.grid or epsilon != self.epsilon:
+            return None
+        if self.n == 1:
+            return PrivacyResult(True, self.epsilon, 0.0, None, 0.0, 0.0, 0, tol)
+        # The constraint towards a diagonal entry is tight (Def 6): H[1,1] = e^{ε d(0,1)} H[0,1].
+        d01 = float(self.grid.distances_from(0)[1])
+        return PrivacyResult(True, self.epsilon, self.epsilon, (1, 0, 1), self.epsilon * d01, d01, 0, tol)
 
     # -- privacy ------------------------------------------------------------------------------
-    def privacy_certificate(self, *, rows: int = 16, rng=None, tol: float = 1e-9) -> PrivacyCertificate:
-        """ε·d-privacy: by seed 000 Prop 6 (z ≥ 0 and d a metric ⇒ private), and a numeric spot check.
+    def spot_check(self, *, rows: int = 16, rng=None, tol: float = 1e-9) -> SpotCheck:
+        """A numeric spot check of ε·d-privacy (the proof is seed 000 Prop 6, in :attr:`certificate`).
 
-        The spot check draws ``rows`` distinct secret cells at random, builds their rows (k × n) and
+        It draws ``rows`` distinct secret cells at random, builds their rows (k × n) and
         runs :func:`dprivacy.measures.check_privacy` on them with the metric restricted to those cells:
         every pair among them, every output. Cost O(rows² · n).
         """
@@ -171,19 +175,12 @@ class ImplicitTightMechanism:
             log_rows = -self.epsilon * self.grid.distances_from(cells) + np.log(self.z)[None, :]
         sub = MetricSpace(self.grid.distances_from(cells)[:, cells], validate=False, name=f"{k} cells of {self.grid.name}")
         spot = check_privacy_log(log_rows, sub, epsilon=self.epsilon, tol=tol)
-        by_theorem = (self.z >= 0).all() and (self.certificate is None or self.certificate.exists)
-        holds = bool(by_theorem and spot.holds)
         reason = (
-            ("z ≥ 0 " + ("(certified by the solver) " if self.certificate is not None else "") +
-             "on the grid metric, so the mechanism is ε·d-private (seed 000 Prop 6)")
-            if by_theorem else "z is not certified non-negative: Prop 6 does not apply"
-        )
-        reason += (
-            f"; spot check of {k} rows ({k * (k - 1) // 2} pairs × {self.n} outputs): "
+            f"spot check of {k} rows ({k * (k - 1) // 2} pairs × {self.n} outputs): "
             + ("no violation" if spot.holds else f"VIOLATION at {spot.worst} (excess {spot.excess:.3g})")
             + f", largest ratio / distance = {spot.smallest_epsilon:.12g} (ε = {self.epsilon:g})"
         )
-        return PrivacyCertificate(holds, bool(by_theorem), spot, cells, reason)
+        return SpotCheck(bool(spot.holds), spot, cells, reason)
 
     # -- sampling -----------------------------------------------------------------------------
     @property
@@ -192,6 +189,6 @@ class ImplicitTightMechanism:
             self._sampler = KernelRejectionSampler(self.grid, self.z, self.epsilon)
         return self._sampler
 
-    def sample(self, secrets, rng=None) -> np.ndarray:
+    def sample_indices(self, secrets, *, rng=None) -> np.ndarray:
         """One output cell per secret cell (exact rejection sampler, see :mod:`.sampling`)."""
         return self.sampler.sample(secrets, rng)

@@ -152,7 +152,7 @@ class GridTightResult:
         whose n×n matrix fits in memory (``MemoryError`` otherwise); None when existence is not
         certified. Use :attr:`mechanism` on large grids."""
         m = self.mechanism
-        return None if m is None else m.to_channel()
+        return None if m is None else m.channel
 
     def __bool__(self) -> bool:
         return self.exists
