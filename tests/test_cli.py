@@ -19,11 +19,11 @@ def run(capsys, *argv):
     return code, out, err
 
 
-def run_json(capsys, *argv):
+def run_json(capsys, *argv, expect: int = 0):
     code, out, err = run(capsys, *argv, "--json")
-    assert code == 0, err
+    assert code == expect, err
     assert err == ""
-    return json.loads(out)
+    return json.loads(out, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
 
 
 def test_design_truncated_geometric_table2(capsys, tmp_path):
@@ -48,7 +48,7 @@ def test_check_and_leakage_roundtrip(capsys, tmp_path):
     assert ok["is_private"] and ok["smallest_epsilon"] <= 1 + 1e-9
     # checked at a smaller epsilon than its own smallest one, it must fail with a witness
     tight = ok["smallest_epsilon"]
-    bad = run_json(capsys, "check", str(save), "ring:7", "--epsilon", repr(tight * 0.9))
+    bad = run_json(capsys, "check", str(save), "ring:7", "--epsilon", repr(tight * 0.9), expect=1)  # 1: not private
     assert not bad["is_private"]
     w = bad["worst"]
     h = np.load(save)

@@ -137,7 +137,7 @@ def test_existence_agrees_with_dense_path(g):
     w, h, metric, step, eps = g
     grid = GridSpace(w, h, metric=metric, step=step)
     res = tight_constraints_grid(grid, epsilon=eps)
-    dense = tight_constraints(grid, epsilon=eps, method="solve")
+    dense = tight_constraints(grid, epsilon=eps, method="dense")
     if res.decided and dense.decided:
         assert res.exists == dense.exists
         assert res.negative[0].tolist() == dense.negative[0].tolist()
@@ -152,7 +152,7 @@ def test_result_field_names_match_dense_result():
     res = tight_constraints_grid(GridSpace(6, 5), epsilon=1.0)
     assert res.decided and res.exists and res.min_z == res.z.min()
     ch = res.channel
-    dense = tight_constraints(GridSpace(6, 5), epsilon=1.0, method="solve")
+    dense = tight_constraints(GridSpace(6, 5), epsilon=1.0, method="dense")
     assert np.allclose(ch.matrix, dense.channel.matrix, rtol=0, atol=1e-10)
 
 
@@ -207,7 +207,7 @@ def test_refinement_decides_near_the_threshold():
     # Just above the Euclidean threshold min z is tiny; the solver tightens the residual until the
     # sign is certain.
     grid = GridSpace(10, 10, metric="euclidean")
-    dense = tight_constraints(grid, epsilon=0.6654, method="solve")
+    dense = tight_constraints(grid, epsilon=0.6654, method="dense")
     res = tight_constraints_grid(grid, epsilon=0.6654, tol=1e-3)
     assert dense.decided and res.decided
     assert res.exists == dense.exists

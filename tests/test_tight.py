@@ -13,6 +13,7 @@ from scipy.optimize import linprog
 
 from dprivacy import spaces
 from dprivacy.channels import Channel
+from dprivacy.queries import count_space
 from dprivacy.measures import check_privacy
 from dprivacy.mechanisms.tight import (
     TightConstraintsResult,
@@ -98,7 +99,7 @@ def test_line_is_truncated_geometric(n, eps):
 
 @pytest.mark.parametrize("n", [2, 3, 6])
 @pytest.mark.parametrize("eps", [0.1, 1.0, 4.0])
-@pytest.mark.parametrize("method", ["auto", "solve", "closed-form"])
+@pytest.mark.parametrize("method", ["auto", "dense", "closed-form"])
 def test_clique_is_randomized_response(n, eps, method):
     """A clique is ball-size symmetric; Prop 9 gives randomized response e^ε/(e^ε+n−1) on the diagonal."""
     sp = spaces.clique(n)
@@ -107,7 +108,7 @@ def test_clique_is_randomized_response(n, eps, method):
     expected = np.where(np.eye(n, dtype=bool), ee, 1.0) / (ee + n - 1)
     np.testing.assert_allclose(res.channel.matrix, expected, rtol=1e-12)
     assert_tight_mechanism(res, sp, eps)
-    if method == "solve":
+    if method == "dense":
         assert res.singular is False and res.nullity == 0
     else:
         assert res.certainty == "closed-form" and res.singular is None
@@ -119,7 +120,7 @@ def test_closed_form_matches_solve_on_symmetric_spaces(make, eps):
     """Prop 9's constant z = 1/Σ_r n_r e^{−εr} solves Φz = 1, so it agrees with the general solve."""
     sp = make()
     closed = ball_size_symmetric_tight(sp, epsilon=eps)
-    solved = tight_constraints(sp, epsilon=eps, method="solve")
+    solved = tight_constraints(sp, epsilon=eps, method="dense")
     row = sp.distances[0]
     np.testing.assert_allclose(closed.z, 1.0 / np.exp(-eps * row).sum(), rtol=1e-14)
     np.testing.assert_allclose(solved.z, closed.z, rtol=1e-10)
@@ -173,7 +174,7 @@ def test_non_existence_reports_negative_entries(make, eps):
 def test_existence_and_privacy(make, eps):
     sp = make()
     res = tight_constraints(sp, epsilon=eps)
-    assert res.exists and res.certainty == "certified" and res.margin > 1
+    assert res.exists and res.certainty in ("certified", "closed-form") and res.margin > 1
     assert res.negative[0].size == 0
     assert_tight_mechanism(res, sp, eps)
     assert uniform_is_regular(sp.constraints_matrix(eps))  # Prop 8
@@ -207,7 +208,7 @@ def test_appendix_b_singular_phi():
     phi = sp.constraints_matrix(eps)
     parity = np.array([(-1) ** sum(v) for v in sp.labels], dtype=float)
     np.testing.assert_allclose(phi @ parity, 0.0, atol=1e-14)  # the paper's dependence relation
-    res = tight_constraints(sp, epsilon=eps, method="solve")
+    res = tight_constraints(sp, epsilon=eps, method="dense")
     assert res.singular is True and res.nullity == 1
     assert res.exists and res.method == "eigh+linprog"
     assert (res.z >= 0).all()
@@ -218,7 +219,7 @@ def test_appendix_b_singular_phi():
     assert auto.certainty == "closed-form" and auto.nullity is None
     np.testing.assert_allclose(auto.z, 3 / 8, rtol=1e-14)
     # away from α = 1/3 the same Φ is invertible
-    other = tight_constraints(sp, epsilon=2.0, method="solve")
+    other = tight_constraints(sp, epsilon=2.0, method="dense")
     assert other.singular is False and other.nullity == 0
 
 
@@ -288,7 +289,7 @@ def point_spaces(draw):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sp=st.one_of(graph_spaces(), point_spaces()), eps=st.floats(0.05, 3.0))
 def test_random_spaces(sp, eps):
-    res = tight_constraints(sp, epsilon=eps, method="solve")
+    res = tight_constraints(sp, epsilon=eps, method="dense")
     assume(res.decided)
     phi = sp.constraints_matrix(eps)
     if res.exists:
@@ -319,8 +320,8 @@ def test_threshold_bracket_is_certified(make):
     assert r.certified and not r.always_exists
     lo, hi = r.bracket
     assert 0 < hi - lo <= tol and r.epsilon_star == hi
-    at_lo = tight_constraints(sp, epsilon=lo, method="solve")
-    at_hi = tight_constraints(sp, epsilon=hi, method="solve")
+    at_lo = tight_constraints(sp, epsilon=lo, method="dense")
+    at_hi = tight_constraints(sp, epsilon=hi, method="dense")
     assert not at_lo.exists and at_lo.decided
     assert at_hi.exists and at_hi.decided
     assert r.solves == len(r.probes) > 0
@@ -329,7 +330,7 @@ def test_threshold_bracket_is_certified(make):
     assert mono.epsilons.size == 8 and (mono.epsilons > hi).all()
     failed = {e for e, _ in mono.failures} | set(mono.undecided)
     for e in mono.epsilons[::3]:
-        assert tight_constraints(sp, epsilon=float(e), method="solve").exists == (float(e) not in failed)
+        assert tight_constraints(sp, epsilon=float(e), method="dense").exists == (float(e) not in failed)
 
 
 def test_threshold_agrees_with_a_scan_at_001_steps():
@@ -349,10 +350,15 @@ def test_threshold_symmetric_space_needs_no_solve():
 
 
 def test_threshold_line_has_no_lower_end():
-    """The truncated geometric is tight-constraints for every ε (seed 000 §6.1): no certified lo."""
+    """The truncated geometric is tight-constraints for every ε (seed 000 §6.1): the closed form says
+    ε* = 0; the bracketing search on a line whose metric is not recognised as a path finds no certified lo."""
     r = tight_threshold(spaces.line(10), scan=4)
+    assert r.certified and r.epsilon_star == 0.0 and r.always_exists
+    # the same line without coordinates (so no closed form): the search finds no lower end
+    anon = spaces.from_matrix(spaces.line(10).distances)
+    r = tight_threshold(anon, scan=4)
     assert not r.certified and r.bracket[0] is None
-    assert tight_constraints(spaces.line(10), epsilon=r.epsilon_star).exists
+    assert tight_constraints(anon, epsilon=r.epsilon_star).exists
 
 
 def test_threshold_bad_bracket():
@@ -365,3 +371,33 @@ def test_threshold_bad_bracket():
         tight_threshold(sp, lo=1.0, hi=0.5)
     r = tight_threshold(sp, lo=0.3, hi=1.0, tol=1e-3, scan=0)
     assert r.certified and 0.3 <= r.bracket[0] < r.bracket[1] <= 1.0
+
+
+@pytest.mark.parametrize("make", [lambda: spaces.line(9), lambda: spaces.line(6, step=2.5),
+                                  lambda: spaces.grid(5, 4, metric="manhattan"), lambda: spaces.grid(3, 6, metric="manhattan", step=0.5)])
+@pytest.mark.parametrize("eps", [0.05, 0.7, 3.0])
+def test_closed_forms_for_lines_and_manhattan_grids_solve_phi(make, eps):
+    """The Kac–Murdock–Szegő closed form (line) and its Kronecker product (Manhattan grid) solve Φz = 1
+    with z > 0, agree with the dense certified solve, and give the truncated geometric on a line."""
+    sp = make()
+    res = tight_constraints(sp, epsilon=eps)
+    assert res.method == "closed-form" and res.exists and (res.z > 0).all()
+    phi = sp.constraints_matrix(eps)
+    assert np.abs(phi @ res.z - 1).max() < 1e-13
+    dense = tight_constraints(sp, epsilon=eps, method="dense")
+    assert dense.exists and np.allclose(dense.z, res.z, rtol=1e-9, atol=1e-12)
+    if sp.coordinates.shape[1] == 1:
+        from dprivacy.mechanisms.geometric import truncated_geometric
+
+        assert np.abs(res.mechanism.matrix - truncated_geometric(sp, epsilon=eps).matrix).max() < 1e-14
+
+
+@pytest.mark.parametrize("make", [lambda: spaces.line(30), lambda: count_space(50), lambda: spaces.grid(12, 7, metric="manhattan")])
+def test_threshold_is_zero_on_lines_and_manhattan_grids(make):
+    from dprivacy.threshold import tight_threshold
+
+    sp = make()
+    r = tight_threshold(sp)
+    assert r.epsilon_star == 0.0 and r.always_exists and r.certified
+    # and the mechanism exists at a tiny ε, where a dense solve of Φz = 1 is hopeless (κ(Φ) ~ 1/ε^2)
+    assert tight_constraints(sp, epsilon=1e-6).exists

@@ -7,7 +7,6 @@ stdout. Errors print one line on stderr and exit with status 2, without a traceb
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -15,7 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+EXIT_NO = 1  # the answer is no (check: not private), like diff and grep
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 class CliError(Exception):
@@ -47,30 +48,11 @@ def _prior(arg: str | None, n: int) -> np.ndarray:
     return as_prior(np.ravel(p), n, name=f"prior from {arg}")
 
 
-def _jsonable(x):
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return _jsonable(x.tolist())
-    if isinstance(x, (np.bool_, bool)):
-        return bool(x)
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        x = float(x)
-        if math.isinf(x):
-            return "inf" if x > 0 else "-inf"
-        if math.isnan(x):
-            return None
-        return x
-    return x
-
-
 def _emit(report: dict, as_json: bool, title: str) -> None:
     if as_json:
-        print(json.dumps(_jsonable(report)))
+        from .results import dumps
+
+        print(dumps(report))
         return
     from rich.console import Console
     from rich.table import Table
@@ -212,8 +194,11 @@ def cmd_design(args) -> None:
     elif out.exists:
         report.update(_channel_figures(out.channel, space, eps, prior))
         if args.save:
-            np.save(args.save, out.channel.matrix)
-            report["saved"] = str(args.save)
+            path = Path(args.save)
+            if path.suffix.lower() != ".npy":
+                path = path.with_name(path.name + ".npy")  # what np.save would write: report that path
+            np.save(path, out.channel.matrix)
+            report["saved"] = str(path)
     else:
         report["reason"] = out.reason
         for k in ("utility", "min_entropy_leakage_bits", "min_capacity_bits", "is_private", "smallest_epsilon"):
@@ -245,6 +230,7 @@ def cmd_check(args) -> None:
         "seconds": time.perf_counter() - t0,
     }
     _emit(report, args.json, f"d-privacy check at epsilon={eps:g}")
+    return 0 if r.holds else EXIT_NO
 
 
 def cmd_leakage(args) -> None:
@@ -338,7 +324,8 @@ def cmd_reproduce(args) -> int:
     from .experiments.report import run
 
     t0 = time.perf_counter()
-    summary = run(Path(args.out), quick=args.quick, only=args.only, progress=not args.json)
+    only = list(dict.fromkeys(args.only)) if args.only else args.only  # each id once, in the order given
+    summary = run(Path(args.out), quick=args.quick, only=only, progress=not args.json)
     c = summary["counts"]
     report = {"out": str(Path(args.out).resolve()), "quick": args.quick, **c, "seconds": time.perf_counter() - t0}
     _emit(report, args.json, "reproduction report")
@@ -369,7 +356,7 @@ def make_parser() -> argparse.ArgumentParser:
     d.add_argument("--json", action="store_true", help="print one JSON object")
     d.set_defaults(func=cmd_design)
 
-    c = sub.add_parser("check", help="check that a channel matrix is ε·d-private on a space")
+    c = sub.add_parser("check", help="check that a channel matrix is ε·d-private on a space (exit 0: private, 1: not private, 2: bad input)")
     c.add_argument("matrix", metavar="MATRIX.npy")
     c.add_argument("space", metavar="SPACE", help=SPEC_HELP)
     c.add_argument("--epsilon", type=float, required=True)
@@ -412,6 +399,9 @@ def _version() -> str:
 
 
 def main(argv=None) -> int:
+    # An overflow or an invalid operation (inf − inf, 0·inf) is a number the command cannot stand behind:
+    # make it an error with one line rather than a multi-line warning followed by NaN in the output.
+    np.seterr(over="raise", invalid="raise")
     try:
         parser = make_parser()
         args = parser.parse_args(argv)
@@ -420,9 +410,16 @@ def main(argv=None) -> int:
     except CliError as exc:
         print(str(exc).splitlines()[0], file=sys.stderr)
         return EXIT_USAGE
-    except (ValueError, TypeError, FileNotFoundError, MemoryError, KeyError, OSError) as exc:
+    except KeyboardInterrupt:
+        print("dprivacy: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (ValueError, TypeError, FileNotFoundError, MemoryError, KeyError, OSError, OverflowError, ArithmeticError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"dprivacy: error: {msg}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:  # a bug: still one line and no traceback for the user, but say it is one
+        msg = str(exc).splitlines()[0] if str(exc) else ""
+        print(f"dprivacy: internal error ({type(exc).__name__}: {msg}); please report it", file=sys.stderr)
         return EXIT_USAGE
 
 

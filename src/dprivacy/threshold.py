@@ -174,6 +174,23 @@ def tight_threshold(
     if lo is not None and hi is not None and not lo < hi:
         raise ValueError(f"lo must be below hi, got lo={lo} and hi={hi}")
 
+    from .mechanisms.tight import STRUCTURED_MIN_CELLS, path_structure
+    from .spaces import GridSpace
+
+    path = path_structure(space)
+    if path is not None:
+        what = "equally spaced points on a line" if path[0] == "line" else "a Manhattan grid"
+        return ThresholdResult(
+            epsilon_star=0.0, bracket=None, certified=True, solves=0,
+            monotone_checked=MonotoneCheck(np.zeros(0), (), (), True, "closed form"),
+            always_exists=True, tol=tol,
+            reason=f"{what}: Φz = 1 has a closed-form solution with z > 0 for every ε > 0, so a tight-constraints "
+            "mechanism exists for every ε > 0 (the truncated geometric diagonal; seed 000 §6.1, Prop 7-8)",
+        )
+    if isinstance(space, GridSpace) and space.n > STRUCTURED_MIN_CELLS:
+        from .structured import tight_threshold_grid
+
+        return tight_threshold_grid(space, lo=lo, hi=hi, tol=tol, scan=min(scan, 10), scan_factor=scan_factor, eps_min=eps_min)
     d = space.distances
     if _ball_profile(space) is not None:
         return ThresholdResult(

@@ -706,7 +706,7 @@ def sec6(ctx: Context) -> Outcome:
     p9 = 0.0
     for sp in (spaces.ring(7), spaces.hamming(3, 3), spaces.clique(5)):
         a = tight_constraints(sp, epsilon=0.8, method="closed-form").channel.matrix
-        b = tight_constraints(sp, epsilon=0.8, method="solve").channel.matrix
+        b = tight_constraints(sp, epsilon=0.8, method="dense").channel.matrix
         p9 = max(p9, float(np.abs(a - b).max()))
     # Thm 4: where a tight-constraints mechanism exists it attains Σμ for every regular prior, and no
     # private mechanism exceeds it (here: the geometric).

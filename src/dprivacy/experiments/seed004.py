@@ -82,7 +82,7 @@ def appendix_b(ctx: Context) -> Outcome:
     eps3 = math.log(3)
     tester = priors.RegularityTester(sp, eps3)
     uni = tester.test(np.full(8, 1 / 8))
-    tc = tight_constraints(sp, epsilon=eps3, method="solve")
+    tc = tight_constraints(sp, epsilon=eps3, method="dense")
     # A second tight-constraints mechanism: move z along the null vector of Φ (+1 on one side, −1 on the other).
     null = np.array([1.0, -1.0] * 4)
     z2 = tc.z + 0.2 * null

@@ -64,7 +64,8 @@ def _cell_masses(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, rate: float) -> 
         width = -np.expm1(-rate * (b - a))  # 1 − e^{−rate(b−a)}; = 1 for the unbounded end cells
         right = 0.5 * np.exp(-rate * a) * width
         left = 0.5 * np.exp(rate * b) * width
-        inside = 1.0 - 0.5 * np.exp(rate * a) - 0.5 * np.exp(-rate * b)
+        # 1 − ½e^{ra} − ½e^{−rb} written with expm1: no cancellation when rate·(b − a) is tiny.
+        inside = -0.5 * np.expm1(rate * a) - 0.5 * np.expm1(-rate * b)
     return np.where(a >= 0, right, np.where(b <= 0, left, inside))
 
 

@@ -73,9 +73,7 @@ def _planar_laplace(space, epsilon):
     return planar_laplace_channel(space, epsilon=epsilon)
 
 
-#: Grids with more cells than this use the structured (FFT + conjugate gradients) solver and an
-#: implicit mechanism; a dense solve is faster below it (and the channel fits in memory).
-STRUCTURED_MIN_CELLS = 4096
+from .tight import STRUCTURED_MIN_CELLS  # noqa: E402  (grids above it: structured solver, implicit mechanism)
 
 
 def _tight(space, epsilon, prior=None, progress=None):
