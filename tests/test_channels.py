@@ -219,11 +219,12 @@ def test_sample_frequencies_match_the_matrix():
         assert res.pvalue > 1e-3, (y, counts)
 
 
-def test_sample_never_draws_an_impossible_output_at_the_top_of_the_unit_interval():
-    # Ten 0.1's sum to 1 − 2^−53 in floating point; u = 1 − 2^−53 is a value Generator.random can return.
+def test_sample_never_draws_an_impossible_output_at_the_top_of_the_range():
+    # Ten 0.1's sum to 1 − 2^−53 in floating point. The sampler draws integers in [0, 2^62): at the very
+    # top of the range it must return the last *possible* output (9), never the impossible one (10).
     class Top(np.random.Generator):
-        def random(self, size=None, dtype=np.float64, out=None):
-            return np.full(size, 1.0 - 2.0**-53)
+        def integers(self, low, high=None, size=None, dtype=np.int64, endpoint=False):
+            return np.full(size, (high if high is not None else low) - 1, dtype=dtype)
 
     h = Channel([[0.1] * 10 + [0.0]])
     assert (h.sample(np.zeros(4, dtype=int), Top(np.random.PCG64(0))) == 9).all()

@@ -159,33 +159,26 @@ class Channel:
 
     # -- sampling ------------------------------------------------------------------------------
     def sample(self, secrets, rng=None) -> np.ndarray:
-        """Draw one output index for each secret index in ``secrets`` (vectorized).
+        """Draw one output index for each secret index in ``secrets`` (vectorized), exactly.
 
-        Exact with respect to the matrix: output z is drawn with probability H[y, z] by inverse-CDF
-        sampling on each row's cumulative sums. ``rng`` follows DESIGN.md (Generator, seed, or None).
+        The requested rows are quantised to integer weights summing to 2^62 (every positive entry stays
+        reachable) and sampled with uniform integers (:mod:`dprivacy.sampling.exact`), so no output of
+        positive probability is unreachable. ``rng``: None is the release-grade source, an int seed or a
+        Generator is reproducible research mode (:func:`dprivacy.sampling.random_source`).
         """
+        from .sampling.exact import ExactSampler
+
         gen = as_rng(rng)
         ys = np.asarray(secrets)
-        if not np.issubdtype(ys.dtype, np.integer):
+        if ys.size and not np.issubdtype(ys.dtype, np.integer):
             raise TypeError(f"secrets must be integer row indices, got dtype {ys.dtype}")
         if ys.size and (ys.min() < 0 or ys.max() >= self.n_inputs):
             raise ValueError(f"secret indices must lie in 0..{self.n_inputs - 1}, got range {ys.min()}..{ys.max()}")
-        flat = ys.ravel()
-        u = gen.random(flat.size)
-        out = np.empty(flat.size, dtype=np.intp)
-        order = np.argsort(flat, kind="stable")
-        rows, starts = np.unique(flat[order], return_index=True)
-        ends = np.append(starts[1:], flat.size)
-        for y, a, b in zip(rows, starts, ends):
-            # Cumulative sums of the requested rows only. Rows sum to 1 only up to rounding: a u above
-            # the last partial sum goes to the row's last *possible* output (setting only the last
-            # column to ∞ could emit an impossible output).
-            row = self._h[y]
-            cdf = np.cumsum(row)
-            cdf[np.flatnonzero(row > 0)[-1]:] = np.inf
-            idx = order[a:b]
-            out[idx] = np.searchsorted(cdf, u[idx], side="right")
-        return out.reshape(ys.shape)
+        if ys.size == 0:
+            return np.zeros(ys.shape, dtype=np.intp)
+        rows, inverse = np.unique(ys.ravel(), return_inverse=True)
+        sampler = ExactSampler.from_matrix(self._h[rows])
+        return sampler.sample(inverse, gen).reshape(ys.shape)
 
 
 def _merge_close_columns(a: np.ndarray, atol: float) -> np.ndarray:

@@ -285,9 +285,29 @@ class DenseMechanism(Mechanism):
         return self._channel.matrix[np.asarray(secrets)]
 
     def sample_indices(self, secrets, *, rng=None) -> np.ndarray:
+        """One output index per secret index, drawn exactly from the integer-quantised channel
+        (:attr:`exact_sampler`; its delivered ε is ``exact_sampler.delivered_epsilon``)."""
         from ..sampling import as_generator
 
-        return self._channel.sample(np.asarray(secrets), as_generator(rng))
+        ys = np.asarray(secrets)
+        if ys.size and not np.issubdtype(ys.dtype, np.integer):
+            raise TypeError(f"secrets must be integer row indices, got dtype {ys.dtype}")
+        if ys.size and (ys.min() < 0 or ys.max() >= self.n_inputs):
+            raise ValueError(f"secret indices must lie in 0..{self.n_inputs - 1}, got range {ys.min()}..{ys.max()}")
+        return self.exact_sampler.sample(ys, as_generator(rng))
+
+    @property
+    def exact_sampler(self):
+        """The :class:`~dprivacy.sampling.exact.ExactSampler` of this mechanism (built once): rows
+        quantised to integers summing to 2^62, with the ε the quantised channel actually delivers on the
+        mechanism's space."""
+        s = getattr(self, "_exact", None)
+        if s is None:
+            from ..sampling.exact import ExactSampler
+
+            s = ExactSampler.from_matrix(self._channel.matrix, space=self.space, epsilon=self.epsilon)
+            self._exact = s
+        return s
 
 
 def built(matrix: np.ndarray, space: MetricSpace, *, epsilon: float, name: str, reason: str,
