@@ -335,6 +335,36 @@ def cmd_reproduce(args) -> int:
     return 0
 
 
+def cmd_obfuscate(args) -> int:
+    from .data.locations import epsilon_for_accuracy, obfuscate_file, parse_accuracy
+
+    if (args.epsilon is None) == (args.accuracy is None):
+        raise CliError("dprivacy obfuscate: error: give exactly one of --epsilon E or --accuracy R@P (e.g. 500m@95%)")
+    if args.accuracy is not None:
+        radius, prob = parse_accuracy(args.accuracy)
+        eps, unit = epsilon_for_accuracy(radius, prob), "m"
+    else:
+        eps, unit = args.epsilon, args.unit
+    show = not args.json and sys.stderr.isatty()
+    progress = None
+    if show:
+        from rich.console import Console
+
+        status = Console(stderr=True).status("obfuscating...")
+        status.start()
+        progress = lambda rows: status.update(f"obfuscating: {rows:,} rows")  # noqa: E731
+    try:
+        rep = obfuscate_file(args.input, args.output, epsilon=eps, unit=unit, lat=args.lat, lon=args.lon,
+                             rng=args.seed, force=args.force, skip_invalid=args.skip_invalid, progress=progress)
+    finally:
+        if show:
+            status.stop()
+    report = rep.to_dict()
+    report["sidecar"] = str(args.output) + ".dprivacy.json"
+    _emit(report, args.json, f"obfuscated {rep.rows_written:,} points")
+    return 0
+
+
 # -- parser ---------------------------------------------------------------------------------------
 
 
@@ -383,6 +413,20 @@ def make_parser() -> argparse.ArgumentParser:
     pr.add_argument("--json", action="store_true")
     pr.set_defaults(func=cmd_prior)
 
+    ob = sub.add_parser("obfuscate", help="obfuscate the points of a CSV/Parquet/GeoJSON file with geodesic planar Laplace")
+    ob.add_argument("input", metavar="INPUT", help="a .csv, .csv.gz, .parquet or .geojson file of points in degrees")
+    ob.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="the obfuscated file (format by extension); a sidecar OUTPUT.dprivacy.json is written beside it")
+    ob.add_argument("--epsilon", type=float, help="ε per --unit of distance (geo-indistinguishability)")
+    ob.add_argument("--unit", choices=["m", "km"], default="km", help="unit of distance for --epsilon (default km)")
+    ob.add_argument("--accuracy", metavar="R@P", help="instead of --epsilon: the ε whose displacement is at most R with probability P, e.g. 500m@95%%")
+    ob.add_argument("--lat", help="latitude column (default: found by name)")
+    ob.add_argument("--lon", help="longitude column (default: found by name)")
+    ob.add_argument("--seed", type=int, help="reproducible research mode (NOT for release); default: cryptographic randomness")
+    ob.add_argument("--force", action="store_true", help="replace OUTPUT if it exists")
+    ob.add_argument("--skip-invalid", action="store_true", help="drop rows with missing or out-of-range coordinates and count them")
+    ob.add_argument("--json", action="store_true")
+    ob.set_defaults(func=cmd_obfuscate)
+
     r = sub.add_parser("reproduce", help="recompute the papers' tables, figures and claims into a report")
     r.add_argument("--out", default="dprivacy-report", metavar="DIR", help="report folder (default ./dprivacy-report)")
     r.add_argument("--quick", action="store_true", help="shrink the slow experiments (said so in the report)")
@@ -413,7 +457,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("dprivacy: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (ValueError, TypeError, FileNotFoundError, MemoryError, KeyError, OSError, OverflowError, ArithmeticError) as exc:
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError, MemoryError, KeyError, OSError, OverflowError, ArithmeticError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"dprivacy: error: {msg}", file=sys.stderr)
         return EXIT_USAGE
