@@ -121,7 +121,10 @@ def _optimal(space, epsilon, prior=None):
 
     r = optimal_mechanism(space, prior, epsilon=epsilon)
     details = {"status": getattr(r, "status", None), "solver_message": getattr(r, "message", "")}
-    return Outcome("optimal", bool(r.success), r.channel if r.success else None, "" if r.success else str(r.message), details)
+    if r.success and not r.private:
+        details["lp_smallest_epsilon"] = r.smallest_epsilon
+    # Never "exists" with a channel that fails the privacy check: ok = solved and certified.
+    return Outcome("optimal", r.ok, r.channel if r.ok else None, "" if r.ok else r.reason, details)
 
 
 def _symmetric(space, epsilon, prior=None):
