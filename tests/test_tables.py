@@ -1,0 +1,125 @@
+"""Private answers on real tables (issue 12; seed 002 §5)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+pytest.importorskip("duckdb")
+
+from dprivacy import measures, spaces  # noqa: E402
+from dprivacy.data.budget import BudgetExceeded, charge  # noqa: E402
+from dprivacy.data.tables import geometric_accuracy, parse_query, run_query, two_sided_geometric  # noqa: E402
+from dprivacy.mechanisms.geometric import truncated_geometric  # noqa: E402
+from dprivacy.mechanisms.optimal import optimal_mechanism  # noqa: E402
+from dprivacy.sampling import random_source  # noqa: E402
+
+
+def _superstore() -> str:
+    bs = pytest.importorskip("bokeh_sampledata", reason="real tables ship with bokeh-sampledata (the test extra)")
+    return os.path.join(os.path.dirname(bs.__file__), "_data", "SampleSuperstore.csv.gz")
+
+
+def test_two_sided_geometric_law_and_power():
+    alpha = math.exp(-0.7)
+    k = two_sided_geometric(200_000, alpha, random_source(3).generator)
+    support = np.arange(-12, 13)
+    def probs(a):
+        p = (1 - a) / (1 + a) * a ** np.abs(support)
+        return np.append(p, 1 - p.sum())  # the two tails beyond ±12 pooled
+    obs = np.append(np.array([(k == s).sum() for s in support]), (np.abs(k) > 12).sum())
+    assert stats.chisquare(obs, probs(alpha) * k.size).pvalue > 1e-6
+    assert stats.chisquare(obs, probs(math.exp(-0.77)) * k.size).pvalue < 1e-6  # power: ε 10% off is rejected
+
+
+def test_stated_accuracy_is_exact():
+    alpha = math.exp(-0.5)
+    mean, t = geometric_accuracy(alpha, confidence=0.95)
+    k = two_sided_geometric(400_000, alpha, random_source(9).generator)
+    assert np.abs(k).mean() == pytest.approx(mean, rel=0.02)
+    # P(|K| > t) = 2α^{t+1}/(1+α) ≤ 5% and t is the smallest such
+    assert 2 * alpha ** (t + 1) / (1 + alpha) <= 0.05 < 2 * alpha ** t / (1 + alpha)
+    assert (np.abs(k) > t).mean() <= 0.05 + 0.003
+
+
+def test_count_mechanism_is_the_lp_optimum_on_a_small_case():
+    """The truncated geometric that `query` uses for counts is optimal (seed 002 Thm 8): on the answers
+    0..6 of a count, its utility for the uniform prior equals the LP optimum."""
+    sp = spaces.line(7)
+    prior = np.full(7, 1 / 7)
+    for eps in (0.3, 1.0):
+        tg = measures.utility(truncated_geometric(sp, epsilon=eps), prior).value
+        lp = optimal_mechanism(sp, prior, epsilon=eps)
+        assert lp.ok and tg == pytest.approx(lp.value, abs=1e-7)
+
+
+def test_grouped_answers_match_truth_within_the_stated_error():
+    import duckdb
+
+    path = _superstore()
+    truth = dict(duckdb.sql(f"SELECT Region, count(*) FROM read_csv_auto('{path}') GROUP BY 1").fetchall())
+    errs = []
+    for seed in range(30):
+        res = run_query(path, parse_query("count"), epsilon=0.5, group_by="Region", rng=seed)
+        assert {a.group for a in res.answers} == set(truth)
+        errs += [abs(a.noisy - truth[a.group]) for a in res.answers]
+    stated = res.answers[0].expected_abs_error
+    assert np.mean(errs) == pytest.approx(stated, rel=0.35)  # 120 draws of |K|: sd of the mean ≈ 12%
+    assert res.random_source["mode"] == "reproducible"
+
+
+def test_sum_and_percentile_on_real_table_clamp_and_report():
+    path = _superstore()
+    s = run_query(path, parse_query("sum:Quantity"), epsilon=1.0, bounds=(0, 10), rng=1)
+    assert s.sensitivity == 10 and s.answers[0].clamped_not_private > 0  # quantities up to 14
+    p = run_query(path, parse_query("percentile:Sales:50"), epsilon=1.0, bounds=(0, 1000), privacy="dinf", rng=2)
+    assert 0 <= p.answers[0].noisy <= 1000 and p.sensitivity == 1
+
+
+@pytest.mark.parametrize("args, msg", [
+    (dict(query="percentile:Sales:100", bounds=(0, 1)), "strictly between"),
+    (dict(query="sum:Nope", bounds=(0, 1)), "unknown column 'Nope'"),
+    (dict(query="sum:Region", bounds=(0, 1)), "non-numeric"),
+    (dict(query="sum:Sales"), "needs --bounds"),
+    (dict(query="avg:Sales", bounds=(0, 9), group_by="Region"), "ask for sum and count"),
+    (dict(query="count", where="Nope > 1"), "bad --where"),
+    (dict(query="percentile:Sales:50", bounds=(0, 9), where="Region = 'Atlantis'"), "no rows match"),
+    (dict(query="count", privacy="dinf"), "not a query on values"),
+])
+def test_bad_queries_name_the_problem(args, msg):
+    q = args.pop("query")
+    with pytest.raises(ValueError, match=msg):
+        run_query(_superstore(), parse_query(q), epsilon=1.0, **args)
+
+
+def test_ledger_refuses_over_budget_and_is_unchanged(tmp_path):
+    led = tmp_path / "ledger.json"
+    charge(led, "t.csv", epsilon=0.4, budget=1.0, what="count")
+    charge(led, "t.csv", epsilon=0.6, budget=1.0, what="sum")
+    before = led.read_text()
+    with pytest.raises(BudgetExceeded, match="refused"):
+        charge(led, "t.csv", epsilon=0.1, budget=1.0, what="count")
+    assert led.read_text() == before
+    led.write_text("{not json")
+    with pytest.raises(ValueError, match="corrupt"):
+        charge(led, "t.csv", epsilon=0.1, budget=5.0, what="count")
+    assert led.read_text() == "{not json"
+
+
+def test_ledger_under_two_concurrent_processes_adds_up(tmp_path):
+    led = tmp_path / "ledger.json"
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from dprivacy.data.budget import charge\n"
+            "for _ in range(40): charge(sys.argv[2], 't.csv', epsilon=0.01, budget=100.0, what='count')\n")
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    procs = [subprocess.Popen([sys.executable, "-c", code, src, str(led)]) for _ in range(2)]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    entry = next(iter(json.loads(led.read_text()).values()))
+    assert len(entry["queries"]) == 80 and entry["spent"] == pytest.approx(0.8, abs=1e-12)
