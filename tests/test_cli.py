@@ -185,3 +185,9 @@ def test_design_spot_checks_privacy_when_the_full_check_is_too_costly(capsys, mo
     monkeypatch.setattr(cli, "FULL_CHECK_WORK", 1e12)
     full = run_json(capsys, "design", "grid:12x12", "--epsilon", "1", "--mechanism", "exponential")
     assert full["is_private"] is True and full["utility"] == r["utility"]
+
+
+def test_registry_and_tight_agree_on_the_structured_cutoff():
+    from dprivacy.mechanisms import registry, tight
+
+    assert registry.STRUCTURED_MIN_CELLS == tight.STRUCTURED_MIN_CELLS

@@ -196,7 +196,9 @@ def _assert_worst_is_consistent(res, h, d):
     y, y2, z = res.worst
     assert h[y, z] >= h[y2, z]
     assert res.distance == d[y, y2]
-    if h[y2, z] > 0:
+    if h[y, z] == 0:  # equal rows with a common zero: every ratio is 0 (0/0 constrains nothing)
+        assert res.worst_ratio == 0.0 and res.smallest_epsilon == 0.0
+    elif h[y2, z] > 0:
         assert res.worst_ratio == pytest.approx(np.log(h[y, z] / h[y2, z]), abs=1e-12)
         assert res.smallest_epsilon == pytest.approx(res.worst_ratio / res.distance, rel=1e-9, abs=1e-12)
     else:

@@ -1,25 +1,53 @@
 """dprivacy: metric differential privacy and quantitative information flow.
 
-Data flows one way: spaces → (priors, mechanisms) → channels → measures/bounds → experiments/cli.
-Submodules load on first use (``dprivacy.priors``, ``dprivacy.bounds``, ...), so that the command line
-starts fast.
+Data flows one way: spaces → (priors, mechanisms) → measures/bounds → data commands, experiments → cli.
+Everything loads on first use (``dprivacy.priors``, ``dp.truncated_geometric``, ...), so that
+``import dprivacy`` and the command line start fast.
 """
 
 import importlib
 
-from . import measures, spaces
-from ._validate import uniform_prior
-from .channels import Channel
-from .spaces import GridSpace, MetricSpace
-
 __version__ = "0.1.0"
 
-_LAZY = {"bounds", "graphs", "mechanisms", "priors", "queries", "specs", "structured", "threshold", "experiments"}
+#: Submodules, loaded on first attribute access.
+_MODULES = {"bounds", "channels", "data", "experiments", "graphs", "measures", "mechanisms", "priors", "queries",
+            "results", "sampling", "spaces", "specs", "structured", "threshold"}
 
-__all__ = ["Channel", "GridSpace", "MetricSpace", "measures", "spaces", "uniform_prior", "__version__", *sorted(_LAZY)]
+#: The user-facing names, one front door each: name → module that defines it.
+_NAMES = {
+    # spaces and channels
+    "MetricSpace": "spaces", "GridSpace": "spaces", "Channel": "channels", "uniform_prior": "_validate",
+    # the Mechanism object and the result vocabulary
+    "Mechanism": "mechanisms.base", "DenseMechanism": "mechanisms.base", "PrivacyCertificate": "mechanisms.base",
+    "Result": "results",
+    # constructors
+    "truncated_geometric": "mechanisms.geometric", "exponential": "mechanisms.exponential",
+    "randomized_response": "mechanisms.randomized_response", "laplace_channel": "mechanisms.laplace",
+    "planar_laplace_channel": "mechanisms.planar_laplace", "tight_constraints": "mechanisms.tight",
+    "optimal_mechanism": "mechanisms.optimal", "symmetric_mechanism": "mechanisms.symmetric",
+    "maximal_leakage_mechanism": "mechanisms.maximal_leakage",
+    # theory objects
+    "tight_threshold": "threshold", "regularity": "priors", "constraints_matrix": "priors", "corner_priors": "priors",
+    # measures
+    "utility": "measures", "expected_loss": "measures", "posterior_vulnerability": "measures",
+    "prior_vulnerability": "measures", "min_entropy_leakage": "measures", "min_capacity": "measures",
+    "check_privacy": "measures",
+    # randomness
+    "random_source": "sampling",
+}
+
+__all__ = ["__version__", *sorted(_MODULES), *sorted(_NAMES)]
 
 
 def __getattr__(name):
-    if name in _LAZY:
+    if name in _MODULES:
         return importlib.import_module(f".{name}", __name__)
+    if name in _NAMES:
+        value = getattr(importlib.import_module(f".{_NAMES[name]}", __name__), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'dprivacy' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

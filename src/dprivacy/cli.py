@@ -12,7 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
 EXIT_NO = 1  # the answer is no (check: not private), like diff and grep
 EXIT_USAGE = 2
@@ -32,12 +31,16 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _load_array(path: str, what: str) -> np.ndarray:
+    import numpy as np
+
     from .spaces import load_array
 
     return load_array(path, what)
 
 
 def _prior(arg: str | None, n: int) -> np.ndarray:
+    import numpy as np
+
     from ._validate import as_prior, uniform_prior
 
     if arg is None or arg == "uniform":
@@ -49,6 +52,8 @@ def _prior(arg: str | None, n: int) -> np.ndarray:
 
 
 def _emit(report: dict, as_json: bool, title: str) -> None:
+    import numpy as np
+
     if as_json:
         from .results import dumps
 
@@ -76,6 +81,8 @@ SPOT_ROWS = 64
 
 
 def _privacy_figures(ch, space, epsilon) -> dict:
+    import numpy as np
+
     from . import measures
     from .spaces import MetricSpace
 
@@ -102,6 +109,8 @@ def _privacy_figures(ch, space, epsilon) -> dict:
 
 
 def _channel_figures(ch, space, epsilon, prior) -> dict:
+    import numpy as np
+
     from . import measures
 
     priv = _privacy_figures(ch, space, epsilon)
@@ -173,6 +182,8 @@ class _solver_progress:
 
 
 def cmd_design(args) -> None:
+    import numpy as np
+
     from ._validate import check_epsilon
     from .mechanisms.registry import build
     from .specs import parse_space
@@ -507,6 +518,8 @@ def _version() -> str:
 
 
 def main(argv=None) -> int:
+    import numpy as np
+
     # An overflow or an invalid operation (inf − inf, 0·inf) is a number the command cannot stand behind:
     # make it an error with one line rather than a multi-line warning followed by NaN in the output.
     np.seterr(over="raise", invalid="raise")

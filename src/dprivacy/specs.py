@@ -17,9 +17,10 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from . import spaces
-from .spaces import MetricSpace
+if TYPE_CHECKING:
+    from .spaces import MetricSpace
 
 SPEC_HELP = (
     "line:N, ring:N, clique:N, grid:WxH[:euclidean|manhattan|chebyshev][:step=S], hamming:U,V, "
@@ -35,7 +36,7 @@ def _ints(spec: str, body: str, count: int) -> list[int]:
     return [int(p) for p in parts]
 
 
-def parse_space(spec: str) -> MetricSpace:
+def parse_space(spec: str) -> "MetricSpace":
     """Build the metric space a SPACE spec names (see the module docstring), unscaled.
 
     Raises
@@ -43,6 +44,8 @@ def parse_space(spec: str) -> MetricSpace:
     ValueError
         For an unknown kind or malformed parameters; the message lists the accepted specs.
     """
+    from . import spaces
+
     if not isinstance(spec, str) or ":" not in spec:
         raise ValueError(f"bad SPACE spec {spec!r}: expected KIND:PARAMS, one of {SPEC_HELP}")
     kind, body = spec.split(":", 1)

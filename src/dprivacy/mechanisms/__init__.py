@@ -1,24 +1,22 @@
-"""Noise mechanisms as channels on finite metric spaces.
+"""Noise mechanisms on finite metric spaces. Every constructor returns a
+:class:`~dprivacy.mechanisms.base.Mechanism`, or a result whose ``.mechanism`` is one (tight-constraints,
+the LP optimum, symmetric). Submodules load on first use."""
 
-Classic mechanisms return a :class:`~dprivacy.channels.Channel`; mechanisms that may not exist
-(tight-constraints, symmetric, the LP optimum) return a result object with ``exists``/``success`` and
-the reason. :func:`registry.build` builds any of them by name.
-"""
+import importlib
 
-from .exponential import exponential
-from .geometric import geometric, truncated_geometric
-from .laplace import laplace_channel, laplace_sample
-from .maximal_leakage import maximal_leakage_mechanism
-from .optimal import optimal_mechanism
-from .planar_laplace import planar_laplace_channel, planar_laplace_sample
-from .randomized_response import randomized_response
-from .registry import BUILDERS, Outcome, build
-from .symmetric import remark29_mechanism, symmetric_mechanism
-from .tight import tight_constraints
+_NAMES = {
+    "Mechanism": "base", "DenseMechanism": "base", "PrivacyCertificate": "base",
+    "exponential": "exponential", "geometric": "geometric", "truncated_geometric": "geometric",
+    "laplace_channel": "laplace", "laplace_sample": "laplace", "maximal_leakage_mechanism": "maximal_leakage",
+    "optimal_mechanism": "optimal", "planar_laplace_channel": "planar_laplace", "planar_laplace_sample": "planar_laplace",
+    "randomized_response": "randomized_response", "remark29_mechanism": "symmetric", "symmetric_mechanism": "symmetric",
+    "tight_constraints": "tight", "BUILDERS": "registry", "Outcome": "registry", "build": "registry",
+}
 
-__all__ = [
-    "exponential", "geometric", "truncated_geometric", "laplace_channel", "laplace_sample",
-    "maximal_leakage_mechanism", "optimal_mechanism", "planar_laplace_channel", "planar_laplace_sample",
-    "randomized_response", "BUILDERS", "Outcome", "build", "remark29_mechanism", "symmetric_mechanism",
-    "tight_constraints",
-]
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name):
+    if name in _NAMES:
+        return getattr(importlib.import_module(f".{_NAMES[name]}", __name__), name)
+    raise AttributeError(f"module 'dprivacy.mechanisms' has no attribute {name!r}")

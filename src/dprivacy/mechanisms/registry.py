@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from ..channels import Channel
-from ..spaces import MetricSpace
+if TYPE_CHECKING:
+    from ..channels import Channel
+    from ..spaces import MetricSpace
 
 
 @dataclass
@@ -73,10 +74,14 @@ def _planar_laplace(space, epsilon):
     return planar_laplace_channel(space, epsilon=epsilon)
 
 
-from .tight import STRUCTURED_MIN_CELLS  # noqa: E402  (grids above it: structured solver, implicit mechanism)
+#: Grids above this many cells: structured solver and implicit mechanism (same value as
+#: :data:`dprivacy.mechanisms.tight.STRUCTURED_MIN_CELLS`; a test keeps them equal).
+STRUCTURED_MIN_CELLS = 256
 
 
 def _tight(space, epsilon, prior=None, progress=None):
+    import numpy as np  # noqa: F401
+
     from ..spaces import GridSpace
 
     if isinstance(space, GridSpace) and space.n > STRUCTURED_MIN_CELLS:
@@ -97,6 +102,8 @@ def _tight(space, epsilon, prior=None, progress=None):
 
 
 def _tight_grid(space, epsilon, progress=None):
+    import numpy as np
+
     from ..structured import tight_constraints_grid
 
     r = tight_constraints_grid(space, epsilon=epsilon, progress=progress)
