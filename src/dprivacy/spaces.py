@@ -179,7 +179,7 @@ class MetricSpace:
             validate=False,
         )
 
-    def constraints_matrix(self, epsilon: float = 1.0) -> np.ndarray:
+    def constraints_matrix(self, epsilon: float) -> np.ndarray:
         """Privacy-constraints matrix Φ with φ_{yy'} = exp(−ε d(y, y')) (seed 000 Def 3)."""
         e = check_epsilon(epsilon)
         _check_dense_fits(self._n, "the privacy-constraints matrix")

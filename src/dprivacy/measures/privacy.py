@@ -292,7 +292,7 @@ def is_private(channel, space: MetricSpace, *, epsilon: float, tol: float = LOG_
     return check_privacy(channel, space, epsilon=epsilon, tol=tol).holds
 
 
-def check_prior_privacy(prior, space: MetricSpace, *, epsilon: float = 1.0, tol: float = LOG_ATOL) -> PrivacyResult:
+def check_prior_privacy(prior, space: MetricSpace, *, epsilon: float, tol: float = LOG_ATOL) -> PrivacyResult:
     """How d-private a prior is: π_y ≤ e^{ε d(y,y')} π_y' for all y, y' (the property every d-regular
     prior has, seed 000 Prop 1). The result's ``worst`` triple has z = 0."""
     e = check_epsilon(epsilon, allow_zero=True)
