@@ -30,12 +30,32 @@ class _Parser(argparse.ArgumentParser):
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def _load_array(path: str, what: str) -> np.ndarray:
-    import numpy as np
-
+def _load_array(path: str, what: str):
     from .spaces import load_array
 
-    return load_array(path, what)
+    return load_array(path, what, ndmin=2 if what == "channel matrix" else 1)
+
+
+def _channel(path: str, normalize: bool):
+    """A Channel from a file; with ``normalize``, rows within 1e-6 of summing to 1 are rescaled (said in
+    the report), anything further is still an error."""
+    import numpy as np
+
+    from .channels import Channel
+
+    h = _load_array(path, "channel matrix")
+    if normalize:
+        s = h.sum(axis=1)
+        bad = np.flatnonzero(np.abs(s - 1) > 1e-6)
+        if bad.size:
+            raise ValueError(f"--normalize rescales rows within 1e-6 of 1; row {bad[0]} sums to {s[bad[0]]:.12g}")
+        h = h / s[:, None]
+    try:
+        return Channel(h)
+    except ValueError as exc:
+        if "row-stochastic" in str(exc) and not normalize:
+            raise ValueError(f"{exc}; if the rows are off only by rounding, pass --normalize") from None
+        raise
 
 
 def _prior(arg: str | None, n: int) -> np.ndarray:
@@ -192,6 +212,12 @@ def cmd_design(args) -> None:
     eps = check_epsilon(args.epsilon)
     space = parse_space(args.space)
     prior = _prior(args.prior, space.n)
+    from .spaces import DENSE_LIMIT_BYTES, GridSpace
+
+    implicit_ok = args.mechanism == "tight-constraints" and isinstance(space, GridSpace)
+    if not implicit_ok and 8 * space.n * space.n > DENSE_LIMIT_BYTES:
+        raise CliError(f"dprivacy: error: {args.mechanism} on {space.name} needs a dense {space.n}x{space.n} channel "
+                       f"({8 * space.n * space.n / 2**30:.1f} GiB), over the {DENSE_LIMIT_BYTES / 2**30:.0f} GiB limit")
     with _solver_progress(not args.json) as progress:
         out = build(args.mechanism, space, epsilon=eps, prior=prior, progress=progress)
     report = {"space": space.name, "n": space.n, "epsilon": eps, "mechanism": args.mechanism, "exists": out.exists}
@@ -227,7 +253,7 @@ def cmd_check(args) -> None:
 
     t0 = time.perf_counter()
     eps = check_epsilon(args.epsilon)
-    h = Channel(_load_array(args.matrix, "channel matrix"))
+    h = _channel(args.matrix, args.normalize)
     space = parse_space(args.space)
     r = measures.check_privacy(h, space, epsilon=eps)
     report = {
@@ -249,7 +275,7 @@ def cmd_leakage(args) -> None:
     from .channels import Channel
 
     t0 = time.perf_counter()
-    h = Channel(_load_array(args.matrix, "channel matrix"))
+    h = _channel(args.matrix, args.normalize)
     prior = _prior(args.prior, h.n_inputs)
     report = {
         "n": h.n_inputs,
@@ -451,12 +477,14 @@ def make_parser() -> argparse.ArgumentParser:
     c.add_argument("matrix", metavar="MATRIX.npy")
     c.add_argument("space", metavar="SPACE", help=SPEC_HELP)
     c.add_argument("--epsilon", type=float, required=True)
+    c.add_argument("--normalize", action="store_true", help="rescale rows that sum to 1 only within 1e-6")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_check)
 
     lk = sub.add_parser("leakage", help="vulnerability, min-entropy leakage and min-capacity of a channel")
     lk.add_argument("matrix", metavar="MATRIX.npy")
     lk.add_argument("--prior", default="uniform")
+    lk.add_argument("--normalize", action="store_true", help="rescale rows that sum to 1 only within 1e-6")
     lk.add_argument("--json", action="store_true")
     lk.set_defaults(func=cmd_leakage)
 

@@ -520,19 +520,20 @@ def load_matrix(path, *, check_triangle: bool = True) -> MetricSpace:
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"distance matrix file not found: {p}")
-    if p.suffix == ".npy":
+    if p.suffix.lower() == ".npy":
         d = load_array(p, "distance matrix")
-    elif p.suffix == ".csv":
+    elif p.suffix.lower() == ".csv":
         d = load_array(p, "distance matrix", ndmin=2)
     else:
         raise ValueError(f"distance matrix must be a .npy or .csv file, got {p.name!r}")
     return MetricSpace(d, name=f"matrix:{p}", check_triangle=check_triangle)
 
 
-def load_array(path, what: str, *, ndmin: int = 1) -> np.ndarray:
-    """Read a numeric array from .npy, .csv (comma-separated) or .txt (whitespace-separated), with
-    errors that name the file and say what was expected (an empty file, pickled data, text that is not
-    numbers)."""
+def load_array(path, what: str, *, ndmin: int = 1, max_bytes: int = DENSE_LIMIT_BYTES) -> np.ndarray:
+    """Read a real numeric array from .npy, .csv (comma-separated) or .txt (whitespace-separated), any
+    case of the extension, with errors that name the file and say what was expected (an empty file,
+    pickled data, complex/datetime/record data, text that is not numbers, a declared size over
+    ``max_bytes``). A CSV may start with a byte-order mark and with one header line of column names."""
     import warnings
     from pathlib import Path
 
@@ -541,22 +542,45 @@ def load_array(path, what: str, *, ndmin: int = 1) -> np.ndarray:
         raise FileNotFoundError(f"{what} file not found: {p}")
     if p.is_dir():
         raise ValueError(f"{what} path {p} is a directory, expected a .npy, .csv or .txt file")
-    if p.suffix == ".npy":
+    suffix = p.suffix.lower()
+    if suffix == ".npy":
         try:
-            return np.load(p, allow_pickle=False)
+            head = np.load(p, allow_pickle=False, mmap_mode="r")  # reads the header only
         except (ValueError, OSError, EOFError) as exc:
             raise ValueError(f"{what} file {p} is not a readable numeric .npy array ({exc})") from None
-    if p.suffix not in (".csv", ".txt"):
+        if head.dtype.kind not in "biuf":
+            raise ValueError(f"{what} file {p} holds {head.dtype} data, expected real numbers")
+        need = int(head.size) * 8
+        if need > max_bytes:
+            raise MemoryError(f"{what} file {p} declares shape {head.shape} ({need / 2**30:.1f} GiB as float64), over the "
+                              f"{max_bytes / 2**30:.0f} GiB limit")
+        return np.array(head, dtype=np.float64)
+    if suffix not in (".csv", ".txt"):
         raise ValueError(f"{what} must be a .npy, .csv or .txt file, got {p.name!r}")
+    if p.stat().st_size > max_bytes:
+        raise MemoryError(f"{what} file {p} is {p.stat().st_size / 2**30:.1f} GiB, over the {max_bytes / 2**30:.0f} GiB limit")
+    delim = "," if suffix == ".csv" else None
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{what} file {p} is not text ({exc})") from None
+    lines = text.splitlines()
+    skip = 0
+    if lines:
+        first = [c.strip() for c in (lines[0].split(",") if delim else lines[0].split())]
+        try:
+            [float(c) for c in first if c]
+        except ValueError:
+            skip = 1  # a header line of column names
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # numpy warns (rather than fails) on an empty file
         try:
-            a = np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, dtype=np.float64, ndmin=ndmin)
+            a = np.loadtxt(lines[skip:], delimiter=delim, dtype=np.float64, ndmin=ndmin)
         except UserWarning:
             raise ValueError(f"{what} file {p} is empty") from None
         except (ValueError, UnicodeDecodeError) as exc:
             raise ValueError(f"{what} file {p} does not hold numbers separated by "
-                             f"{'commas' if p.suffix == '.csv' else 'whitespace'} ({str(exc).splitlines()[0]})") from None
+                             f"{'commas' if delim else 'whitespace'} ({str(exc).splitlines()[0]})") from None
     if a.size == 0:
         raise ValueError(f"{what} file {p} is empty")
     return a
@@ -581,8 +605,9 @@ def load_edge_list(path) -> MetricSpace:
         edges.append(tuple(parts))
     if not edges:
         raise ValueError(f"edge list {p} has no edges")
-    try:
+    # Names that are all canonical integers ("1", not "01") are sorted as numbers; otherwise every name
+    # is kept as written, so "01" and "1" stay two nodes.
+    names = {x for e in edges for x in e}
+    if all(x.lstrip("-").isdigit() and str(int(x)) == x for x in names):
         edges = [(int(a), int(b)) for a, b in edges]
-    except ValueError:
-        pass
     return from_graph(edges, name=f"graph:{p}")

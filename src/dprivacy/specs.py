@@ -28,12 +28,31 @@ SPEC_HELP = (
 )
 
 
+#: Integers in a spec have at most this many digits (a larger space could not be built anyway).
+MAX_DIGITS = 9
+
+
 def _ints(spec: str, body: str, count: int) -> list[int]:
     parts = body.split(",")
     if len(parts) != count or not all(re.fullmatch(r"\d+", p.strip()) for p in parts):
         want = ",".join("N" * 1 for _ in range(count))
-        raise ValueError(f"bad SPACE spec {spec!r}: expected {count} positive integer(s) after the colon ({want})")
+        raise ValueError(f"bad SPACE spec {spec[:60]!r}: expected {count} positive integer(s) after the colon ({want})")
+    if any(len(p.strip().lstrip("0")) > MAX_DIGITS for p in parts):
+        raise ValueError(f"bad SPACE spec {spec[:40]!r}...: a number has more than {MAX_DIGITS} digits")
     return [int(p) for p in parts]
+
+
+def _check_points(spec: str, log10_n: float) -> None:
+    """Refuse, before building, a space whose dense n×n distance matrix would not fit."""
+    import math
+
+    from .spaces import DENSE_LIMIT_BYTES
+
+    limit = math.log10(DENSE_LIMIT_BYTES / 8) / 2
+    if log10_n > limit:
+        shown = f"{10 ** log10_n:.3g}" if log10_n < 300 else f"10^{log10_n:.0f}"
+        raise ValueError(f"{spec} has {shown} points: its dense {shown}x{shown} distance matrix is over the "
+                         f"{DENSE_LIMIT_BYTES / 2**30:.0f} GiB limit (at most {int(10 ** limit):,} points)")
 
 
 def parse_space(spec: str) -> "MetricSpace":
@@ -50,8 +69,11 @@ def parse_space(spec: str) -> "MetricSpace":
         raise ValueError(f"bad SPACE spec {spec!r}: expected KIND:PARAMS, one of {SPEC_HELP}")
     kind, body = spec.split(":", 1)
     kind = kind.strip().lower()
+    import math
+
     if kind in ("line", "ring", "clique", "count"):
         (n,) = _ints(spec, body, 1)
+        _check_points(spec, math.log10(max(n + (kind == "count"), 1)))
         if kind == "line":
             return spaces.line(n, name=spec)
         if kind == "ring":
@@ -63,6 +85,9 @@ def parse_space(spec: str) -> "MetricSpace":
         return count_space(n)
     if kind in ("hamming", "sum", "kcount"):
         a, b = _ints(spec, body, 2)
+        log_n = {"hamming": a * math.log10(max(b, 1)), "sum": math.log10(max(a * b + 1, 1)),
+                 "kcount": b * math.log10(a + 1)}[kind]
+        _check_points(spec, log_n)
         if kind == "hamming":
             return spaces.hamming(a, b, name=spec)
         if kind == "sum":
@@ -77,12 +102,16 @@ def parse_space(spec: str) -> "MetricSpace":
         m = re.fullmatch(r"(\d+)x(\d+)", parts[0].strip())
         if not m:
             raise ValueError(f"bad SPACE spec {spec!r}: grid needs WxH, e.g. grid:100x100")
-        metric, step = "euclidean", 1.0
+        metric, step = None, None
         for p in parts[1:]:
             p = p.strip().lower()
             if p in ("euclidean", "manhattan", "chebyshev"):
+                if metric is not None:
+                    raise ValueError(f"bad SPACE spec {spec!r}: two metrics ({metric} and {p}); give one")
                 metric = p
             elif p.startswith("step="):
+                if step is not None:
+                    raise ValueError(f"bad SPACE spec {spec!r}: step given twice")
                 try:
                     step = float(p[5:])
                 except ValueError:
@@ -91,7 +120,7 @@ def parse_space(spec: str) -> "MetricSpace":
                 raise ValueError(
                     f"bad SPACE spec {spec!r}: unknown grid option {p!r} (expected euclidean, manhattan, chebyshev or step=S)"
                 )
-        return spaces.grid(int(m.group(1)), int(m.group(2)), metric=metric, step=step)
+        return spaces.grid(int(m.group(1)), int(m.group(2)), metric=metric or "euclidean", step=1.0 if step is None else step)
     if kind == "matrix":
         return spaces.load_matrix(body)
     if kind == "graph":

@@ -41,6 +41,10 @@ MAX_VARIABLES = 10_000_000
 _LIFT_ELEMENTS = 4_000_000
 
 #: A raw LP entry more negative than this is not rounding noise: the result is marked unsuccessful.
+#: Privacy-constraint rows above which the LP is refused before building (each row has two non-zeros;
+#: HiGHS needs tens of bytes per row, and the solve time grows faster than the size).
+MAX_CONSTRAINT_ROWS = 20_000_000
+
 NEGATIVE_ATOL = 1e-7  # HiGHS's default primal feasibility tolerance; the certified repair absorbs it
 
 #: A raw row sum further than this from 1 is not rounding noise either (HiGHS' default feasibility
@@ -386,6 +390,14 @@ def optimal_mechanism(
             "use a structured mechanism (tight-constraints, geometric, Laplace) for a space this large"
         )
 
+    n_pairs_est = space.constraint_pairs()[0].size if pairs == "essential" else n * (n - 1) // 2
+    rows_est = 2 * n_pairs_est * m
+    if rows_est > MAX_CONSTRAINT_ROWS:
+        raise ValueError(
+            f"the LP would have {rows_est:,} privacy constraints ({n_pairs_est:,} pairs x {m} outputs x 2), over "
+            f"MAX_CONSTRAINT_ROWS = {MAX_CONSTRAINT_ROWS:,} (about {rows_est * 40 / 2**30:.0f} GiB to build); use a "
+            "graph metric (edges only), a smaller space, or tight-constraints where it exists"
+        )
     t0 = time.perf_counter()
     a_ub, n_pairs = privacy_constraints(space, eps, m, pairs)
     a_eq = _row_sum_constraints(n, m)
