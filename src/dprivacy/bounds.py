@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .results import Result
 from ._validate import as_prior, check_epsilon, check_positive_int
 from .channels import Channel
 from .priors import RegularityResult, RegularityTester, constraints_matrix, corner_priors
@@ -55,7 +56,7 @@ SEED001 = "seed 001 (001_c2128648fe62df4d.txt)"
 
 
 @dataclass(frozen=True)
-class BoundResult:
+class BoundResult(Result):
     """A bound from one of the papers.
 
     Attributes
@@ -93,8 +94,13 @@ class BoundResult:
     def __float__(self) -> float:
         return float(self.value)
 
+    @property
+    def ok(self) -> bool:
+        """The common flag of :class:`dprivacy.results.Result` (here: ``applicable``)."""
+        return bool(self.applicable)
+
     def __bool__(self) -> bool:
-        return self.applicable
+        return bool(self.applicable)
 
 
 def _tester(space, epsilon, tester) -> RegularityTester:
@@ -212,7 +218,7 @@ def _bnd(u: int, v: int, e: float) -> float:
 
 
 @dataclass(frozen=True)
-class TightnessResult:
+class TightnessResult(Result):
     """Whether a mechanism attains the bound of seed 000 Thm 2 for every regular prior.
 
     Attributes
@@ -237,8 +243,17 @@ class TightnessResult:
     private: Any
     tolerance: float
 
+    @property
+    def ok(self) -> bool:
+        """The common flag of :class:`dprivacy.results.Result` (here: ``attains``)."""
+        return bool(self.attains)
+
     def __bool__(self) -> bool:
-        return self.attains
+        return bool(self.attains)
+
+    @property
+    def reason(self) -> str:
+        return "" if self.ok else f"{type(self).__name__}: the property does not hold (see the fields)"
 
     @property
     def max_slack(self) -> float:

@@ -29,6 +29,7 @@ import scipy.linalg as sla
 from scipy.linalg import lapack
 from scipy.optimize import linprog
 
+from .results import Result
 from ._validate import as_float_matrix, as_prior, as_rng, check_epsilon
 from .spaces import MetricSpace
 
@@ -112,7 +113,7 @@ def probability_bounds(space: MetricSpace, *, epsilon: float) -> tuple[np.ndarra
 
 
 @dataclass(frozen=True)
-class RegularityResult:
+class RegularityResult(Result):
     r"""Whether a prior π is ε·d-regular (seed 000 Def 4), with its certificate.
 
     Attributes
@@ -187,8 +188,13 @@ class RegularityResult:
     reason: str | None = None
     boundary: bool = False
 
+    @property
+    def ok(self) -> bool:
+        """The common flag of :class:`dprivacy.results.Result` (here: ``regular``)."""
+        return bool(self.regular)
+
     def __bool__(self) -> bool:
-        return self.regular
+        return bool(self.regular)
 
     @property
     def certain(self) -> bool:

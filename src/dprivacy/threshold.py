@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .results import Result
 from ._validate import check_epsilon, check_positive_int
 from .mechanisms.tight import _ball_profile, _constraints, _solve_phi
 from .spaces import MetricSpace
@@ -55,7 +56,7 @@ class MonotoneCheck:
 
 
 @dataclass(frozen=True)
-class ThresholdResult:
+class ThresholdResult(Result):
     """Outcome of :func:`tight_threshold`.
 
     Attributes
@@ -93,8 +94,13 @@ class ThresholdResult:
     tol: float
     probes: tuple[Probe, ...] = field(repr=False, default=())
 
+    @property
+    def ok(self) -> bool:
+        """The common flag of :class:`dprivacy.results.Result` (here: ``certified``)."""
+        return bool(self.certified)
+
     def __bool__(self) -> bool:
-        return self.certified
+        return bool(self.certified)
 
 
 class _Prober:

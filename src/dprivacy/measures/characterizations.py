@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..results import Result
 from .._validate import as_prior, check_epsilon
 from ..channels import Channel
 from ..spaces import GridSpace, MetricSpace
@@ -50,7 +51,7 @@ MAX_ALL_EVENTS_OUTPUTS = 16
 
 
 @dataclass(frozen=True)
-class HidingResult:
+class HidingResult(Result):
     """Outcome of :func:`check_hiding` (seed 002 Thm 3).
 
     Attributes
@@ -90,12 +91,21 @@ class HidingResult:
     events_compared: int
     tolerance: float
 
+    @property
+    def ok(self) -> bool:
+        """The common flag of :class:`dprivacy.results.Result` (here: ``holds``)."""
+        return bool(self.holds)
+
     def __bool__(self) -> bool:
-        return self.holds
+        return bool(self.holds)
+
+    @property
+    def reason(self) -> str:
+        return "" if self.ok else f"{type(self).__name__}: the property does not hold (see the fields)"
 
 
 @dataclass(frozen=True)
-class NeighbourhoodResult:
+class NeighbourhoodResult(Result):
     """Outcome of :func:`check_neighbourhood` (seed 002 Thm 4).
 
     Attributes
@@ -143,8 +153,13 @@ class NeighbourhoodResult:
     tolerance: float
     reason: str | None = None
 
+    @property
+    def ok(self) -> bool:
+        """The common flag of :class:`dprivacy.results.Result` (here: ``holds``)."""
+        return bool(self.holds)
+
     def __bool__(self) -> bool:
-        return self.holds
+        return bool(self.holds)
 
 
 # ---------------------------------------------------------------------------------------------

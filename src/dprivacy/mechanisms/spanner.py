@@ -44,6 +44,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse import csgraph
 
+from ..results import Result
 from .._validate import as_prior, check_epsilon
 from ..measures.privacy import LOG_ATOL, check_privacy
 from ..spaces import METRIC_RTOL, GridSpace, MetricSpace
@@ -356,7 +357,7 @@ def build_spanner(space: MetricSpace, *, dilation: float, method: str = "auto") 
 
 
 @dataclass(frozen=True)
-class SpannerOptimalResult:
+class SpannerOptimalResult(Result):
     """Outcome of :func:`optimal_mechanism_spanner`.
 
     Attributes
@@ -437,8 +438,17 @@ class SpannerOptimalResult:
     optimality_loss: float
     relative_loss: float
 
+    @property
+    def ok(self) -> bool:
+        """The common flag of :class:`dprivacy.results.Result` (here: ``success``)."""
+        return bool(self.success)
+
     def __bool__(self) -> bool:
-        return self.success
+        return bool(self.success)
+
+    @property
+    def reason(self) -> str:
+        return self.message if self.success else f"the spanner LP failed: {self.message}"
 
 
 def spanner_space(space: MetricSpace, spanner: SpannerResult) -> MetricSpace:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..results import Result
 from .._validate import check_epsilon
 from ..channels import Channel
 from ..graphs import (
@@ -38,7 +39,7 @@ _HYPOTHESES = ("ball-size", "graph")
 
 
 @dataclass(frozen=True)
-class SymmetricMechanism:
+class SymmetricMechanism(Result):
     """Result of :func:`symmetric_mechanism`.
 
     Attributes
@@ -69,8 +70,13 @@ class SymmetricMechanism:
     hypothesis: str
     reason: str = ""
 
+    @property
+    def ok(self) -> bool:
+        """The common flag of :class:`dprivacy.results.Result` (here: ``exists``)."""
+        return bool(self.exists)
+
     def __bool__(self) -> bool:
-        return self.exists
+        return bool(self.exists)
 
     @property
     def matrix(self) -> np.ndarray | None:

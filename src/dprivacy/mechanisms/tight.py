@@ -31,6 +31,7 @@ import numpy as np
 from scipy import linalg as sla
 from scipy.linalg import lapack
 
+from ..results import Result
 from .._validate import check_epsilon
 from ..channels import Channel
 from ..spaces import MetricSpace
@@ -74,7 +75,7 @@ STRUCTURED_MIN_CELLS = 256
 
 
 @dataclass(frozen=True)
-class TightConstraintsResult:
+class TightConstraintsResult(Result):
     """Outcome of :func:`tight_constraints`.
 
     Attributes
@@ -168,8 +169,13 @@ class TightConstraintsResult:
             object.__setattr__(self, "_mechanism", m)
         return m
 
+    @property
+    def ok(self) -> bool:
+        """The common flag of :class:`dprivacy.results.Result` (here: ``exists``)."""
+        return bool(self.exists)
+
     def __bool__(self) -> bool:
-        return self.exists
+        return bool(self.exists)
 
 
 # ---------------------------------------------------------------------------------------------

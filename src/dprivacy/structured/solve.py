@@ -31,6 +31,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..results import Result
 from .._validate import check_epsilon
 from ..spaces import GridSpace
 from .krylov import KrylovOutcome, pcg
@@ -52,7 +53,7 @@ DEFAULT_TOL = 1e-10
 
 
 @dataclass(frozen=True)
-class GridTightResult:
+class GridTightResult(Result):
     """Outcome of :func:`tight_constraints_grid`. Field names follow
     :class:`dprivacy.mechanisms.tight.TightConstraintsResult` where they apply.
 
@@ -154,8 +155,13 @@ class GridTightResult:
         m = self.mechanism
         return None if m is None else m.channel
 
+    @property
+    def ok(self) -> bool:
+        """The common flag of :class:`dprivacy.results.Result` (here: ``exists``)."""
+        return bool(self.exists)
+
     def __bool__(self) -> bool:
-        return self.exists
+        return bool(self.exists)
 
 
 def _empty_negative():
