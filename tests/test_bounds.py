@@ -138,7 +138,7 @@ def test_example_3_regular_range_one_individual():
     # The paper reports regularity for 0.48 ≤ ε ≤ 1; by this computation it holds only from ln 2 on.
     clique = spaces.clique(4)
     grid = np.round(np.arange(0.48, 1.0001, 0.01), 2)
-    got = np.array([regularity(P_EX3, clique, epsilon=float(e)).regular for e in grid])
+    got = np.array([regularity(clique, P_EX3, epsilon=float(e)).regular for e in grid])
     expect = np.exp(-grid) / (1 + 3 * np.exp(-grid)) <= 0.2
     np.testing.assert_array_equal(got, expect)
     assert grid[got].min() == pytest.approx(0.70)  # first grid point ≥ ln 2
@@ -148,8 +148,8 @@ def test_example_3_regular_range_one_individual():
 def test_example_3_on_the_database_space(eps, regular):
     space = spaces.hamming(5, 4)
     pi = _product_prior(P_EX3, 5)
-    lb = leakage_bound(pi, space, epsilon=eps)
-    reg = regularity(pi, space, epsilon=eps)
+    lb = leakage_bound(space, pi, epsilon=eps)
+    reg = regularity(space, pi, epsilon=eps)
     if regular and reg.boundary:
         # At ε = 0.70, just above ln 2, the smallest μ is a product of five small per-individual
         # entries (~1e-15), below the float error bound: undecided, never "not regular".
@@ -184,7 +184,7 @@ def test_example_3_published_bound_is_exceeded_at_eps_half():
     leak = min_entropy_leakage(k, pi)
     assert leak == pytest.approx(5 * math.log2(0.8 / ((1 + 2 * a) * 0.3)), rel=1e-9)  # ≈ 1.345
     assert leak > 1.2 + 0.1
-    assert leak > leakage_bound(pi, space, epsilon=eps).formula_value
+    assert leak > leakage_bound(space, pi, epsilon=eps).formula_value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,8 +201,8 @@ def test_bounds_hold_for_random_regular_priors_and_private_channels(space, eps, 
     pri, gam = sample_regular_priors(space, epsilon=eps, size=3, rng=rng, return_gamma=True)
     uni = uniform_leakage_bound(space, epsilon=eps, tester=t)
     for p in pri:
-        ub = utility_bound(p, space, epsilon=eps, tester=t)
-        lb = leakage_bound(p, space, epsilon=eps, tester=t)
+        ub = utility_bound(space, p, epsilon=eps, tester=t)
+        lb = leakage_bound(space, p, epsilon=eps, tester=t)
         assert ub.applicable and lb.applicable
         # γ-form of the bound (seed 000 §5.1) equals the μ-form
         reg = ub.certificate
@@ -231,7 +231,7 @@ def test_bounds_hold_for_random_regular_priors_and_private_channels(space, eps, 
 def test_uniform_leakage_bound_is_prop_5_at_the_uniform_prior(space, eps):
     n = space.n
     u = uniform_leakage_bound(space, epsilon=eps)
-    p5 = leakage_bound(np.full(n, 1 / n), space, epsilon=eps)
+    p5 = leakage_bound(space, np.full(n, 1 / n), epsilon=eps)
     assert u.applicable == p5.applicable
     if u.applicable:
         assert u.value == pytest.approx(p5.value, rel=1e-12, abs=1e-12)
@@ -245,7 +245,7 @@ def test_uniform_leakage_bound_is_prop_5_at_the_uniform_prior(space, eps):
 
 def test_not_regular_prior_gives_no_bound():
     s = spaces.line(4)
-    r = utility_bound([0.7, 0.1, 0.1, 0.1], s, epsilon=0.5)
+    r = utility_bound(s, [0.7, 0.1, 0.1, 0.1], epsilon=0.5)
     assert not r.applicable and math.isnan(r.value)
     assert "not regular" in r.reason and "μ[" in r.reason
     assert np.isfinite(r.formula_value)  # Σμ is still defined (Lemma 1), it just bounds nothing
@@ -255,7 +255,7 @@ def test_tester_reuse_is_checked():
     s = spaces.line(4)
     t = RegularityTester(s, 1.0)
     with pytest.raises(ValueError, match="another space or epsilon"):
-        utility_bound(np.full(4, 0.25), s, epsilon=2.0, tester=t)
+        utility_bound(s, np.full(4, 0.25), epsilon=2.0, tester=t)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -275,7 +275,7 @@ def test_tight_constraints_mechanism_attains_thm_2(space, eps):
     assert t.attains and t.private.holds and t.max_slack < 1e-12
     rng = np.random.default_rng(0)
     for p in sample_regular_priors(space, epsilon=eps, size=4, rng=rng):
-        assert utility(h, p).value == pytest.approx(utility_bound(p, space, epsilon=eps).value, rel=1e-10)
+        assert utility(h, p).value == pytest.approx(utility_bound(space, p, epsilon=eps).value, rel=1e-10)
     # relabelled outputs with the matching remap still attain it
     perm = rng.permutation(space.n)
     hp = h[:, perm]
@@ -293,7 +293,7 @@ def test_non_tight_and_non_private_channels():
     assert t.private.holds and not t.attains and t.slack.max() > 0.1
     # Lemma 1: U = Σμ − μ·s for the remap used
     p = corner_priors(s, epsilon=eps).mean(axis=0)
-    reg = regularity(p, s, epsilon=eps)
+    reg = regularity(s, p, epsilon=eps)
     assert utility(h, p).value == pytest.approx(reg.mu_sum - reg.mu @ t.slack, rel=1e-10)
     ident = attains_utility_bound(np.eye(5), s, epsilon=eps)
     assert not ident.private.holds and not ident.attains
@@ -356,7 +356,7 @@ def test_symmetric_bounds(space, eps):
     # Thm 27 = seed 000 Thm 2 at the uniform prior (Φ has constant row sums here)
     t27 = symmetric_utility_bound(space, epsilon=eps)
     assert t27.applicable
-    assert t27.value == pytest.approx(utility_bound(uni, space, epsilon=eps).value, rel=1e-10)
+    assert t27.value == pytest.approx(utility_bound(space, uni, epsilon=eps).value, rel=1e-10)
     # Thm 28 mechanism attains Thm 12 and Thm 27
     h = np.exp(-eps * space.distances)
     h /= h.sum(axis=1, keepdims=True)

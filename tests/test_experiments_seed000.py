@@ -171,7 +171,7 @@ def test_uniform_mu_is_the_tight_diagonal_over_n():
     # Seed 000 Prop 8: μΦ = u iff Φ(nμ) = 1, so μ = z/n; the experiments read Σμ as mean(z).
     sp = sum_space(10, 3)
     for e in (0.4, 0.9, 1.5):
-        mu = priors.regularity(np.full(sp.n, 1 / sp.n), sp, epsilon=e).mu
+        mu = priors.regularity(sp, np.full(sp.n, 1 / sp.n), epsilon=e).mu
         z = tight_constraints(sp, epsilon=e).z
         np.testing.assert_allclose(mu, z / sp.n, rtol=1e-9, atol=1e-13)
 

@@ -79,7 +79,7 @@ def test_corner_priors_are_regular_with_unit_mu(space, eps):
 def test_uniform_prior_on_a_clique(n, eps):
     # Φ = (1 − α) I + α J with α = e^{−ε}: μ = u / (1 + (n − 1) α), regular for every ε > 0.
     a = math.exp(-eps)
-    r = regularity(np.full(n, 1.0 / n), spaces.clique(n), epsilon=eps)
+    r = regularity(spaces.clique(n), np.full(n, 1.0 / n), epsilon=eps)
     assert r.regular and r.certain and r.unique
     np.testing.assert_allclose(r.mu, 1.0 / (n * (1 + (n - 1) * a)), rtol=1e-12)
     assert r.mu_sum == pytest.approx(1.0 / (1 + (n - 1) * a), rel=1e-12)
@@ -93,7 +93,7 @@ def test_two_points_exact(eps, p):
     # Φ = [[1, α], [α, 1]]: μ = (p − α(1−p), (1−p) − αp) / (1 − α²); regular iff α/(1+α) ≤ p ≤ 1/(1+α).
     a = math.exp(-eps)
     mu = np.array([p - a * (1 - p), (1 - p) - a * p]) / (1 - a * a)
-    r = regularity([p, 1 - p], spaces.line(2), epsilon=eps)
+    r = regularity(spaces.line(2), [p, 1 - p], epsilon=eps)
     np.testing.assert_allclose(r.mu, mu, rtol=1e-12, atol=1e-15)
     expect = a / (1 + a) <= p <= 1 / (1 + a)
     assert r.regular == expect and r.certain
@@ -107,7 +107,7 @@ def test_two_points_exact(eps, p):
 def test_point_mass_is_not_regular():
     # Prop 2: regular priors have full support.
     s = spaces.line(6)
-    r = regularity(np.eye(6)[2], s, epsilon=1.0)
+    r = regularity(s, np.eye(6)[2], epsilon=1.0)
     assert not r.regular and r.certain
     assert r.negative.size > 0 and np.all(r.negative_values < 0)
     assert np.all(r.mu[r.negative] == r.negative_values)
@@ -121,7 +121,7 @@ def test_uniform_prior_on_a_line_of_three(eps):
     # geometric mechanism exists, seed 000 Prop 8).
     a = math.exp(-eps)
     mu = np.array([1 - a, (1 - a) ** 2, 1 - a]) / (3 * (1 - a * a))
-    r = regularity(np.full(3, 1 / 3), spaces.line(3), epsilon=eps)
+    r = regularity(spaces.line(3), np.full(3, 1 / 3), epsilon=eps)
     np.testing.assert_allclose(r.mu, mu, rtol=1e-10)
     assert r.regular and r.certain
 
@@ -317,13 +317,13 @@ def test_sampling_is_reproducible_and_shaped():
 def test_bad_inputs():
     s = spaces.line(3)
     with pytest.raises(ValueError, match="expected 3"):
-        regularity([0.5, 0.5], s, epsilon=1.0)
+        regularity(s, [0.5, 0.5], epsilon=1.0)
     with pytest.raises(ValueError, match="epsilon"):
-        regularity([1 / 3] * 3, s, epsilon=0.0)
+        regularity(s, [1 / 3] * 3, epsilon=0.0)
     with pytest.raises(ValueError, match="sum to 1"):
-        regularity([0.5, 0.5, 0.5], s, epsilon=1.0)
+        regularity(s, [0.5, 0.5, 0.5], epsilon=1.0)
     with pytest.raises(TypeError, match="MetricSpace"):
-        regularity([1 / 3] * 3, np.zeros((3, 3)), epsilon=1.0)
+        regularity(np.zeros((3, 3)), [1 / 3] * 3, epsilon=1.0)
     with pytest.raises(ValueError, match="columns"):
         RegularityTester(s, 1.0).test_many(np.full((2, 4), 0.25))
     with pytest.raises(ValueError, match="row 1"):

@@ -118,7 +118,7 @@ def _tester(space, epsilon, tester) -> RegularityTester:
 # ---------------------------------------------------------------------------------------------
 
 
-def utility_bound(prior, space: MetricSpace, *, epsilon: float, tester: RegularityTester | None = None) -> BoundResult:
+def utility_bound(space: MetricSpace, prior, *, epsilon: float, tester: RegularityTester | None = None) -> BoundResult:
     r"""Upper bound on the utility of every ε·d-private mechanism for a regular prior (seed 000 Thm 2).
 
     For π = μΦ with μ ≥ 0, every ε·d-private H : Y → Z and every remap R : Z → Y satisfy
@@ -153,7 +153,7 @@ def _from_regularity(reg: RegularityResult, formula: float, quantity: str, sourc
                        f"the prior is not regular: {reg.reason}", fv)
 
 
-def leakage_bound(prior, space: MetricSpace, *, epsilon: float, tester: RegularityTester | None = None) -> BoundResult:
+def leakage_bound(space: MetricSpace, prior, *, epsilon: float, tester: RegularityTester | None = None) -> BoundResult:
     r"""Upper bound on the min-entropy leakage of every ε·d-private mechanism for a regular prior:
     L(H, π) ≤ log2(Σ_y μ_y / max_y π_y) bits (seed 000 Prop 5; seed 004 Prop 6).
 

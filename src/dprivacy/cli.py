@@ -330,8 +330,8 @@ def cmd_prior(args) -> None:
     prior = _prior(args.prior, space.n)
     tester = RegularityTester(space, eps)
     reg = tester.test(prior)
-    ub = bounds.utility_bound(prior, space, epsilon=eps, tester=tester)
-    lb = bounds.leakage_bound(prior, space, epsilon=eps, tester=tester)
+    ub = bounds.utility_bound(space, prior, epsilon=eps, tester=tester)
+    lb = bounds.leakage_bound(space, prior, epsilon=eps, tester=tester)
     report = {
         "space": space.name,
         "n": space.n,

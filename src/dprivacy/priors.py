@@ -530,7 +530,7 @@ def _negative_reason(mu: np.ndarray, neg: np.ndarray, tol: float) -> str:
     return f"{neg.size} negative entr{'y' if neg.size == 1 else 'ies'} of μ: {shown}{more}"
 
 
-def regularity(prior, space: MetricSpace, *, epsilon: float) -> RegularityResult:
+def regularity(space: MetricSpace, prior, *, epsilon: float) -> RegularityResult:
     """Whether ``prior`` is ε·d-regular on ``space`` (seed 000 Def 4), with the certificate μ ≥ 0,
     μΦ = π, the corner coefficients γ (Prop 3) and Σμ (the Thm 2 bound); or, when it is not, which
     entries of μ are negative and by how much.

@@ -113,7 +113,7 @@ def _mu_tolerance_fn(space, prior=None, tol=MU_TOL):
     p = np.full(space.n, 1.0 / space.n) if prior is None else prior
 
     def f(e):
-        return float(priors.regularity(p, space, epsilon=float(e)).mu.min()) >= -tol
+        return float(priors.regularity(space, p, epsilon=float(e)).mu.min()) >= -tol
 
     return f
 
@@ -233,7 +233,7 @@ def fig2(ctx: Context) -> Outcome:
             c = priors.corner_priors(sp, epsilon=e)
             frac[name, e] = region_fraction_3(c)
             panels.append((f"{name} of 3 nodes, ε = {e}", c, frac[name, e]))
-            corner_checks += [priors.regularity(row, sp, epsilon=e) for row in c]
+            corner_checks += [priors.regularity(sp, row, epsilon=e) for row in c]
             phi = priors.constraints_matrix(sp, epsilon=e)
             mu = np.eye(sp.n) / phi.sum(axis=1)[:, None]  # row y: the certificate of corner c^y
             corner_cert = max(corner_cert, float(np.abs(mu @ phi - c).max()))
@@ -279,7 +279,7 @@ def fig2(ctx: Context) -> Outcome:
               1.0, limit, 1e-9),
     ]
     notes = ["Uniform prior regular: " + ", ".join(
-        f"{n} ε={e}: {priors.regularity(np.full(3, 1 / 3), sp, epsilon=e).regular}" for n, sp in cases.items() for e in EX1_EPS)]
+        f"{n} ε={e}: {priors.regularity(sp, np.full(3, 1 / 3), epsilon=e).regular}" for n, sp in cases.items() for e in EX1_EPS)]
     return Outcome(claims, [fig], notes)
 
 
@@ -377,7 +377,7 @@ def example3(ctx: Context) -> Outcome:
         e = round(float(e), 10)
         if e not in cache:
             t = priors.RegularityTester(space, e)
-            cache[e] = (t.test(pi), bounds.leakage_bound(pi, space, epsilon=e, tester=t))
+            cache[e] = (t.test(pi), bounds.leakage_bound(space, pi, epsilon=e, tester=t))
         return cache[e]
 
     # 1. The published check: regularity on the 0.01 grid of [0.48, 1].
@@ -424,7 +424,7 @@ def example3(ctx: Context) -> Outcome:
     gap = [abs(t - v) for t, v in zip(tight_leak, valid) if v is not None and t is not None]
     better = all(f < t for f, t in zip([v if v is not None else w for v, w in zip(valid, formula_only)], thm3))
     # Thm 3's μ: (e^ε / (|V|(|V| − 1 + e^ε)))^u solves μΦ = u (seed 000 §5.3).
-    uni = priors.regularity(np.full(space.n, 1.0 / space.n), space, epsilon=EX3_EPS)
+    uni = priors.regularity(space, np.full(space.n, 1.0 / space.n), epsilon=EX3_EPS)
     mu_closed = (math.exp(EX3_EPS) / (4 * (3 + math.exp(EX3_EPS)))) ** EX3_U
 
     fig = _curves(
@@ -442,7 +442,7 @@ def example3(ctx: Context) -> Outcome:
                 "mechanism (Prop 9, exists for every ε) leaks exactly the Prop 5 value where π is regular.",
         vlines={"paper: regular from 0.48": EX3_RANGE[0], "π regular from here (ln 2)": math.log(2)})
 
-    lb_first = bounds.leakage_bound(pi, space, epsilon=first).value if first else None
+    lb_first = bounds.leakage_bound(space, pi, epsilon=first).value if first else None
     claims = [
         Claim("000-ex3-regular-from", P, "Example 3: π is ε·d_h-regular for 0.48 ≤ ε ≤ 1 (step 0.01): smallest such ε",
               EX3_RANGE[0], first, GRID / 2,
@@ -550,7 +550,7 @@ def _case_study(ctx: Context, *, space, key: str, where: str, star_pub: float, r
     at = [i for i, x in enumerate(xs) if tight[i] is not None]
     ub_err = 0.0
     for i in (at[0], at[-1]) if at else ():
-        b = bounds.utility_bound(np.full(space.n, 1.0 / space.n), space, epsilon=float(xs[i])).value
+        b = bounds.utility_bound(space, np.full(space.n, 1.0 / space.n), epsilon=float(xs[i])).value
         ub_err = max(ub_err, abs(tight[i] - b))
     r_hi = tight_constraints(space, epsilon=float(hi)) if hi else None
     above = [s for x, s in zip(xs, status) if hi and x >= hi]
@@ -719,7 +719,7 @@ def sec6(ctx: Context) -> Outcome:
     pis = priors.sample_regular_priors(sp, epsilon=e, size=25, rng=0)
     gap, geo_ok = 0.0, True
     for p in pis:
-        b = bounds.utility_bound(p, sp, epsilon=e, tester=tester).value
+        b = bounds.utility_bound(sp, p, epsilon=e, tester=tester).value
         gap = max(gap, abs(measures.utility(H, p).value - b))
         geo_ok &= measures.utility(G, p).value <= b + 1e-12
     claims = [

@@ -235,7 +235,7 @@ def fig7(ctx: Context) -> Outcome:
     gaps = {f"explicit 10 000 × 10 000 channel at ε = {DENSE_EPS:g} vs Σμ (CG)": abs(u_explicit - sum_mu_cg)}
     sum_mu_dense = None
     if not ctx.quick:
-        b = bounds.utility_bound(uniform, dense_grid, epsilon=DENSE_EPS)
+        b = bounds.utility_bound(dense_grid, uniform, epsilon=DENSE_EPS)
         sum_mu_dense = b.value if b.applicable else None
         if sum_mu_dense is not None:
             gaps[f"explicit channel vs Σμ from the dense solve of μΦ = u at ε = {DENSE_EPS:g}"] = abs(u_explicit - sum_mu_dense)
