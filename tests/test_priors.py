@@ -67,6 +67,19 @@ def test_corner_priors_are_regular_with_unit_mu(space, eps):
     assert np.all(err <= batch.error_bound)
     # corners lie on the boundary of the region: min μ = 0, so the margin cannot be certain
     assert np.all(np.abs(batch.margin) <= 1.0) or n == 1
+    # ... but the front door recognises a corner and reports it regular with its exact certificate
+    for y in range(n):
+        r = t.test(c[y])
+        assert r.ok and r.regular and r.reason is None
+        if n > 1:
+            assert r.method == "corner" and r.boundary
+            np.testing.assert_array_equal(r.mu, expect[y])
+            np.testing.assert_array_equal(r.gamma, np.eye(n)[y])
+        # a point just outside along the direction away from the corner's face is not called a corner
+    if n > 1:
+        off = c[0] * (1 + 1e-6)
+        off[1] -= off.sum() - 1.0
+        assert t.test(off).method != "corner"
 
 
 # ---------------------------------------------------------------------------------------------

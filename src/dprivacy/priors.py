@@ -399,8 +399,29 @@ class RegularityTester:
         )
 
     # -- result construction ----------------------------------------------------------------
+    def _corner_of(self, p: np.ndarray) -> int | None:
+        """y when ``p`` is the corner prior c^y = φ_y / Σφ_y (seed 000 Def 5) up to the rounding of its own
+        computation (a few units in the last place per entry), else None."""
+        y = int(np.argmax(p))
+        c = self.phi[y] / self.row_sums[y]
+        tol = 8 * self.n * np.finfo(np.float64).eps
+        return y if np.all(np.abs(p - c) <= tol * np.maximum(c, np.finfo(np.float64).tiny)) else None
+
     def _result_direct(self, p, mu, residual, err) -> RegularityResult:
         mins = float(mu.min())
+        if abs(mins) <= err:
+            y = self._corner_of(p)
+            if y is not None:
+                # A corner prior is regular by construction: μ = e_y / Σ_{y'} φ_{yy'} exactly (seed 000 Def 5,
+                # Prop 3); it lies on the boundary of the region, where floating point alone cannot decide.
+                exact = np.zeros(self.n)
+                exact[y] = 1.0 / self.row_sums[y]
+                gamma = np.zeros(self.n)
+                gamma[y] = 1.0
+                return RegularityResult(
+                    regular=True, mu=exact, gamma=gamma, mu_sum=float(exact[y]), mu_sum_max=float(exact[y]),
+                    mu_sum_error=0.0, residual=residual, error_bound=0.0, margin=math.inf, method="corner",
+                    rcond=self.rcond, nullity=0, consistent=True, reason=None, boundary=True)
         below = bool(self._below_prop2(p[None, :])[0])
         regular = mins > err and not below
         boundary = abs(mins) <= err and not below
