@@ -402,6 +402,14 @@ def cmd_obfuscate(args) -> int:
     return 0
 
 
+def cmd_evaluate(args) -> int:
+    from .data.locations import evaluate_files
+
+    rep = evaluate_files(args.original, args.released, lat=args.lat, lon=args.lon, key=args.key)
+    _emit(rep, args.json, "displacement of the released points")
+    return 0
+
+
 def cmd_query(args) -> int:
     from ._validate import check_epsilon
     from .data.tables import parse_query, run_query
@@ -515,6 +523,15 @@ def make_parser() -> argparse.ArgumentParser:
     ob.add_argument("--skip-invalid", action="store_true", help="drop rows with missing or out-of-range coordinates and count them")
     ob.add_argument("--json", action="store_true")
     ob.set_defaults(func=cmd_obfuscate)
+
+    ev = sub.add_parser("evaluate", help="displacement (metres) between an original file of points and its obfuscated release")
+    ev.add_argument("original", metavar="ORIGINAL")
+    ev.add_argument("released", metavar="RELEASED", help="the output of `dprivacy obfuscate` (its sidecar gives ε)")
+    ev.add_argument("--key", help="join rows by this column (default: by position)")
+    ev.add_argument("--lat", help="latitude column (default: found by name)")
+    ev.add_argument("--lon", help="longitude column (default: found by name)")
+    ev.add_argument("--json", action="store_true")
+    ev.set_defaults(func=cmd_evaluate)
 
     qy = sub.add_parser("query", help="private count/sum/avg/percentile answers on a CSV or Parquet table")
     qy.add_argument("table", metavar="TABLE", help="a .csv, .csv.gz or .parquet table")
