@@ -162,7 +162,9 @@ class Channel:
         """Draw one output index for each secret index in ``secrets`` (vectorized), exactly.
 
         The requested rows are quantised to integer weights summing to 2^62 (every positive entry stays
-        reachable) and sampled with uniform integers (:mod:`dprivacy.sampling.exact`), so no output of
+        reachable; rows with entries below 2^-32 are first mixed with the uniform distribution on their
+        support at a weight γ ≤ m·2^-32, which keeps ε·d-privacy) and sampled with uniform integers
+        (:mod:`dprivacy.sampling.exact`): what is drawn is exactly that quantised channel, and no output of
         positive probability is unreachable. ``rng``: None is the release-grade source, an int seed or a
         Generator is reproducible research mode (:func:`dprivacy.sampling.random_source`).
         """

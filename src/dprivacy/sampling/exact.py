@@ -91,6 +91,11 @@ def quantise_rows(p: np.ndarray, *, bits: int = WEIGHT_BITS, gamma: float = 0.0)
     return w
 
 
+#: Above this many (pair, output) comparisons the delivered ε is not computed when a sampler is built
+#: (it would dominate sampling); it is reported as None and can be asked for with delivered_epsilon().
+DELIVERED_EPS_WORK = 3e8
+
+
 def delivered_epsilon(weights: np.ndarray, space, pairs=None) -> float:
     """The smallest ε for which the quantised channel w / 2^K is ε·d-private: max over constraint pairs
     (y, y') at finite distance and outputs z of ln(w[y,z]/w[y',z]) / d(y, y') (∞ when an output has
@@ -124,7 +129,8 @@ class ExactSampler:
     gamma : float
         Weight of the uniform distribution mixed into the rows before quantising (0: none).
     delivered_epsilon : float or None
-        ε of the quantised channel on ``space`` (None when no space was given).
+        ε of the quantised channel on ``space`` (None when no space was given, or when the check would
+        exceed :data:`DELIVERED_EPS_WORK` comparisons).
     requested_epsilon : float or None
     slack : float or None
         delivered − requested (≤ 0 means no loss), None when unknown.
@@ -143,7 +149,9 @@ class ExactSampler:
         p = np.asarray(matrix, dtype=np.float64)
         gamma = mixing_weight(p, bits=bits)
         w = quantise_rows(p, bits=bits, gamma=gamma)
-        eps = delivered_epsilon(w, space) if space is not None else None
+        eps = None
+        if space is not None and space.constraint_pairs()[0].size * w.shape[1] <= DELIVERED_EPS_WORK:
+            eps = delivered_epsilon(w, space)
         slack = None if eps is None or epsilon is None else eps - float(epsilon)
         return cls(w, bits, gamma, eps, epsilon, slack, np.cumsum(w, axis=1))
 
