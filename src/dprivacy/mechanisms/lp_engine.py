@@ -1,0 +1,342 @@
+r"""The optimal-mechanism LP at scale: constraint generation with a certified bracket.
+
+The LP of :func:`dprivacy.mechanisms.optimal.optimal_mechanism` (seed 000 §3.4, §5.1; seed 001 Def 22,
+Prop 23; seed 002 Def 7) has n·|W| variables and, for a Euclidean metric, about n²·|W| privacy
+constraints. At the optimum almost all of them are slack. This module solves a *restricted* LP that
+holds only some constraints, finds the constraints its solution violates among the space's constraint
+pairs (enough by seed 004 Prop 1), adds them, and re-solves from the previous basis (HiGHS dual
+simplex, warm-started through ``highspy``), until no constraint is violated or the bracket below is
+closed to the requested gap.
+
+**The bracket.** Every round gives two numbers that enclose the true optimum OPT of the full LP
+(gain form: maximise Σ c[y, w] H[y, w], c = π·g, or c = −π·l for a loss):
+
+* a **certified value** LB ≤ OPT: the restricted solution is lifted onto *all* privacy constraints
+  (:func:`~dprivacy.mechanisms.optimal.certified_repair`), checked exactly
+  (:func:`~dprivacy.measures.check_privacy`), and its expected gain computed by
+  :mod:`dprivacy.measures`. Any private channel's value is ≤ OPT.
+* a **Lagrangian bound** UB ≥ OPT: for any multipliers λ ≥ 0 on the privacy constraints
+  A·vec(H) ≤ 0, and any H of the full LP,
+
+  .. math:: \sum c\,H \le \sum c\,H - \lambda^\top A\,\mathrm{vec}(H)
+            = \sum_y \sum_w (c - A^\top\lambda)[y, w]\, H[y, w]
+            \le \sum_y \max_w (c - A^\top\lambda)[y, w],
+
+  since each row of H is a probability vector. With λ the restricted LP's duals (constraints not in
+  the restricted LP have λ = 0) this is a bound that holds whatever the solver's tolerances were; at
+  the restricted LP's optimum it equals the restricted optimum (complementary slackness).
+
+The relative gap (UB − LB)/|UB| is what is reported; ``gap`` stops the loop when it is reached and
+``time_limit`` stops it with the best certified mechanism so far and its honest gap.
+
+**Outputs.** For the binary gain (W = Y) only outputs of positive prior are kept: merging a zero-prior
+output's column into any other column keeps privacy (the constraints are linear and homogeneous, so
+the sum of two private columns is private) and never lowers the gain (the zero-prior column earns
+nothing; the column it joins earns at least as much). So the restricted-output LP has the same optimum.
+For other gains and losses every output is kept.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..measures.privacy import LOG_ATOL, check_privacy
+from ..spaces import MetricSpace
+
+#: Absolute violation e^{−εd(a,b)}·H[a,w] − H[b,w] above which a constraint is added. HiGHS is run
+#: with feasibility tolerances of 1e-9; violations below this are left to the certified repair.
+VIOLATION_ATOL = 1e-9
+
+#: Constraints added per round at most (the most violated first); bounds the growth of the LP.
+MAX_NEW_ROWS = 400_000
+
+#: Memory per variable / per non-zero that HiGHS needs, from measurements of its simplex solver
+#: (bytes; used only for the refusal estimate before building).
+BYTES_PER_NONZERO = 60
+BYTES_PER_VARIABLE = 120
+
+#: Largest restricted LP (bytes, by the estimate above) this engine will build.
+MAX_MODEL_BYTES = 6 * 2**30
+
+#: Elements per block of the violation search.
+_SEARCH_ELEMENTS = 8_000_000
+
+
+@dataclass
+class Round:
+    """One round of constraint generation: restricted LP size, its objective, the bracket so far."""
+
+    round: int
+    rows: int
+    objective: float
+    bound: float
+    certified: float
+    gap: float
+    violated: int
+    seconds: float
+
+
+@contextmanager
+def _stdout_to_stderr():
+    # highspy prints its banner on stdout when the first Highs object is made, which would corrupt
+    # the command line's --json output.
+    try:
+        fd = os.dup(1)
+    except OSError:  # no stdout at all
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        os.dup2(fd, 1)
+        os.close(fd)
+
+
+def _new_highs(time_limit: float | None):
+    import highspy
+
+    with _stdout_to_stderr():
+        h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("primal_feasibility_tolerance", 1e-9)
+    h.setOptionValue("dual_feasibility_tolerance", 1e-9)
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(max(time_limit, 1e-3)))
+    return h
+
+
+def lagrangian_bound(c: np.ndarray, a, b, j, coef, lam) -> float:
+    r"""Σ_y max_w (c − Aᵀλ)[y, w] for the privacy rows coef·H[a, j] − H[b, j] ≤ 0 with multipliers
+    λ ≥ 0 (negative entries are set to 0, which keeps the bound valid). An upper bound on the gain of
+    every channel satisfying those constraints (see the module docstring)."""
+    lam = np.maximum(np.asarray(lam, dtype=np.float64), 0.0)
+    n, m = c.shape
+    at = np.bincount(a * m + j, weights=coef * lam, minlength=n * m)
+    at -= np.bincount(b * m + j, weights=lam, minlength=n * m)
+    r = c - at.reshape(n, m)
+    return float(r.max(axis=1).sum())
+
+
+def violated_constraints(h: np.ndarray, space: MetricSpace, epsilon: float, *, atol: float = VIOLATION_ATOL,
+                         limit: int = MAX_NEW_ROWS):
+    r"""Privacy constraints e^{−εd(a,b)}·H[a, w] ≤ H[b, w] violated by more than ``atol``, over the
+    space's constraint pairs (both orientations) and the columns of ``h`` that are not zero. For each
+    (b, w) only the most violated a is kept; at most ``limit`` rows, the most violated first.
+
+    Returns (a, b, w, coef, worst): int arrays, the coefficients e^{−εd(a,b)}, and the largest violation.
+    """
+    n, m = h.shape
+    pi, pj = space.constraint_pairs()
+    d = space.distances[pi, pj]
+    keep = np.isfinite(d)
+    pi, pj, d = pi[keep], pj[keep], d[keep]
+    a_all = np.concatenate([pi, pj])
+    b_all = np.concatenate([pj, pi])
+    f_all = np.exp(-epsilon * np.concatenate([d, d]))
+    cols = np.flatnonzero(h.max(axis=0) > 0)
+    best = np.zeros((n, m))
+    arg = np.full((n, m), -1, dtype=np.intp)
+    if cols.size and a_all.size:
+        hc = h[:, cols]
+        step = max(1, _SEARCH_ELEMENTS // max(cols.size, 1))
+        for s in range(0, a_all.size, step):
+            a, b, f = a_all[s:s + step], b_all[s:s + step], f_all[s:s + step]
+            v = f[:, None] * hc[a] - hc[b]  # (pairs, used columns)
+            # the most violated a for each (b, column): reduce by b with a lexsort-free trick
+            k, col = np.nonzero(v > atol)
+            if k.size == 0:
+                continue
+            val = v[k, col]
+            key = b[k] * m + cols[col]
+            # the most violated a for each (b, column): sort by (key, violation), keep each key's last
+            order = np.lexsort((val, key))
+            key, val, aa = key[order], val[order], a[k[order]]
+            last = np.append(key[1:] != key[:-1], True)
+            key, val, aa = key[last], val[last], aa[last]
+            bb, cc = np.divmod(key, m)
+            better = val > best[bb, cc]
+            best[bb[better], cc[better]] = val[better]
+            arg[bb[better], cc[better]] = aa[better]
+    bb, cc = np.nonzero(arg >= 0)
+    if bb.size == 0:
+        return (np.empty(0, np.intp),) * 3 + (np.empty(0), 0.0)
+    aa = arg[bb, cc]
+    val = best[bb, cc]
+    worst = float(val.max())
+    if bb.size > limit:
+        top = np.argsort(-val, kind="stable")[:limit]
+        aa, bb, cc = aa[top], bb[top], cc[top]
+    coef = np.exp(-epsilon * space.distances[aa, bb])
+    return aa, bb, cc, coef, worst
+
+
+def _initial_pairs(space: MetricSpace, outputs: np.ndarray, epsilon: float, kind: str = "both+nb"):
+    """The constraints the restricted LP starts with, for each kept output w (column j): the pairs
+    {w, b} for every b at finite distance, in both orientations (so the column's peak bounds every
+    entry from below and above), and each point's pairs with its nearest neighbours (the smallest
+    distance from it), both orientations. The constraints that bind elsewhere are found by the search."""
+    n = space.n
+    m = outputs.size
+    j = np.repeat(np.arange(m, dtype=np.intp), n)
+    a = np.repeat(outputs.astype(np.intp), n)
+    b = np.tile(np.arange(n, dtype=np.intp), m)
+    d = space.distances[a, b]
+    keep = (a != b) & np.isfinite(d)
+    a, b, j = a[keep], b[keep], j[keep]
+    parts = [(a, b, j)]
+    if kind.startswith("both"):
+        parts.append((b, a, j))
+    if kind.endswith("+nb"):
+        pi, pj = space.constraint_pairs()
+        dd = space.distances[pi, pj]
+        ok = np.isfinite(dd) & (dd > 0)
+        pi, pj, dd = pi[ok], pj[ok], dd[ok]
+        if dd.size:
+            near = dd <= dd.min() * (1 + 1e-9)
+            pi, pj = pi[near], pj[near]
+            k = pi.size
+            jj = np.repeat(np.arange(m, dtype=np.intp), k)
+            parts.append((np.tile(pi, m), np.tile(pj, m), jj))
+            parts.append((np.tile(pj, m), np.tile(pi, m), jj))
+    a = np.concatenate([p[0] for p in parts])
+    b = np.concatenate([p[1] for p in parts])
+    j = np.concatenate([p[2] for p in parts])
+    # drop duplicates (a neighbour of w appears twice)
+    key = np.unique((a * n + b) * m + j)
+    ab, j = np.divmod(key, m)
+    a, b = np.divmod(ab, n)
+    return a, b, j, np.exp(-epsilon * space.distances[a, b])
+
+
+def estimate_bytes(n: int, m: int, rows: int) -> int:
+    """Memory estimate for a restricted LP with n·m variables, n row-sum rows of m non-zeros and
+    ``rows`` privacy rows of two non-zeros (HiGHS keeps the matrix column- and row-wise)."""
+    return int(BYTES_PER_VARIABLE * n * m + BYTES_PER_NONZERO * (n * m + 2 * rows))
+
+
+def _add_privacy_rows(hs, a, b, j, coef, m: int) -> None:
+    k = a.size
+    if k == 0:
+        return
+    idx = np.empty(2 * k, dtype=np.int32)
+    idx[0::2] = a * m + j
+    idx[1::2] = b * m + j
+    val = np.empty(2 * k)
+    val[0::2] = coef
+    val[1::2] = -1.0
+    starts = np.arange(0, 2 * k, 2, dtype=np.int32)
+    hs.addRows(k, np.full(k, -np.inf), np.zeros(k), 2 * k, starts, idx, val)
+
+
+@dataclass
+class EngineOutcome:
+    """What :func:`constraint_generation` found; wrapped into an OptimalResult by the caller."""
+
+    status: str  # "optimal" (no violated constraint left), "gap" (gap reached), "time-limit", "failed"
+    message: str
+    raw: np.ndarray | None  # the last restricted solution (n × m), before repair
+    objective: float  # the last restricted LP objective
+    bound: float  # the best Lagrangian bound over the rounds (≥ OPT)
+    rounds: list
+    rows: int  # privacy rows in the last restricted LP
+    seconds: float
+
+
+def constraint_generation(space: MetricSpace, c: np.ndarray, outputs: np.ndarray, epsilon: float, *,
+                          certify, gap: float = 1e-7, time_limit: float | None = None,
+                          progress=None, initial: str = "both+nb") -> EngineOutcome:
+    r"""Maximise Σ c[y, j]·H[y, j] over channels H : Y → (kept outputs) that are ε·d-private, by
+    constraint generation (module docstring).
+
+    ``c`` is n × m (gain form), ``outputs[j]`` the point of the space that column j stands for (its
+    constraints to start with). ``certify(h) -> float`` returns the certified value of the repaired
+    channel (a lower bound on the optimum). ``progress(round: Round)`` is called after each round.
+    """
+    import highspy
+
+    t0 = time.perf_counter()
+    n, m = c.shape
+    a, b, j, coef = _initial_pairs(space, outputs, epsilon, initial)
+    need = estimate_bytes(n, m, a.size)
+    if need > MAX_MODEL_BYTES:
+        return EngineOutcome("failed", f"the restricted LP would need about {need / 2**30:.1f} GiB "
+                             f"({n}x{m} variables, {a.size:,} starting constraints), over the "
+                             f"{MAX_MODEL_BYTES / 2**30:.0f} GiB limit", None, float("nan"), float("inf"), [], 0,
+                             time.perf_counter() - t0)
+    hs = _new_highs(time_limit)
+    nv = n * m
+    hs.addVars(nv, np.zeros(nv), np.full(nv, np.inf))
+    hs.changeColsCost(nv, np.arange(nv, dtype=np.int32), c.ravel())
+    hs.changeObjectiveSense(highspy.ObjSense.kMaximize)
+    starts = np.arange(0, nv, m, dtype=np.int32)
+    hs.addRows(n, np.ones(n), np.ones(n), nv, starts, np.arange(nv, dtype=np.int32), np.ones(nv))
+    _add_privacy_rows(hs, a, b, j, coef, m)
+    # Interior point with crossover for the first (largest relative change) solve; dual simplex,
+    # warm-started from the basis, after each addition of rows.
+    hs.setOptionValue("solver", "ipm")
+    hs.setOptionValue("run_crossover", "on")
+    rounds: list[Round] = []
+    best_bound = float("inf")
+    raw = None
+    objective = float("nan")
+    status, message = "failed", "not solved"
+    for k in range(1, 10_000):
+        if time_limit is not None:
+            left = time_limit - (time.perf_counter() - t0)
+            if left <= 0:
+                status, message = "time-limit", f"time limit of {time_limit:g} s reached after {k - 1} rounds"
+                break
+            hs.setOptionValue("time_limit", float(hs.getRunTime() + left))
+        hs.run()
+        ms = hs.getModelStatus()
+        if ms != highspy.HighsModelStatus.kOptimal:
+            text = hs.modelStatusToString(ms)
+            if ms == highspy.HighsModelStatus.kTimeLimit:
+                status, message = "time-limit", f"time limit of {time_limit:g} s reached in round {k}"
+            else:
+                status, message = "failed", f"HiGHS: {text} in round {k}"
+            break
+        hs.setOptionValue("solver", "simplex")
+        sol = hs.getSolution()
+        x = np.asarray(sol.col_value, dtype=np.float64).reshape(n, m)
+        raw = x
+        objective = float(hs.getInfo().objective_function_value)
+        duals = np.asarray(sol.row_dual, dtype=np.float64)[n:]
+        bound = min(lagrangian_bound(c, a, b, j, coef, duals), lagrangian_bound(c, a, b, j, coef, -duals))
+        best_bound = min(best_bound, bound)
+        h = np.clip(x, 0.0, None)
+        h /= h.sum(axis=1, keepdims=True)
+        na, nb, nj, ncoef, worst = violated_constraints(h, space, epsilon)
+        certified = certify(h)
+        g = _relative_gap(best_bound, certified)
+        rounds.append(Round(k, a.size, objective, best_bound, certified, g, int(na.size),
+                            time.perf_counter() - t0))
+        if progress is not None:
+            progress(rounds[-1])
+        if na.size == 0:
+            status, message = "optimal", f"no privacy constraint violated by more than {VIOLATION_ATOL:g} after {k} rounds"
+            break
+        if g <= gap:
+            status, message = "gap", f"relative gap {g:.3g} ≤ {gap:g} after {k} rounds"
+            break
+        need = estimate_bytes(n, m, a.size + na.size)
+        if need > MAX_MODEL_BYTES:
+            status, message = "memory", (f"stopped after {k} rounds: the next restricted LP would need about "
+                                         f"{need / 2**30:.1f} GiB, over the {MAX_MODEL_BYTES / 2**30:.0f} GiB limit")
+            break
+        _add_privacy_rows(hs, na, nb, nj, ncoef, m)
+        a, b, j, coef = (np.concatenate([a, na]), np.concatenate([b, nb]), np.concatenate([j, nj]),
+                         np.concatenate([coef, ncoef]))
+    return EngineOutcome(status, message, raw, objective, best_bound, rounds, int(a.size), time.perf_counter() - t0)
+
+
+def _relative_gap(bound: float, value: float) -> float:
+    if not (np.isfinite(bound) and np.isfinite(value)):
+        return float("inf")
+    return float(max(bound - value, 0.0) / max(abs(bound), 1e-300))
