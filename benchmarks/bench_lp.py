@@ -41,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 
 def run_one(space, prior, eps, pairs, method, time_limit):
     t0 = time.perf_counter()
-    r = optimal_mechanism(space, prior, epsilon=eps, pairs=pairs, method=method,
+    r = optimal_mechanism(space, prior, epsilon=eps, pairs=pairs, method="full", solver=method,
                           options={"time_limit": float(time_limit)})
     total = time.perf_counter() - t0
     return {

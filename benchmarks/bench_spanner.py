@@ -119,7 +119,7 @@ def tradeoff(side, args):
           f"{'seconds':>8} {'value':>12} {'smallest ε':>10} {'rel.loss':>8}")
     for kind in args.kinds:
         loss = np.array(space.distances) if kind == "loss" else None
-        ex = optimal_mechanism(space, prior, epsilon=args.epsilon, loss=loss, method=args.method, options=opts)
+        ex = optimal_mechanism(space, prior, epsilon=args.epsilon, loss=loss, method="full", solver=args.method, options=opts)
         print(f"{kind:<5} {'exact':>6} {'':>8} {'':>3} {1.0:>8.5f} {'':>6} {ex.n_constraints:>11} "
               f"{ex.seconds:>8.1f} {ex.value:>12.8f} {ex.smallest_epsilon:>10.7f} {0.0:>8.4f}", flush=True)
         rows.append({"grid": f"{side}x{side}", "n": n, "kind": kind, "target_dilation": None, "exact": True,

@@ -413,7 +413,7 @@ def test_private_lift_is_smallest_private_majorant():
 
 
 def test_solver_failure_is_a_result_not_an_exception():
-    r = optimal_mechanism(spaces.clique(6), np.full(6, 1 / 6), epsilon=LN2, method="highs-ds",
+    r = optimal_mechanism(spaces.clique(6), np.full(6, 1 / 6), epsilon=LN2, method="full", solver="highs-ds",
                           options={"maxiter": 1, "presolve": False})
     assert not r.success and not r
     assert r.status == 1 and "limit" in r.message.lower()

@@ -63,6 +63,11 @@ BYTES_PER_VARIABLE = 120
 #: Largest restricted LP (bytes, by the estimate above) this engine will build.
 MAX_MODEL_BYTES = 6 * 2**30
 
+#: The restricted channel is repaired and certified after every round (for the ``gap`` stopping rule)
+#: only when that check, n²·|W| pair-column comparisons, is at most this; above it, only the final
+#: channel is certified (by the caller).
+CERTIFY_EVERY_ROUND_ELEMENTS = 300_000_000
+
 #: Elements per block of the violation search.
 _SEARCH_ELEMENTS = 8_000_000
 
@@ -82,26 +87,31 @@ class Round:
 
 
 @contextmanager
-def _stdout_to_stderr():
+def _quiet_banner():
     # highspy prints its banner on stdout when the first Highs object is made, which would corrupt
-    # the command line's --json output.
+    # the command line's --json output; send it to the null device.
+    import sys
+
     try:
+        sys.stdout.flush()
         fd = os.dup(1)
-    except OSError:  # no stdout at all
+    except (OSError, ValueError, AttributeError):  # no usable stdout
         yield
         return
+    null = os.open(os.devnull, os.O_WRONLY)
     try:
-        os.dup2(2, 1)
+        os.dup2(null, 1)
         yield
     finally:
         os.dup2(fd, 1)
         os.close(fd)
+        os.close(null)
 
 
 def _new_highs(time_limit: float | None):
     import highspy
 
-    with _stdout_to_stderr():
+    with _quiet_banner():
         h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("primal_feasibility_tolerance", 1e-9)
@@ -121,6 +131,13 @@ def lagrangian_bound(c: np.ndarray, a, b, j, coef, lam) -> float:
     at -= np.bincount(b * m + j, weights=lam, minlength=n * m)
     r = c - at.reshape(n, m)
     return float(r.max(axis=1).sum())
+
+
+def lagrangian_bound_matrix(c: np.ndarray, a_ub, lam) -> float:
+    """:func:`lagrangian_bound` for privacy rows given as a sparse matrix ``a_ub`` (rows A·vec(H) ≤ 0,
+    H row-major n × m), e.g. :func:`dprivacy.mechanisms.optimal.privacy_constraints`."""
+    lam = np.maximum(np.asarray(lam, dtype=np.float64), 0.0)
+    return float((c - (a_ub.T @ lam).reshape(c.shape)).max(axis=1).sum())
 
 
 def violated_constraints(h: np.ndarray, space: MetricSpace, epsilon: float, *, atol: float = VIOLATION_ATOL,
@@ -246,6 +263,7 @@ class EngineOutcome:
     rounds: list
     rows: int  # privacy rows in the last restricted LP
     seconds: float
+    n_pairs: int = 0  # distinct unordered pairs {a, b} among those rows
 
 
 def constraint_generation(space: MetricSpace, c: np.ndarray, outputs: np.ndarray, epsilon: float, *,
@@ -255,8 +273,10 @@ def constraint_generation(space: MetricSpace, c: np.ndarray, outputs: np.ndarray
     constraint generation (module docstring).
 
     ``c`` is n × m (gain form), ``outputs[j]`` the point of the space that column j stands for (its
-    constraints to start with). ``certify(h) -> float`` returns the certified value of the repaired
-    channel (a lower bound on the optimum). ``progress(round: Round)`` is called after each round.
+    constraints to start with). ``certify(h) -> float``, if given, returns the certified value of the
+    repaired channel (a lower bound on the optimum, −inf if the repair fails the exact check); without
+    it the certified value is not known during the run (NaN in the rounds) and only the absence of
+    violated constraints stops the loop. ``progress(round: Round)`` is called after each round.
     """
     import highspy
 
@@ -313,7 +333,7 @@ def constraint_generation(space: MetricSpace, c: np.ndarray, outputs: np.ndarray
         h = np.clip(x, 0.0, None)
         h /= h.sum(axis=1, keepdims=True)
         na, nb, nj, ncoef, worst = violated_constraints(h, space, epsilon)
-        certified = certify(h)
+        certified = certify(h) if certify is not None else float("nan")
         g = _relative_gap(best_bound, certified)
         rounds.append(Round(k, a.size, objective, best_bound, certified, g, int(na.size),
                             time.perf_counter() - t0))
@@ -333,10 +353,14 @@ def constraint_generation(space: MetricSpace, c: np.ndarray, outputs: np.ndarray
         _add_privacy_rows(hs, na, nb, nj, ncoef, m)
         a, b, j, coef = (np.concatenate([a, na]), np.concatenate([b, nb]), np.concatenate([j, nj]),
                          np.concatenate([coef, ncoef]))
-    return EngineOutcome(status, message, raw, objective, best_bound, rounds, int(a.size), time.perf_counter() - t0)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    n_pairs = int(np.unique(lo.astype(np.int64) * n + hi).size)
+    return EngineOutcome(status, message, raw, objective, best_bound, rounds, int(a.size), time.perf_counter() - t0,
+                         n_pairs)
 
 
 def _relative_gap(bound: float, value: float) -> float:
     if not (np.isfinite(bound) and np.isfinite(value)):
         return float("inf")
-    return float(max(bound - value, 0.0) / max(abs(bound), 1e-300))
+    scale = max(abs(bound), abs(value))
+    return 0.0 if scale == 0 else float(max(bound - value, 0.0) / scale)

@@ -51,8 +51,18 @@ NEGATIVE_ATOL = 1e-7  # HiGHS's default primal feasibility tolerance; the certif
 #: tolerance is 1e-7).
 ROW_SUM_ATOL = 1e-6
 
-_METHODS = ("highs", "highs-ds", "highs-ipm")
+_METHODS = ("auto", "full", "constraint-generation", "spanner")
+_SOLVERS = ("highs-ipm", "highs", "highs-ds")
 _PAIRS = ("essential", "all")
+
+#: Default relative gap at which constraint generation stops.
+DEFAULT_GAP = 1e-7
+
+#: ``method="auto"`` solves the full LP when it has at most this many privacy rows, or when the
+#: essential pairs form a sparse graph (at most ``AUTO_SPARSE_PAIRS_PER_POINT`` per point: graph
+#: metrics and Manhattan grids, where the edges are all the LP needs); constraint generation otherwise.
+AUTO_FULL_ROWS = 60_000
+AUTO_SPARSE_PAIRS_PER_POINT = 4
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,21 @@ class OptimalResult:
         repair (equal to ``smallest_epsilon`` when ``repair`` was off).
     repair_mass : float
         Largest probability mass the repair added to a row before renormalizing (0 without repair).
+    epsilon_checked : float
+        The ε at which the channel was checked (the requested ε).
+    method : str
+        "full" or "constraint-generation": the algorithm that produced the channel.
+    bound : float
+        A bound on the true optimum from the other side: OPT ≤ bound for a gain, OPT ≥ bound for a
+        loss (a Lagrangian bound from the solver's duals, :func:`~dprivacy.mechanisms.lp_engine.lagrangian_bound`,
+        valid whatever the solver's tolerances). ``value`` is on the near side (the returned channel is
+        private), so OPT lies between ``value`` and ``bound``.
+    gap : float
+        Relative gap |bound − value| / max(|bound|, |value|) (inf when the channel is not certified).
+    rounds : int
+        Rounds of constraint generation (0 for the full LP).
+    history : tuple of lp_engine.Round
+        Per-round restricted LP size, objective, bound and certified value.
     """
 
     success: bool
@@ -139,6 +164,11 @@ class OptimalResult:
     repair_mass: float
     epsilon_checked: float = float("nan")
     space: MetricSpace | None = field(default=None, repr=False, compare=False)
+    method: str = "full"
+    bound: float = float("nan")
+    gap: float = float("nan")
+    rounds: int = 0
+    history: tuple = field(default=(), repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -154,8 +184,10 @@ class OptimalResult:
             return (f"the LP's channel (after the certified repair) is not ε·d-private as stored in float64: its smallest "
                     f"ε is {self.smallest_epsilon:.12g} > {self.epsilon_checked:.12g}; at large ε·d the entries "
                     "e^(−ε d) underflow to 0 beside positive ones, so this stored channel is not private")
-        return (f"optimal for the prior by linear programming ({self.message}); privacy certified by the exact check "
-                f"of the returned channel (smallest ε {self.smallest_epsilon:.12g})")
+        return (f"{'optimal' if self.status == 0 else 'best found'} for the prior by linear programming "
+                f"({self.method}: {self.message}); value {self.value:.12g}, bound {self.bound:.12g}, relative gap "
+                f"{self.gap:.3g}; privacy certified by the exact check of the returned channel (smallest ε "
+                f"{self.smallest_epsilon:.12g})")
 
     @property
     def mechanism(self):
@@ -268,12 +300,18 @@ def optimal_mechanism(
     gain=None,
     loss=None,
     outputs: Sequence | None = None,
+    method: str = "auto",
+    gap: float = DEFAULT_GAP,
+    time_limit: float | None = None,
+    progress=None,
     pairs: str = "essential",
-    method: str = "highs-ipm",
+    solver: str = "highs-ipm",
     options: dict | None = None,
     repair: bool = True,
-) -> OptimalResult:
-    r"""The ε·d-private mechanism of optimal utility for ``prior``, by linear programming.
+    dilation: float = 1.1,
+):
+    r"""The ε·d-private mechanism of optimal utility for ``prior``, by linear programming, with a
+    certified bracket on the optimum.
 
     Solves
 
@@ -283,11 +321,16 @@ def optimal_mechanism(
         \quad\text{s.t.}\quad H[y, w] \ge 0,\quad \sum_w H[y, w] = 1,\quad
         H[y, w] \le e^{\varepsilon d(y, y')} H[y', w]
 
-    (or minimizes Σ π_y l[y, w] H[y, w] for a loss), writing the privacy constraint only for the
-    space's essential pairs {y, y'} (both orientations, every column w): privacy on those pairs
-    implies it on all pairs (seed 004 Prop 1; :meth:`MetricSpace.essential_pairs`). The utility model
-    is seed 000 §3.4 (binary gain, eq. (2)–(3)), seed 001 §6 (gain functions, Def 22, Prop 23) and
-    seed 002 §4.2 (expected loss under an optimal remap, Def 7).
+    (or minimizes Σ π_y l[y, w] H[y, w] for a loss). The utility model is seed 000 §3.4 (binary gain,
+    eq. (2)–(3)), seed 001 §6 (gain functions, Def 22, Prop 23) and seed 002 §4.2 (expected loss under
+    an optimal remap, Def 7). Privacy on the space's essential pairs implies it on all pairs (seed 004
+    Prop 1; :meth:`MetricSpace.essential_pairs`), so only those constraints are ever needed.
+
+    Every answer carries a **bracket** on the true optimum OPT: ``value`` is the utility of the
+    returned channel, which is re-checked exactly (:func:`dprivacy.measures.check_privacy`), so
+    value ≤ OPT (gain; ≥ for a loss); ``bound`` is a Lagrangian bound from the solver's duals
+    (:func:`dprivacy.mechanisms.lp_engine.lagrangian_bound`), valid whatever the solver's tolerances,
+    so OPT ≤ bound (gain; ≥ for a loss). ``gap`` is their relative distance.
 
     Parameters
     ----------
@@ -307,64 +350,75 @@ def optimal_mechanism(
     outputs : sequence, optional
         Labels of the guesses W (the columns of the gain/loss matrix, hence of the channel). Default:
         the space's labels when W has n elements, else ``0..k-1``.
+    method : {"auto", "full", "constraint-generation", "spanner"}
+        "full": one LP with every essential pair's constraint (scipy's ``linprog``, HiGHS).
+        "constraint-generation": :func:`dprivacy.mechanisms.lp_engine.constraint_generation`, which
+        starts from a few constraints per output and adds the violated ones (HiGHS through
+        ``highspy``, warm-started). "spanner": the LP on a spanner's edges at ε/δ (CCS 2014,
+        :func:`dprivacy.mechanisms.spanner.optimal_mechanism_spanner`), a certified but not exactly
+        optimal mechanism; its bound comes from the same edges at ε (a relaxation). "auto": "full"
+        when the full LP has at most ``AUTO_FULL_ROWS`` privacy rows (graph metrics, where the
+        essential pairs are the edges, and small spaces), else "constraint-generation".
+    gap : float
+        Relative gap (bound − value)/|bound| at which constraint generation stops (default 1e−7).
+    time_limit : float, optional
+        Seconds after which the solve stops and returns the best certified mechanism found so far with
+        its honest gap (``status`` 1). Without any solved round, that is the best constant channel
+        (0·d-private), with the no-privacy bound Σ_y max_w π_y g[y, w].
+    progress : callable, optional
+        ``progress(round)`` with a :class:`~dprivacy.mechanisms.lp_engine.Round` after each round of
+        constraint generation.
     pairs : {"essential", "all"}
-        Which privacy constraints to write: the essential pairs (default), or every pair at finite
-        distance, n(n−1) ordered pairs per column (the baseline of ``benchmarks/bench_lp.py``).
-    method : {"highs-ipm", "highs", "highs-ds"}
-        The HiGHS solver used through :func:`scipy.optimize.linprog`. Default: the interior-point
-        method (with HiGHS's crossover to a vertex), which on the grid benchmarks was both faster than
-        dual simplex and returned channels within rounding of exact privacy, where dual simplex left
-        violations up to its 1e−7 feasibility tolerance (e.g. an entry 1.8e−7 next to a 0 on
-        grid:10x10:manhattan). "highs" lets HiGHS choose (dual simplex). HiGHS's own Python API
-        (highspy) is not a dependency; linprog runs the same solver on the same sparse matrices.
+        For ``method="full"``: the essential pairs (default) or every pair at finite distance (the
+        baseline of ``benchmarks/bench_lp.py``).
+    solver : {"highs-ipm", "highs", "highs-ds"}
+        For ``method="full"`` and ``"spanner"``: the HiGHS solver of :func:`scipy.optimize.linprog`.
+        Default: interior point with crossover, which on the grid benchmarks was faster than dual
+        simplex and returned channels within rounding of exact privacy.
     options : dict, optional
-        Passed to ``linprog`` (e.g. ``{"time_limit": 60.0, "primal_feasibility_tolerance": 1e-9}``).
+        Passed to ``linprog`` (e.g. ``{"primal_feasibility_tolerance": 1e-9}``).
     repair : bool
-        Lift the solver's channel onto the privacy constraints with :func:`private_lift` and
-        renormalize (see Notes). Default True.
+        Lift the solver's channel onto the privacy constraints with :func:`certified_repair` (see
+        Notes). Default True.
+    dilation : float
+        For ``method="spanner"``: the spanner's target dilation δ.
 
     Returns
     -------
-    OptimalResult
-        ``success``, solver ``status`` and ``message``, the optimal ``channel`` and its ``value``,
-        the LP size and timing, and the verification of the returned channel (``smallest_epsilon``,
-        ``private``, ``row_sum_error``, ``clipped``). A failed solve (time or iteration limit,
-        numerical trouble) is a result with ``success`` False and the solver's message, never an
-        exception; bad input raises ``ValueError``/``TypeError``.
+    OptimalResult (SpannerOptimalResult for ``method="spanner"``)
+        ``ok`` (a channel was returned and passes the exact check), ``status`` and ``message``, the
+        ``channel`` and its ``value``, the ``bound`` and ``gap``, the LP size and timing, and the
+        verification of the channel (``smallest_epsilon``, ``private``, ``row_sum_error``,
+        ``clipped``). A failed solve is a result with ``success`` False and the solver's message,
+        never an exception; bad input raises ``ValueError``/``TypeError``.
 
     Notes
     -----
     **Optimizing over H : Y → W with "guess = output" loses nothing.** A user who sees the output z
-    of a mechanism K : Y → Z and guesses w = R(z) obtains the expected gain Σ π_y g[y, w] (KR)[y, w]
-    of the cascade KR : Y → W used with the identity guess. The cascade is again ε·d-private: each
-    column (KR)[·, w] = Σ_z K[·, z] R[z, w] is a non-negative combination of columns of K, and the
-    constraints H[y, w] ≤ e^{εd(y,y')} H[y', w] are linear, homogeneous and preserved by such
-    combinations (post-processing). Conversely every private H : Y → W is a mechanism with the
-    identity remap. So the best (K, R) over all output sets Z and remaps equals the LP optimum over
-    H : Y → W (the remap is absorbed; for the binary gain this is seed 000 Thm 4's W = Y). For the
-    same reason the optimal remap of the LP's optimum cannot do better than the identity: ``value``
+    of a mechanism K : Y → Z and guesses w = R(z) obtains the expected gain of the cascade KR : Y → W
+    used with the identity guess, and KR is again ε·d-private: each column (KR)[·, w] is a
+    non-negative combination of columns of K, and the privacy constraints are linear and homogeneous
+    (post-processing). So the best (K, R) equals the LP optimum over H : Y → W, and ``value``
     (computed with the optimal remap) equals ``objective`` up to the solver's tolerance.
 
+    **Zero-prior outputs of the binary gain.** For the binary gain only the columns of outputs with
+    π_w > 0 are variables (the others are returned as zero columns): merging a zero-prior output's
+    column into another column keeps privacy (sum of private columns) and never lowers the gain, so
+    the optimum is unchanged.
+
     **Cleaning the solver's output.** HiGHS satisfies constraints only within its feasibility
-    tolerance (1e−7 by default): entries may be slightly negative (about −1e−12), rows may sum to 1
-    only approximately, and a privacy constraint may be violated by a tiny absolute amount, which for
-    a tiny entry is a large *ratio* (an entry of 1e−13 next to a 0 has infinite log-ratio). Three
-    recorded steps, nothing silent:
+    tolerance: entries may be slightly negative, rows may sum to 1 only approximately, and a privacy
+    constraint may be violated by a tiny absolute amount, which for a tiny entry is a large *ratio*.
+    Three recorded steps, nothing silent:
 
     1. negative entries are set to 0 (their total mass is ``clipped``, the most negative raw entry
-       ``min_entry``; a raw entry below −``NEGATIVE_ATOL`` = −1e−9 is not rounding noise and makes
-       the result unsuccessful, status −1), and each row is divided by its sum (the raw error is
-       ``row_sum_error``; above ``ROW_SUM_ATOL`` = 1e−6 the result is unsuccessful, status −1);
-       ``raw_smallest_epsilon`` is the privacy level of this channel;
-    2. with ``repair`` (default), every column is lifted to the smallest vector above it satisfying
-       the privacy constraints (:func:`private_lift`) and rows are divided by their sums again; the
-       largest mass added to a row is ``repair_mass`` (of the order of the solver's violations, so
-       the value changes by at most about that much). Small positive entries are never zeroed, since
-       that could create a zero next to a positive entry;
+       ``min_entry``; a raw entry below −``NEGATIVE_ATOL`` makes the result unsuccessful, status −1),
+       and each row is divided by its sum (the raw error is ``row_sum_error``; above ``ROW_SUM_ATOL``
+       the result is unsuccessful); ``raw_smallest_epsilon`` is the privacy level of this channel;
+    2. with ``repair`` (default), :func:`certified_repair` lifts every column onto the privacy
+       constraints and renormalizes rows; the largest mass added to a row is ``repair_mass``;
     3. the returned channel is checked with :func:`dprivacy.measures.check_privacy`:
-       ``smallest_epsilon`` and ``private`` (log-ratio tolerance 1e−9). The renormalization in step 2
-       changes log-ratios by at most about ``repair_mass``, so ``private`` can be False only when the
-       solver's violations were larger than about 1e−9; it is reported, not hidden.
+       ``smallest_epsilon`` and ``private`` (log-ratio tolerance 1e−9). ``ok`` requires it.
 
     The essential pairs of a general metric are found with a relative tolerance
     (``spaces.METRIC_RTOL`` = 1e−9): a pair whose distance equals a detour through a third point only
@@ -377,54 +431,193 @@ def optimal_mechanism(
     p = as_prior(prior, n)
     g, kind = _objective_matrix(n, gain, loss)
     m = g.shape[1]
-    labels = _output_labels(outputs, space, m, binary=gain is None and loss is None)
-    if pairs not in _PAIRS:
-        raise ValueError(f"pairs must be one of {', '.join(map(repr, _PAIRS))}; got {pairs!r}")
+    binary = gain is None and loss is None
+    labels = _output_labels(outputs, space, m, binary=binary)
     if method not in _METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, _METHODS))}; got {method!r}")
+    if pairs not in _PAIRS:
+        raise ValueError(f"pairs must be one of {', '.join(map(repr, _PAIRS))}; got {pairs!r}")
+    if solver not in _SOLVERS:
+        raise ValueError(f"solver must be one of {', '.join(map(repr, _SOLVERS))}; got {solver!r}")
     if options is not None and not isinstance(options, dict):
         raise TypeError(f"options must be a dict of linprog options, got {type(options).__name__}")
-    if n * m > MAX_VARIABLES:
+    gap = _check_gap(gap)
+    time_limit = _check_time_limit(time_limit)
+    if method == "spanner":
+        from .spanner import optimal_mechanism_spanner
+
+        return optimal_mechanism_spanner(space, p, epsilon=eps, dilation=dilation, gain=gain, loss=loss,
+                                         outputs=outputs, method=solver, options=options, repair=repair,
+                                         exact=False, time_limit=time_limit)
+
+    # Gain form: maximise Σ c·H, c = π·g (gain) or −π·l (loss).
+    c_all = p[:, None] * g if kind == "gain" else -(p[:, None] * g)
+    kept = np.flatnonzero(p > 0) if binary else np.arange(m)
+    if kept.size == 0:  # cannot happen for a valid prior; kept for clarity
+        kept = np.arange(m)
+    c = c_all[:, kept]
+    mk = kept.size
+    if n * mk > MAX_VARIABLES:
         raise ValueError(
-            f"the LP would have {n}x{m} = {n * m} variables, over MAX_VARIABLES = {MAX_VARIABLES}; "
+            f"the LP would have {n}x{mk} = {n * mk:,} variables, over MAX_VARIABLES = {MAX_VARIABLES:,}; "
             "use a structured mechanism (tight-constraints, geometric, Laplace) for a space this large"
         )
-
     n_pairs_est = space.constraint_pairs()[0].size if pairs == "essential" else n * (n - 1) // 2
-    rows_est = 2 * n_pairs_est * m
-    if rows_est > MAX_CONSTRAINT_ROWS:
+    rows_est = 2 * n_pairs_est * mk
+    if method == "auto":
+        sparse_pairs = n_pairs_est <= AUTO_SPARSE_PAIRS_PER_POINT * n
+        method = "full" if (rows_est <= AUTO_FULL_ROWS or sparse_pairs or pairs == "all") else "constraint-generation"
+    if method == "full" and rows_est > MAX_CONSTRAINT_ROWS:
         raise ValueError(
-            f"the LP would have {rows_est:,} privacy constraints ({n_pairs_est:,} pairs x {m} outputs x 2), over "
-            f"MAX_CONSTRAINT_ROWS = {MAX_CONSTRAINT_ROWS:,} (about {rows_est * 40 / 2**30:.0f} GiB to build); use a "
-            "graph metric (edges only), a smaller space, or tight-constraints where it exists"
+            f"the LP would have {rows_est:,} privacy constraints ({n_pairs_est:,} pairs x {mk} outputs x 2), over "
+            f"MAX_CONSTRAINT_ROWS = {MAX_CONSTRAINT_ROWS:,} (about {rows_est * 40 / 2**30:.0f} GiB to build); use "
+            "method='constraint-generation', a graph metric (edges only), or tight-constraints where it exists"
         )
+    ctx = _Context(space, eps, p, g, kind, binary, labels, kept, m, repair, c_all)
+    if method == "full":
+        return _solve_full(ctx, c, pairs, solver, options, time_limit)
+    return _solve_generated(ctx, c, gap, time_limit, progress)
+
+
+@dataclass
+class _Context:
+    space: MetricSpace
+    eps: float
+    p: np.ndarray
+    g: np.ndarray
+    kind: str
+    binary: bool
+    labels: list
+    kept: np.ndarray
+    m: int
+    repair: bool
+    c_all: np.ndarray
+
+
+def _check_gap(gap) -> float:
+    if isinstance(gap, bool) or not isinstance(gap, (int, float, np.floating, np.integer)) or not (0.0 <= float(gap) < 1.0):
+        raise ValueError(f"gap must be a number in [0, 1) (a relative gap), got {gap!r}")
+    return float(gap)
+
+
+def _check_time_limit(time_limit):
+    if time_limit is None:
+        return None
+    if (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float, np.floating, np.integer))
+            or not np.isfinite(time_limit) or time_limit <= 0):
+        raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+    return float(time_limit)
+
+
+def _solve_full(ctx: _Context, c: np.ndarray, pairs: str, solver: str, options, time_limit) -> "OptimalResult":
+    from .lp_engine import lagrangian_bound_matrix
+
+    space, eps, n, mk = ctx.space, ctx.eps, ctx.space.n, ctx.kept.size
     t0 = time.perf_counter()
-    a_ub, n_pairs = privacy_constraints(space, eps, m, pairs)
-    a_eq = _row_sum_constraints(n, m)
-    weights = (p[:, None] * g).ravel()
-    c = -weights if kind == "gain" else weights  # linprog minimizes
+    a_ub, n_pairs = privacy_constraints(space, eps, mk, pairs)
+    a_eq = _row_sum_constraints(n, mk)
     build = time.perf_counter() - t0
-
+    opts = dict(options or {})
+    if time_limit is not None:
+        opts.setdefault("time_limit", time_limit)
     t1 = time.perf_counter()
-    res = linprog(
-        c,
-        A_ub=a_ub,
-        b_ub=np.zeros(a_ub.shape[0]),
-        A_eq=a_eq,
-        b_eq=np.ones(n),
-        bounds=(0, None),
-        method=method,
-        options=options,
-    )
+    res = linprog(-c.ravel(), A_ub=a_ub, b_ub=np.zeros(a_ub.shape[0]), A_eq=a_eq, b_eq=np.ones(n),
+                  bounds=(0, None), method=solver, options=opts or None)
     seconds = time.perf_counter() - t1
-
-    size = dict(pairs=pairs, n_pairs=n_pairs, n_variables=n * m, n_constraints=n + a_ub.shape[0],
-                seconds=seconds, build_seconds=build)
+    size = dict(pairs=pairs, n_pairs=n_pairs, n_variables=n * mk, n_constraints=n + a_ub.shape[0],
+                seconds=seconds, build_seconds=build, method="full")
     status, message = int(res.status), str(res.message)
     if res.status != 0 or res.x is None:
-        return _failed(status, message, kind, size)
+        return _fallback_or_failed(ctx, status, message, size, time_limit)
+    marg = getattr(getattr(res, "ineqlin", None), "marginals", None)
+    bound = float("inf")
+    if marg is not None:
+        lam = np.asarray(marg, dtype=np.float64)
+        # linprog's marginals are ∂objective/∂b_ub of the minimisation; λ = −marginals ≥ 0 here.
+        # Both signs give valid bounds (negative multipliers are set to 0); keep the smaller.
+        bound = min(lagrangian_bound_matrix(c, a_ub, -lam), lagrangian_bound_matrix(c, a_ub, lam))
+    return _finish(ctx, np.asarray(res.x, dtype=np.float64).reshape(n, mk), float(-res.fun), bound, status,
+                   message, size)
 
-    raw = np.asarray(res.x, dtype=np.float64).reshape(n, m)
+
+def _solve_generated(ctx: _Context, c: np.ndarray, gap: float, time_limit, progress) -> "OptimalResult":
+    from .lp_engine import CERTIFY_EVERY_ROUND_ELEMENTS, constraint_generation
+
+    space, eps, n, mk = ctx.space, ctx.eps, ctx.space.n, ctx.kept.size
+    outputs = ctx.kept if ctx.binary else _output_points(ctx, mk)
+
+    def certify(h):
+        return _certified_value(ctx, h)
+
+    every = n * n * mk <= CERTIFY_EVERY_ROUND_ELEMENTS
+    out = constraint_generation(space, c, outputs, eps, certify=certify if every else None, gap=gap,
+                                time_limit=time_limit, progress=progress)
+    status = {"optimal": 0, "gap": 0, "time-limit": 1, "memory": 4, "failed": 4}[out.status]
+    size = dict(pairs="generated", n_pairs=out.n_pairs, n_variables=n * mk, n_constraints=n + out.rows,
+                seconds=out.seconds, build_seconds=0.0, method="constraint-generation",
+                rounds=len(out.rounds), history=tuple(out.rounds))
+    if out.raw is None:
+        return _fallback_or_failed(ctx, status, out.message, size, time_limit)
+    return _finish(ctx, out.raw, out.objective, out.bound, status, out.message, size, lenient=True)
+
+
+def _output_points(ctx: _Context, mk: int) -> np.ndarray:
+    # Outputs that are not points of the space (a gain/loss on other guesses): start each column from
+    # the point where its gain is largest, the natural peak of the column.
+    return np.asarray(ctx.c_all[:, ctx.kept].argmax(axis=0), dtype=np.intp)
+
+
+def _repaired(ctx: _Context, h: np.ndarray) -> tuple[np.ndarray, float]:
+    h = np.clip(h, 0.0, None)
+    h = h / h.sum(axis=1, keepdims=True)
+    if ctx.repair:
+        return certified_repair(h, ctx.space, epsilon=ctx.eps)
+    return h, 0.0
+
+
+def _certified_value(ctx: _Context, h: np.ndarray) -> float:
+    """Gain-form value Σ c·H of the repaired restricted channel if it passes the exact check, else −inf."""
+    r, _ = _repaired(ctx, h)
+    if not check_privacy(r, ctx.space, epsilon=ctx.eps, tol=LOG_ATOL).holds:
+        return float("-inf")
+    return float((ctx.c_all[:, ctx.kept] * r).sum())
+
+
+def _constant_channel(ctx: _Context) -> tuple[np.ndarray, float]:
+    """The best constant channel (every secret mapped to the guess of largest Σ_y c[y, w]): 0·d-private."""
+    col = ctx.c_all.sum(axis=0)
+    w = int(col.argmax())
+    h = np.zeros((ctx.space.n, ctx.m))
+    h[:, w] = 1.0
+    return h, float(col[w])
+
+
+def _no_privacy_bound(ctx: _Context) -> float:
+    return float(ctx.c_all.max(axis=1).sum())
+
+
+def _relative_gap(bound_gain: float, value_gain: float) -> float:
+    if not (np.isfinite(bound_gain) and np.isfinite(value_gain)):
+        return float("inf")
+    scale = max(abs(bound_gain), abs(value_gain))
+    return 0.0 if scale == 0 else float(max(bound_gain - value_gain, 0.0) / scale)
+
+
+def _fallback_or_failed(ctx: _Context, status: int, message: str, size: dict, time_limit) -> "OptimalResult":
+    """Without a solved LP: at a time limit, the best constant channel with the no-privacy bound (an
+    honest, if wide, bracket); otherwise a failed result."""
+    if status != 1 or time_limit is None:
+        return _failed(status, message, ctx.kind, size, space=ctx.space, eps=ctx.eps)
+    h, _ = _constant_channel(ctx)
+    full = dict(size)
+    return _finish(ctx, h, float("nan"), _no_privacy_bound(ctx), 1,
+                   f"{message}; no round finished: the best constant channel is returned", full,
+                   already_full=True, lenient=True)
+
+
+def _finish(ctx: _Context, raw: np.ndarray, objective_gain: float, bound_gain: float, status: int, message: str,
+            size: dict, *, already_full: bool = False, lenient: bool = False) -> "OptimalResult":
+    space, eps, n = ctx.space, ctx.eps, ctx.space.n
     min_entry = float(raw.min())
     row_sum_error = float(np.abs(raw.sum(axis=1) - 1.0).max())
     reject = None
@@ -432,41 +625,55 @@ def optimal_mechanism(
         reject = "non-finite entries in the solution"
     elif min_entry < -NEGATIVE_ATOL:
         reject = f"raw entry {min_entry:.3g} below -{NEGATIVE_ATOL:g}"
-    elif row_sum_error > ROW_SUM_ATOL:
+    elif row_sum_error > ROW_SUM_ATOL and not lenient:
         reject = f"a row sums to 1 only within {row_sum_error:.3g} (> {ROW_SUM_ATOL:g})"
     if reject is not None:
-        return _failed(-1, f"{message}; rejected: {reject}", kind, size, row_sum_error=row_sum_error,
-                       min_entry=min_entry)
+        return _failed(-1, f"{message}; rejected: {reject}", ctx.kind, size, row_sum_error=row_sum_error,
+                       min_entry=min_entry, space=space, eps=eps)
     neg = raw < 0
     clipped = float(-raw[neg].sum()) if neg.any() else 0.0
     h = np.where(neg, 0.0, raw)
     h /= h.sum(axis=1, keepdims=True)
+    if not already_full:
+        full = np.zeros((n, ctx.m))
+        full[:, ctx.kept] = h
+        h = full
     raw_eps = check_privacy(h, space, epsilon=eps).smallest_epsilon
     repair_mass = 0.0
-    if repair:
+    if ctx.repair:
         h, repair_mass = certified_repair(h, space, epsilon=eps)
-    channel = Channel._trusted(h, space.labels, labels)
-
-    objective = float(-res.fun if kind == "gain" else res.fun)
-    if kind == "loss":
-        measured = expected_loss(channel, p, g)
+    check = check_privacy(h, space, epsilon=eps, tol=LOG_ATOL)
+    if not check.holds and status == 1:
+        # A time-limited intermediate point that the repair could not certify: fall back on the best
+        # constant channel, which is private, rather than return nothing.
+        h, _ = _constant_channel(ctx)
+        message = f"{message}; the last round's channel could not be certified, the best constant channel is returned"
+        check = check_privacy(h, space, epsilon=eps, tol=LOG_ATOL)
+    channel = Channel._trusted(h, space.labels, ctx.labels)
+    if ctx.kind == "loss":
+        measured = expected_loss(channel, ctx.p, ctx.g)
+        value_gain = -measured.value
     else:
-        measured = utility(channel, p, None if gain is None else g)
-    check = check_privacy(channel, space, epsilon=eps, tol=LOG_ATOL)
+        measured = utility(channel, ctx.p, None if ctx.binary else ctx.g)
+        value_gain = measured.value
+    sign = 1.0 if ctx.kind == "gain" else -1.0
+    rel = _relative_gap(bound_gain, value_gain) if check.holds else float("inf")
     return OptimalResult(
         success=True, status=status, message=message, channel=channel, value=measured.value,
-        objective=objective, kind=kind, remap=measured.remap, smallest_epsilon=check.smallest_epsilon,
+        objective=sign * objective_gain, kind=ctx.kind, remap=measured.remap, smallest_epsilon=check.smallest_epsilon,
         private=check.holds, row_sum_error=row_sum_error, clipped=clipped, min_entry=min_entry,
-        raw_smallest_epsilon=raw_eps, repair_mass=repair_mass, epsilon_checked=eps, space=space, **size,
+        raw_smallest_epsilon=raw_eps, repair_mass=repair_mass, epsilon_checked=eps, space=space,
+        bound=sign * bound_gain, gap=rel, **size,
     )
 
 
-def _failed(status, message, kind, size, *, row_sum_error=float("nan"), min_entry=float("nan")) -> OptimalResult:
+def _failed(status, message, kind, size, *, row_sum_error=float("nan"), min_entry=float("nan"), space=None,
+            eps=float("nan")) -> OptimalResult:
     nan = float("nan")
     return OptimalResult(
         success=False, status=status, message=message, channel=None, value=nan, objective=nan, kind=kind,
         remap=None, smallest_epsilon=nan, private=False, row_sum_error=row_sum_error, clipped=nan,
-        min_entry=min_entry, raw_smallest_epsilon=nan, repair_mass=nan, **size,
+        min_entry=min_entry, raw_smallest_epsilon=nan, repair_mass=nan, epsilon_checked=eps, space=space, **size,
     )
 
 
@@ -479,23 +686,43 @@ def certified_repair(h, space: MetricSpace, *, epsilon: float, rounds: int = 6) 
     y, y' by s_{y'}/s_y ≤ e^{ρ}, ρ = ln(max s / min s). So the renormalised channel is
     (ε'·d + ρ)-private, which is ε·d-private as soon as (ε − ε')·d_min ≥ ρ (d_min the smallest positive
     distance). Starting from ε' = ε, lower ε' to ε − ρ(1 + 10⁻³)/d_min and lift again until that holds
-    (the spread ρ is of the order of the solver's tolerance, so one or two rounds suffice).
+    (the spread ρ is of the order of the solver's tolerance, so one or two rounds suffice). When that
+    step does not settle (distances of very different sizes), bisect on ε' ∈ [0, ε]: at ε' = 0 the
+    condition holds (constant columns, ρ = 0), so the result is always private.
     """
     d = space.distances
     pos = d[(d > 0) & np.isfinite(d)]
     if pos.size == 0:
         return h, 0.0
     dmin = float(pos.min())
-    e_lift = float(epsilon)
-    for _ in range(rounds):
+
+    def attempt(e_lift):
         lifted = private_lift(h, space, epsilon=e_lift)
         sums = lifted.sum(axis=1)
         rho = float(np.log(sums.max() / sums.min()))
-        if (epsilon - e_lift) * dmin >= rho:
+        return lifted, sums, rho, (epsilon - e_lift) * dmin >= rho
+
+    e_lift = float(epsilon)
+    for _ in range(rounds):
+        lifted, sums, rho, good = attempt(e_lift)
+        if good:
             return lifted / sums[:, None], float((sums - 1.0).max())
         e_lift = max(0.0, epsilon - (rho * (1.0 + 1e-3) + 1e-15) / dmin)
-    lifted = private_lift(h, space, epsilon=e_lift)
-    sums = lifted.sum(axis=1)
+    # The fixed-point step did not settle (distances of very different sizes amplify ρ/d_min). The
+    # condition holds at ε' = 0 (the lift is then constant down each column, so all row sums are equal
+    # and ρ = 0): bisect for the largest ε' found to satisfy it.
+    lo, hi = 0.0, e_lift
+    best = attempt(lo)
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        cand = attempt(mid)
+        if cand[3]:
+            lo, best = mid, cand
+        else:
+            hi = mid
+        if hi - lo <= 1e-6 * epsilon:
+            break
+    lifted, sums = best[0], best[1]
     return lifted / sums[:, None], float((sums - 1.0).max())
 
 

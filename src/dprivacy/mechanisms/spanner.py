@@ -405,6 +405,14 @@ class SpannerOptimalResult(Result):
         value − exact for a loss (≥ 0 up to solver tolerance); NaN without the exact solve.
     relative_loss : float
         ``optimality_loss`` / |exact value| (NaN when undefined).
+    bound : float
+        Lagrangian bound of the relaxation (the spanner's edges at ε): OPT ≤ bound for a gain, ≥ for a
+        loss; NaN when not computed.
+    gap : float
+        Relative gap between ``value`` and ``bound`` (inf when either is missing or the channel is not
+        certified).
+    method : str
+        "spanner".
     """
 
     success: bool
@@ -437,18 +445,36 @@ class SpannerOptimalResult(Result):
     exact_n_constraints: int | None
     optimality_loss: float
     relative_loss: float
+    bound: float = float("nan")
+    gap: float = float("nan")
+    method: str = "spanner"
 
     @property
     def ok(self) -> bool:
-        """The common flag of :class:`dprivacy.results.Result` (here: ``success``)."""
-        return bool(self.success)
+        """A channel was found *and* it passes the exact privacy check on the original space at ε."""
+        return bool(self.success and self.private)
 
     def __bool__(self) -> bool:
-        return bool(self.success)
+        return self.ok
 
     @property
     def reason(self) -> str:
-        return self.message if self.success else f"the spanner LP failed: {self.message}"
+        if not self.success:
+            return f"the spanner LP failed: {self.message}"
+        if not self.private:
+            return (f"the spanner LP's channel fails the exact privacy check on the original space: smallest ε "
+                    f"{self.smallest_epsilon:.12g} > {self.epsilon:.12g}")
+        return (f"spanner LP (dilation {self.dilation:.6g}, edges at ε/δ = {self.lp_epsilon:.6g}): value {self.value:.12g}, "
+                f"bound {self.bound:.12g} (the edges at ε), relative gap {self.gap:.3g}; privacy certified by the exact "
+                f"check on the original space (smallest ε {self.smallest_epsilon:.12g})")
+
+
+def _spanner_gap(lp, bound: float, private: bool) -> float:
+    if not (lp.success and private and math.isfinite(bound)):
+        return float("inf")
+    v, b = (lp.value, bound) if lp.kind == "gain" else (-lp.value, -bound)
+    scale = max(abs(v), abs(b))
+    return 0.0 if scale == 0 else max(b - v, 0.0) / scale
 
 
 def spanner_space(space: MetricSpace, spanner: SpannerResult) -> MetricSpace:
@@ -487,6 +513,8 @@ def optimal_mechanism_spanner(
     exact: bool | str = "auto",
     exact_options: dict | None = None,
     margin: float = DEFAULT_MARGIN,
+    bound: bool = True,
+    time_limit: float | None = None,
 ) -> SpannerOptimalResult:
     r"""A near-optimal ε·d-private mechanism by the LP restricted to a spanner's edges (CCS 2014).
 
@@ -535,6 +563,13 @@ def optimal_mechanism_spanner(
         inaccuracies do not push the certified ε above ε. With ``margin=0`` the LP is exactly the one
         of the spanner theorem (e.g. the exact optimum for δ = 1 on a graph metric), and
         ``private`` may then fail by about 1e−9.
+    bound : bool
+        Also solve the *relaxation* — the same edges at ε instead of ε/δ, constraints that every
+        ε·d-private channel meets — whose Lagrangian bound is on the other side of the true optimum:
+        ``value`` ≤ OPT ≤ ``bound`` for a gain (reversed for a loss), with relative ``gap``. Default True
+        (about doubles the time).
+    time_limit : float, optional
+        Seconds for each LP solve (``linprog``'s ``time_limit``).
 
     Returns
     -------
@@ -565,8 +600,16 @@ def optimal_mechanism_spanner(
         )
     lp_eps = eps * (1.0 - margin) / spanner.dilation
 
-    common = dict(gain=gain, loss=loss, outputs=outputs, method=method, repair=repair)
+    if time_limit is not None:
+        options = {**(options or {}), "time_limit": float(time_limit)}
+    common = dict(gain=gain, loss=loss, outputs=outputs, method="full", solver=method, repair=repair)
     lp = optimal_mechanism(proxy, prior, epsilon=lp_eps, options=options, **common)
+    relaxed_bound = float("nan")
+    if bound and lp.success:
+        # ε on the spanner's edges: implied by ε·d-privacy (each edge is a pair of the space), so a relaxation.
+        relaxed = optimal_mechanism(proxy, prior, epsilon=eps, options=options, **common)
+        if relaxed.success:
+            relaxed_bound = relaxed.bound
 
     t1 = time.perf_counter()
     if lp.success:
@@ -581,7 +624,7 @@ def optimal_mechanism_spanner(
     exact_value = exact_seconds = optimality_loss = relative_loss = float("nan")
     if run_exact:
         ex = optimal_mechanism(space, prior, epsilon=eps, options=exact_options if exact_options is not None else options,
-                               **common)
+                               pairs="essential", **common)
         exact_seconds = ex.seconds
         if ex.success:
             exact_value = ex.value
@@ -597,5 +640,6 @@ def optimal_mechanism_spanner(
         build_seconds=lp.build_seconds, spanner_seconds=spanner.seconds, certify_seconds=certify_seconds,
         smallest_epsilon=smallest, private=private, lp=lp, exact=ex, exact_value=exact_value,
         exact_seconds=exact_seconds, exact_n_constraints=None if ex is None else ex.n_constraints,
-        optimality_loss=optimality_loss, relative_loss=relative_loss,
+        optimality_loss=optimality_loss, relative_loss=relative_loss, bound=relaxed_bound,
+        gap=_spanner_gap(lp, relaxed_bound, private),
     )
