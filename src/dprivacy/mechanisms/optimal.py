@@ -700,7 +700,9 @@ def certified_repair(h, space: MetricSpace, *, epsilon: float, rounds: int = 6) 
         lifted = private_lift(h, space, epsilon=e_lift)
         sums = lifted.sum(axis=1)
         rho = float(np.log(sums.max() / sums.min()))
-        return lifted, sums, rho, (epsilon - e_lift) * dmin >= rho
+        # The ρ condition is sufficient, not necessary: when it fails, the exact check decides.
+        good = (epsilon - e_lift) * dmin >= rho or check_privacy(lifted / sums[:, None], space, epsilon=epsilon).holds
+        return lifted, sums, rho, good
 
     e_lift = float(epsilon)
     for _ in range(rounds):

@@ -1,0 +1,214 @@
+"""The scalable optimal-mechanism LP (constraint generation) and the bracket every answer carries.
+
+References: the LP of seed 000 §3.4 / §5.1, seed 001 Def 22 / Prop 23, seed 002 Def 7; the
+Lagrangian bound and the engine in ``dprivacy.mechanisms.lp_engine``. The reference optimum here is
+an independent dense LP written in this file with *every* ordered pair constrained (no essential-pair
+reduction, no output restriction), solved by scipy's HiGHS.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from conftest import brute_smallest_epsilon, metric_matrices, plane_metrics, priors
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+
+from dprivacy import spaces
+from dprivacy.measures import check_privacy
+from dprivacy.mechanisms.lp_engine import lagrangian_bound, violated_constraints
+from dprivacy.mechanisms.optimal import optimal_mechanism
+
+LP_TOL = 1e-7
+
+
+def reference_optimum(d: np.ndarray, prior: np.ndarray, eps: float, c: np.ndarray) -> float:
+    """max Σ c·H over channels H : Y → W with H[a, w] ≤ e^{ε d(a,b)} H[b, w] for all a ≠ b, w (dense)."""
+    n, m = c.shape
+    rows = []
+    for a in range(n):
+        for b in range(n):
+            if a == b or not np.isfinite(d[a, b]):
+                continue
+            for w in range(m):
+                r = np.zeros(n * m)
+                r[a * m + w] = math.exp(-eps * d[a, b])
+                r[b * m + w] = -1.0
+                rows.append(r)
+    a_eq = np.kron(np.eye(n), np.ones((1, m)))
+    res = linprog(-c.ravel(), A_ub=np.array(rows) if rows else None, b_ub=np.zeros(len(rows)) if rows else None,
+                  A_eq=a_eq, b_eq=np.ones(n), bounds=(0, None), method="highs",
+                  options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
+    assert res.status == 0
+    return float(-res.fun)
+
+
+def gain_form(prior, d, kind):
+    if kind == "binary":
+        return prior[:, None] * np.eye(prior.size), None, None
+    if kind == "distance":
+        return -(prior[:, None] * d), None, d
+    g = np.exp(-d)  # a gain that rewards close guesses
+    return prior[:, None] * g, g, None
+
+
+@given(plane_metrics(min_n=2, max_n=7), st.floats(0.2, 3.0), st.sampled_from(["binary", "distance", "gain"]), st.data())
+@settings(max_examples=30)
+def test_constraint_generation_equals_the_all_pairs_lp_and_brackets_it(d, eps, kind, data):
+    n = d.shape[0]
+    space = spaces.from_matrix(d)
+    prior = data.draw(priors(n))
+    c, gain, loss = gain_form(prior, d, kind)
+    opt = reference_optimum(d, prior, eps, c)
+    r = optimal_mechanism(space, prior, epsilon=eps, gain=gain, loss=loss, method="constraint-generation")
+    assert r.ok and r.method == "constraint-generation" and r.status == 0
+    # The channel is private: the library's check and a brute-force triple loop agree.
+    assert check_privacy(r.channel, space, epsilon=eps).holds
+    assert brute_smallest_epsilon(r.channel.matrix, d) <= eps + 1e-9
+    sign = 1.0 if r.kind == "gain" else -1.0
+    value, bound = sign * r.value, sign * r.bound
+    # The optimum is the all-pairs LP's, and the bracket holds: value ≤ OPT ≤ bound (gain form).
+    assert value == pytest.approx(opt, abs=LP_TOL)
+    assert value <= opt + 1e-9
+    assert bound >= opt - 1e-9
+    assert r.gap <= 1e-6 or r.bound - r.value <= 1e-9 * max(1.0, abs(r.bound))  # relative, or absolute for tiny values
+
+
+@given(metric_matrices(min_n=2, max_n=6), st.floats(0.2, 3.0), st.sampled_from(["binary", "distance"]), st.data())
+@settings(max_examples=25)
+def test_full_lp_bound_brackets_the_optimum_on_any_metric(d, eps, kind, data):
+    n = d.shape[0]
+    space = spaces.from_matrix(d)
+    prior = data.draw(priors(n))
+    c, gain, loss = gain_form(prior, d, kind)
+    opt = reference_optimum(d, prior, eps, c)
+    r = optimal_mechanism(space, prior, epsilon=eps, gain=gain, loss=loss, method="full")
+    assert r.ok and r.method == "full"
+    sign = 1.0 if r.kind == "gain" else -1.0
+    assert sign * r.value == pytest.approx(opt, abs=LP_TOL)
+    assert sign * r.value <= opt + 1e-9 <= sign * r.bound + 2e-9
+
+
+@given(plane_metrics(min_n=2, max_n=6), st.floats(0.2, 3.0), st.data())
+@settings(max_examples=25)
+def test_lagrangian_bound_holds_for_any_nonnegative_multipliers(d, eps, data):
+    # Σ_y max_w (c − Aᵀλ)[y, w] ≥ OPT for every λ ≥ 0: weak duality, whatever λ is.
+    n = d.shape[0]
+    prior = data.draw(priors(n))
+    c = prior[:, None] * np.eye(n)
+    opt = reference_optimum(d, prior, eps, c)
+    a, b = np.nonzero(~np.eye(n, dtype=bool))
+    j = np.repeat(np.arange(n), a.size)
+    a, b = np.tile(a, n), np.tile(b, n)
+    coef = np.exp(-eps * d[a, b])
+    lam = np.asarray(data.draw(st.lists(st.floats(0.0, 2.0), min_size=a.size, max_size=a.size)))
+    assert lagrangian_bound(c, a, b, j, coef, lam) >= opt - 1e-12
+    assert lagrangian_bound(c, a, b, j, coef, np.zeros(a.size)) == pytest.approx(c.max(axis=1).sum())
+
+
+def test_zero_prior_outputs_are_dropped_without_changing_the_optimum():
+    # Binary gain on a 5×5 Euclidean grid, a prior with zeros: the LP over positive-prior outputs only
+    # has the optimum of the LP over every output (merging argument, optimal_mechanism Notes).
+    space = spaces.grid(4, 4)
+    rng = np.random.default_rng(3)
+    prior = rng.dirichlet(np.full(space.n, 0.5))
+    prior[[0, 5, 6, 15]] = 0.0
+    prior /= prior.sum()
+    r = optimal_mechanism(space, prior, epsilon=0.8, method="full")
+    assert r.n_variables == space.n * 12
+    opt = reference_optimum(space.distances, prior, 0.8, prior[:, None] * np.eye(space.n))
+    assert r.value == pytest.approx(opt, abs=LP_TOL)
+    assert (r.channel.matrix[:, [0, 5, 6, 15]] == 0).all()  # zero columns, labels kept
+    assert r.channel.outputs == space.labels
+
+
+def test_constraint_generation_on_a_grid_matches_the_full_lp_and_adds_few_rows():
+    space = spaces.grid(6, 6)
+    rng = np.random.default_rng(1)
+    prior = rng.dirichlet(np.full(space.n, 0.3))
+    prior[rng.random(space.n) < 0.3] = 0.0
+    prior /= prior.sum()
+    full = optimal_mechanism(space, prior, epsilon=1.0, method="full")
+    cg = optimal_mechanism(space, prior, epsilon=1.0, method="constraint-generation")
+    assert cg.ok and full.ok
+    assert cg.value == pytest.approx(full.value, abs=1e-9)
+    assert cg.rounds >= 2 and len(cg.history) == cg.rounds
+    assert cg.n_constraints < full.n_constraints / 2
+    # each round's restricted objective is an upper bound, non-increasing as constraints are added
+    objs = [h.objective for h in cg.history]
+    assert all(x >= y - 1e-9 for x, y in zip(objs, objs[1:]))
+    assert all(h.bound >= cg.value - 1e-9 for h in cg.history)
+
+
+@given(metric_matrices(min_n=2, max_n=6), st.floats(0.1, 3.0), st.data())
+@settings(max_examples=30)
+def test_violated_constraints_finds_the_most_violated_constraint_of_each_secret_and_column(d, eps, data):
+    # Brute force over the ordered constraint pairs (a, b) and columns w: for each (b, w) with a violation
+    # e^{−εd(a,b)} H[a, w] − H[b, w] > 1e-9, the search returns exactly one row, for the most violated a.
+    n = d.shape[0]
+    space = spaces.from_matrix(d)
+    m = data.draw(st.integers(1, 4))
+    h = np.array(data.draw(st.lists(st.lists(st.sampled_from([0.0, 0.05, 0.3, 1.0]), min_size=m, max_size=m),
+                                    min_size=n, max_size=n)))
+    h[h.sum(axis=1) == 0, 0] = 1.0
+    h /= h.sum(axis=1, keepdims=True)
+    # the search covers the space's constraint pairs (essential pairs suffice, seed 004 Prop 1)
+    pi, pj = space.constraint_pairs()
+    pairs = set(zip(pi.tolist(), pj.tolist())) | set(zip(pj.tolist(), pi.tolist()))
+    expected = {}
+    for b in range(n):
+        for w in range(m):
+            best = max(((math.exp(-eps * d[a, b]) * h[a, w] - h[b, w], a) for a in range(n)
+                        if (a, b) in pairs and np.isfinite(d[a, b])), default=(0.0, -1))
+            if best[0] > 1e-9:
+                expected[(b, w)] = best
+    a, b, w, coef, worst = violated_constraints(h, space, eps)
+    got = {(bb, ww): aa for aa, bb, ww in zip(a.tolist(), b.tolist(), w.tolist())}
+    assert set(got) == set(expected)
+    for key, aa in got.items():
+        bb, ww = key
+        # the returned a is a most violated one (ties may pick another a of the same violation)
+        v = math.exp(-eps * d[aa, bb]) * h[aa, ww] - h[bb, ww]
+        assert v == pytest.approx(expected[key][0], rel=1e-12, abs=1e-15)
+    for aa, bb, cc in zip(a, b, coef):
+        assert cc == pytest.approx(math.exp(-eps * d[aa, bb]), rel=1e-15)
+    assert worst == pytest.approx(max((v for v, _ in expected.values()), default=0.0), rel=1e-12)
+
+
+def test_time_limit_returns_a_certified_mechanism_and_an_honest_gap():
+    space = spaces.grid(7, 7)
+    rng = np.random.default_rng(2)
+    prior = rng.dirichlet(np.full(space.n, 0.3))
+    ref = optimal_mechanism(space, prior, epsilon=1.0, method="constraint-generation")
+    assert ref.ok and ref.status == 0
+    for limit in (1e-3, 0.3):
+        r = optimal_mechanism(space, prior, epsilon=1.0, method="constraint-generation", time_limit=limit)
+        assert r.ok  # a private channel is always returned
+        assert check_privacy(r.channel, space, epsilon=1.0).holds
+        assert r.value <= ref.value + 1e-9 and r.bound >= ref.value - 1e-7
+        if r.status == 1:
+            assert "time limit" in r.message
+            assert r.gap == pytest.approx((r.bound - r.value) / max(abs(r.bound), abs(r.value)))
+
+
+def test_auto_picks_the_edges_lp_on_graph_metrics_and_generation_on_euclidean_grids():
+    prior = np.full(100, 0.01)
+    assert optimal_mechanism(spaces.grid(10, 10, metric="manhattan"), prior, epsilon=1.0).method == "full"
+    r = optimal_mechanism(spaces.grid(10, 10), prior, epsilon=1.0, time_limit=5.0)
+    assert r.method == "constraint-generation" and r.ok
+
+
+@pytest.mark.parametrize("kwargs, text", [
+    ({"method": "simplex"}, "method must be one of"),
+    ({"solver": "glpk"}, "solver must be one of"),
+    ({"gap": -0.1}, "gap must be a number in [0, 1)"),
+    ({"gap": 1.5}, "gap must be a number in [0, 1)"),
+    ({"time_limit": 0}, "time_limit must be a positive number"),
+    ({"time_limit": float("nan")}, "time_limit must be a positive number"),
+])
+def test_bad_arguments_are_named(kwargs, text):
+    with pytest.raises(ValueError, match=text.replace("[", r"\[").replace(")", r"\)")):
+        optimal_mechanism(spaces.line(3), np.full(3, 1 / 3), epsilon=1.0, **kwargs)
