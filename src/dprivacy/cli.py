@@ -201,6 +201,66 @@ class _solver_progress:
 # -- subcommands --------------------------------------------------------------------------------
 
 
+def _lp_options(args, space) -> dict:
+    """The optimal-mechanism options given on the command line (only those given)."""
+    import numpy as np
+
+    from .spaces import load_array
+
+    lp = {}
+    if args.method is not None:
+        lp["method"] = args.method
+    if args.gap is not None:
+        lp["gap"] = args.gap
+    if args.time_limit is not None:
+        lp["time_limit"] = args.time_limit
+    if args.dilation is not None:
+        lp["dilation"] = args.dilation
+    if args.loss is not None and args.gain is not None:
+        raise CliError("dprivacy: error: give --loss or --gain, not both")
+    if args.loss is not None:
+        if args.loss == "distance":
+            lp["loss"] = space.distances
+        elif args.loss == "squared":
+            lp["loss"] = np.square(space.distances)
+        else:
+            lp["loss"] = load_array(args.loss, "loss matrix", ndmin=2)
+    if args.gain is not None and args.gain != "binary":
+        lp["gain"] = load_array(args.gain, "gain matrix", ndmin=2)
+    if lp and args.mechanism != "optimal":
+        raise CliError(f"dprivacy: error: --method/--gap/--time-limit/--loss/--gain/--dilation apply to --mechanism "
+                       f"optimal, not {args.mechanism}")
+    return lp
+
+
+class _lp_progress:
+    """A rich status line with each round's objective, bound and gap (stderr)."""
+
+    def __init__(self, show: bool):
+        self.show = show
+        self._status = None
+
+    def __enter__(self):
+        if not self.show:
+            return None
+        from rich.console import Console
+
+        self._status = Console(stderr=True).status("solving the linear program...")
+        self._status.start()
+
+        def update(r):
+            cert = "not checked" if r.certified != r.certified else f"{r.certified:.9g}"
+            self._status.update(f"round {r.round}: {r.rows:,} constraints, objective {r.objective:.9g}, bound "
+                                f"{r.bound:.9g}, certified {cert}, {r.violated:,} violated, {r.seconds:.0f} s")
+
+        return update
+
+    def __exit__(self, *exc):
+        if self._status is not None:
+            self._status.stop()
+        return False
+
+
 def cmd_design(args) -> None:
     import numpy as np
 
@@ -218,8 +278,13 @@ def cmd_design(args) -> None:
     if not implicit_ok and 8 * space.n * space.n > DENSE_LIMIT_BYTES:
         raise CliError(f"dprivacy: error: {args.mechanism} on {space.name} needs a dense {space.n}x{space.n} channel "
                        f"({8 * space.n * space.n / 2**30:.1f} GiB), over the {DENSE_LIMIT_BYTES / 2**30:.0f} GiB limit")
-    with _solver_progress(not args.json) as progress:
-        out = build(args.mechanism, space, epsilon=eps, prior=prior, progress=progress)
+    lp = _lp_options(args, space)
+    if args.mechanism == "optimal":
+        with _lp_progress(True) as progress:
+            out = build(args.mechanism, space, epsilon=eps, prior=prior, lp={**lp, "progress": progress})
+    else:
+        with _solver_progress(not args.json) as progress:
+            out = build(args.mechanism, space, epsilon=eps, prior=prior, progress=progress, lp=lp)
     report = {"space": space.name, "n": space.n, "epsilon": eps, "mechanism": args.mechanism, "exists": out.exists}
     if out.exists and out.channel is None and out.implicit is not None:
         if args.save:
@@ -479,6 +544,14 @@ def make_parser() -> argparse.ArgumentParser:
     d.add_argument("--prior", default="uniform", help="'uniform' (default) or a .npy/.csv/.txt file")
     d.add_argument("--save", metavar="PATH.npy", help="save the channel matrix")
     d.add_argument("--json", action="store_true", help="print one JSON object")
+    lp = d.add_argument_group("optimal mechanism (--mechanism optimal)")
+    lp.add_argument("--method", choices=["auto", "full", "constraint-generation", "spanner"],
+                    help="LP algorithm (default auto: the full LP on graph metrics and small spaces, else constraint generation)")
+    lp.add_argument("--gap", type=float, metavar="G", help="stop when the relative gap between value and bound is at most G (default 1e-7)")
+    lp.add_argument("--time-limit", type=float, metavar="S", help="stop after S seconds with the best certified mechanism and its gap")
+    lp.add_argument("--loss", metavar="distance|squared|FILE", help="minimise an expected loss: the distance, its square, or an n×k matrix file")
+    lp.add_argument("--gain", metavar="binary|FILE", help="maximise an expected gain: binary (default, Bayes vulnerability) or an n×k matrix file")
+    lp.add_argument("--dilation", type=float, metavar="T", help="spanner dilation for --method spanner (default 1.1)")
     d.set_defaults(func=cmd_design)
 
     c = sub.add_parser("check", help="check that a channel matrix is ε·d-private on a space (exit 0: private, 1: not private, 2: bad input)")

@@ -123,11 +123,27 @@ def _tight_grid(space, epsilon, progress=None):
     return Outcome("tight-constraints", True, None, r.reason, details, implicit=r.mechanism)
 
 
-def _optimal(space, epsilon, prior=None):
+def _optimal(space, epsilon, prior=None, **lp):
     from .optimal import optimal_mechanism
 
-    r = optimal_mechanism(space, prior, epsilon=epsilon)
-    details = {"status": getattr(r, "status", None), "solver_message": getattr(r, "message", "")}
+    r = optimal_mechanism(space, prior, epsilon=epsilon, **lp)
+    details = {
+        "method": r.method,
+        "objective_kind": r.kind,
+        "value": r.value,
+        "bound": r.bound,
+        "gap": r.gap,
+        "status": getattr(r, "status", None),
+        "solver_message": getattr(r, "message", ""),
+        "certified_smallest_epsilon": r.smallest_epsilon,
+        "lp_seconds": r.seconds,
+        "lp_constraints": r.n_constraints,
+        "lp_variables": r.n_variables,
+    }
+    if r.method == "constraint-generation":
+        details["rounds"] = r.rounds
+    if r.method == "spanner":
+        details["dilation"] = r.dilation
     if r.success and not r.private:
         details["lp_smallest_epsilon"] = r.smallest_epsilon
     # Never "exists" with a channel that fails the privacy check: ok = solved and certified.
@@ -157,11 +173,16 @@ BUILDERS: dict[str, Callable] = {
 NEEDS_PRIOR = {"optimal"}
 
 
-def build(name: str, space: MetricSpace, *, epsilon: float, prior=None, progress=None) -> Outcome:
+def build(name: str, space: MetricSpace, *, epsilon: float, prior=None, progress=None, lp: dict | None = None) -> Outcome:
     """Build mechanism ``name`` on ``space`` at ``epsilon`` (``prior`` is used by prior-dependent ones;
-    ``progress(iteration, residual)`` is called by iterative solvers)."""
+    ``progress(iteration, residual)`` is called by iterative solvers; ``lp`` holds the keyword
+    arguments of :func:`~dprivacy.mechanisms.optimal.optimal_mechanism` for "optimal")."""
     if name not in BUILDERS:
         raise ValueError(f"unknown mechanism {name!r}: expected one of {', '.join(BUILDERS)}")
+    if lp and name != "optimal":
+        raise ValueError(f"LP options ({', '.join(sorted(lp))}) apply to the 'optimal' mechanism, not {name!r}")
     if name == "tight-constraints":
         return _tight(space, epsilon, prior, progress)
+    if name == "optimal":
+        return _optimal(space, epsilon, prior, **(lp or {}))
     return BUILDERS[name](space, epsilon, prior)
