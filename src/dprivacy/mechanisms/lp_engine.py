@@ -268,7 +268,7 @@ class EngineOutcome:
 
 def constraint_generation(space: MetricSpace, c: np.ndarray, outputs: np.ndarray, epsilon: float, *,
                           certify, gap: float = 1e-7, time_limit: float | None = None,
-                          progress=None, initial: str = "both+nb") -> EngineOutcome:
+                          progress=None, initial: str = "both+nb", first: str = "ipm") -> EngineOutcome:
     r"""Maximise Σ c[y, j]·H[y, j] over channels H : Y → (kept outputs) that are ε·d-private, by
     constraint generation (module docstring).
 
@@ -299,8 +299,9 @@ def constraint_generation(space: MetricSpace, c: np.ndarray, outputs: np.ndarray
     _add_privacy_rows(hs, a, b, j, coef, m)
     # Interior point with crossover for the first (largest relative change) solve; dual simplex,
     # warm-started from the basis, after each addition of rows.
-    hs.setOptionValue("solver", "ipm")
-    hs.setOptionValue("run_crossover", "on")
+    hs.setOptionValue("solver", first)
+    if first == "ipm":
+        hs.setOptionValue("run_crossover", "on")
     rounds: list[Round] = []
     best_bound = float("inf")
     raw = None
@@ -314,6 +315,9 @@ def constraint_generation(space: MetricSpace, c: np.ndarray, outputs: np.ndarray
                 break
             hs.setOptionValue("time_limit", float(hs.getRunTime() + left))
         hs.run()
+        if os.environ.get("DPRIVACY_LP_DEBUG"):
+            info = hs.getInfo()
+            print(f"[lp] round {k}: simplex {info.simplex_iteration_count} ipm {info.ipm_iteration_count} t {time.perf_counter() - t0:.2f}", file=__import__("sys").stderr)
         ms = hs.getModelStatus()
         if ms != highspy.HighsModelStatus.kOptimal:
             text = hs.modelStatusToString(ms)
