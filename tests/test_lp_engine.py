@@ -212,3 +212,26 @@ def test_auto_picks_the_edges_lp_on_graph_metrics_and_generation_on_euclidean_gr
 def test_bad_arguments_are_named(kwargs, text):
     with pytest.raises(ValueError, match=text.replace("[", r"\[").replace(")", r"\)")):
         optimal_mechanism(spaces.line(3), np.full(3, 1 / 3), epsilon=1.0, **kwargs)
+
+
+@given(plane_metrics(min_n=3, max_n=7), st.floats(0.2, 3.0), st.sampled_from(["binary", "distance"]), st.data())
+@settings(max_examples=25)
+def test_columns_priced_in_reach_the_optimum_of_all_columns(d, eps, kind, data):
+    # Starting from a subset of the outputs, the engine prices the others in with the Lagrangian terms
+    # of excluded columns (valid for any λ ≥ 0), so the bound it reports is an upper bound on the full
+    # optimum at every round, and at the end the optimum is the all-pairs, all-outputs LP's.
+    from dprivacy.mechanisms.lp_engine import constraint_generation
+
+    n = d.shape[0]
+    space = spaces.from_matrix(d)
+    prior = data.draw(priors(n))
+    c, _, _ = gain_form(prior, d, kind)
+    opt = reference_optimum(d, prior, eps, c)
+    start = np.asarray(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=True)))
+    out = constraint_generation(space, c, np.arange(n), eps, start=start, max_new_columns=1)
+    assert out.status == "optimal"
+    assert out.objective == pytest.approx(opt, abs=LP_TOL)
+    assert all(r.bound >= opt - 1e-9 for r in out.rounds)
+    h = np.clip(out.raw, 0, None)
+    h /= h.sum(axis=1, keepdims=True)
+    assert float((c * h).sum()) == pytest.approx(opt, abs=LP_TOL)

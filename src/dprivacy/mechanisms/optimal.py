@@ -544,16 +544,16 @@ def _solve_generated(ctx: _Context, c: np.ndarray, gap: float, time_limit, progr
     from .lp_engine import CERTIFY_EVERY_ROUND_ELEMENTS, constraint_generation
 
     space, eps, n, mk = ctx.space, ctx.eps, ctx.space.n, ctx.kept.size
-    outputs = ctx.kept if ctx.binary else _output_points(ctx, mk)
+    peaks = ctx.kept if ctx.binary else _output_points(ctx)
 
     def certify(h):
         return _certified_value(ctx, h)
 
     every = n * n * mk <= CERTIFY_EVERY_ROUND_ELEMENTS
-    out = constraint_generation(space, c, outputs, eps, certify=certify if every else None, gap=gap,
+    out = constraint_generation(space, c, peaks, eps, certify=certify if every else None, gap=gap,
                                 time_limit=time_limit, progress=progress)
     status = {"optimal": 0, "gap": 0, "time-limit": 1, "memory": 4, "failed": 4}[out.status]
-    size = dict(pairs="generated", n_pairs=out.n_pairs, n_variables=n * mk, n_constraints=n + out.rows,
+    size = dict(pairs="generated", n_pairs=out.n_pairs, n_variables=n * out.active, n_constraints=n + out.rows,
                 seconds=out.seconds, build_seconds=0.0, method="constraint-generation",
                 rounds=len(out.rounds), history=tuple(out.rounds))
     if out.raw is None:
@@ -561,10 +561,12 @@ def _solve_generated(ctx: _Context, c: np.ndarray, gap: float, time_limit, progr
     return _finish(ctx, out.raw, out.objective, out.bound, status, out.message, size, lenient=True)
 
 
-def _output_points(ctx: _Context, mk: int) -> np.ndarray:
-    # Outputs that are not points of the space (a gain/loss on other guesses): start each column from
-    # the point where its gain is largest, the natural peak of the column.
-    return np.asarray(ctx.c_all[:, ctx.kept].argmax(axis=0), dtype=np.intp)
+def _output_points(ctx: _Context) -> np.ndarray:
+    """The point of the space each output column peaks at: the output itself when W = Y, else the
+    point where the column's gain is largest."""
+    if ctx.m == ctx.space.n:
+        return np.arange(ctx.m, dtype=np.intp)
+    return np.asarray(ctx.c_all.argmax(axis=0), dtype=np.intp)
 
 
 def _repaired(ctx: _Context, h: np.ndarray) -> tuple[np.ndarray, float]:
