@@ -17,7 +17,8 @@ pytest.importorskip("duckdb")
 
 from dprivacy import measures, spaces  # noqa: E402
 from dprivacy.data.budget import BudgetExceeded, charge  # noqa: E402
-from dprivacy.data.tables import geometric_accuracy, parse_query, run_query, two_sided_geometric  # noqa: E402
+from dprivacy.data.tables import geometric_accuracy, parse_query, run_query  # noqa: E402
+from dprivacy.sampling.discrete import two_sided_geometric  # noqa: E402
 from dprivacy.mechanisms.geometric import truncated_geometric  # noqa: E402
 from dprivacy.mechanisms.optimal import optimal_mechanism  # noqa: E402
 from dprivacy.sampling import random_source  # noqa: E402
@@ -30,7 +31,8 @@ def _superstore() -> str:
 
 def test_two_sided_geometric_law_and_power():
     alpha = math.exp(-0.7)
-    k = two_sided_geometric(200_000, alpha, random_source(3).generator)
+    k, params = two_sided_geometric(200_000, 0.7, 1.0, random_source(3).generator)
+    assert params.alpha == pytest.approx(alpha, rel=1e-12)
     support = np.arange(-12, 13)
     def probs(a):
         p = (1 - a) / (1 + a) * a ** np.abs(support)
@@ -43,7 +45,7 @@ def test_two_sided_geometric_law_and_power():
 def test_stated_accuracy_is_exact():
     alpha = math.exp(-0.5)
     mean, t = geometric_accuracy(alpha, confidence=0.95)
-    k = two_sided_geometric(400_000, alpha, random_source(9).generator)
+    k, _ = two_sided_geometric(400_000, 0.5, 1.0, random_source(9).generator)
     assert np.abs(k).mean() == pytest.approx(mean, rel=0.02)
     # P(|K| > t) = 2α^{t+1}/(1+α) ≤ 5% and t is the smallest such
     assert 2 * alpha ** (t + 1) / (1 + alpha) <= 0.05 < 2 * alpha ** t / (1 + alpha)

@@ -101,18 +101,6 @@ def geometric_accuracy(alpha: float, *, confidence: float = 0.95) -> tuple[float
     return mean, int(t)
 
 
-def two_sided_geometric(size: int, alpha: float, generator: np.random.Generator) -> np.ndarray:
-    """K = G₁ − G₂ with G ~ Geometric on {0, 1, ...}, P(G = k) = (1−α)α^k: P(K = k) ∝ α^{|k|}.
-
-    The draws are integers, so the set of possible outputs does not depend on the input (no
-    floating-point leak of the Mironov kind); the geometric draws come from the generator's inversion,
-    whose probabilities are exact up to float64 rounding (relative ~1e-16)."""
-    if alpha <= 0:
-        return np.zeros(size, dtype=np.int64)
-    p = 1.0 - alpha
-    return (generator.geometric(p, size=size) - generator.geometric(p, size=size)).astype(np.int64)
-
-
 @dataclass
 class GroupAnswer:
     """One group's released answer. ``clamped_not_private`` is the exact number of values outside the
@@ -142,6 +130,8 @@ class QueryResult:
     guarantee: str = ""
     theorem: str = ""
     epsilon_spent: float = 0.0
+    delivered_epsilon: float = 0.0
+    sampler: str = ""
 
     def to_dict(self) -> dict:
         from ..results import jsonable
@@ -174,6 +164,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
 
     from .._validate import check_epsilon
     from ..sampling import random_source
+    from ..sampling.discrete import discrete_laplace, geometric_parameters
 
     eps = check_epsilon(epsilon)
     if not os.path.exists(table):
@@ -235,9 +226,10 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     if any(v is None for _, _, v, _ in rows):
         raise ValueError(f"no rows match for {query.name}: a percentile of an empty selection is undefined (widen --where)")
     src = random_source(rng)
-    alpha = math.exp(-eps / delta)
-    mean, t = geometric_accuracy(alpha, confidence=confidence)
-    noise = two_sided_geometric(len(rows), alpha, src.generator)
+    # Exact integer sampling (CKS 2020) at s/t ≤ ε/Δ: no floating-point step decides a released value.
+    params = geometric_parameters(eps, delta)
+    mean, t = geometric_accuracy(params.alpha, confidence=confidence)
+    noise = discrete_laplace(len(rows), params.s, params.t, src.generator)
     answers = []
     for (grp, n, v, clamped), k in zip(rows, noise):
         if query.kind == "count":
@@ -263,5 +255,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
                       guarantee=(f"ε = {eps:g} ({privacy}): changing one row changes the probability of every released "
                                  f"answer by at most a factor e^{eps:g}; groups are disjoint, so a grouped query spends ε once "
                                  "(parallel composition)"),
-                      theorem=theorem, epsilon_spent=eps)
+                      theorem=theorem, epsilon_spent=eps, delivered_epsilon=params.delivered_epsilon,
+                      sampler=(f"exact discrete Laplace in integer arithmetic (Canonne, Kamath, Steinke 2020, Alg. 2) with "
+                               f"P(K = k) ∝ exp(−|k|·{params.s}/{params.t}), ε/Δ rounded down to a multiple of 2^-40"))
     return res
