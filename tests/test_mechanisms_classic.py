@@ -512,3 +512,26 @@ def test_maximal_leakage_mechanism_validates():
         maximal_leakage_mechanism(0, 3, epsilon=1.0)
     with pytest.raises(ValueError, match="epsilon"):
         maximal_leakage_mechanism(2, 3, epsilon=-1.0)
+
+
+def test_laplace_sample_default_is_on_a_fixed_lattice_and_exactly_private():
+    # Mironov's test: every output of the default sampler is a multiple of Λ = Δ·2^-20 whatever the input,
+    # so outputs drawn at x are possible at a neighbour x' (the textbook float sampler fails this,
+    # tests/test_sampling_snapping.py). And the law is ε-private exactly: per lattice step the ratio is
+    # e^{-r} with r·(Δ/Λ + 1) ≤ ε (rounded inputs differ by at most Δ + Λ).
+    from dprivacy.mechanisms.laplace import LATTICE_BITS
+    from dprivacy.sampling.discrete import geometric_parameters
+
+    eps, sens = 0.8, 3.0
+    lam = sens * 2.0**-LATTICE_BITS
+    for x in (0.0, 1.0, math.pi, -1234.5678):
+        z = laplace_sample(np.full(20_000, x), epsilon=eps, sensitivity=sens, rng=11)
+        assert np.array_equal(z / lam, np.rint(z / lam))
+    p = geometric_parameters(eps, float(2**LATTICE_BITS + 1))
+    assert p.s / p.t * (2**LATTICE_BITS + 1) <= eps
+    # Kolmogorov–Smirnov against Laplace(Δ/ε) with power: a scale 3% off is rejected on the same sample.
+    z = laplace_sample(np.zeros(200_000), epsilon=eps, sensitivity=sens, rng=5)
+    assert scipy.stats.kstest(z, scipy.stats.laplace(scale=sens / eps).cdf).pvalue > 1e-4
+    assert scipy.stats.kstest(z, scipy.stats.laplace(scale=1.03 * sens / eps).cdf).pvalue < 1e-6
+    with pytest.raises(ValueError, match="method"):
+        laplace_sample([1.0], epsilon=1.0, method="float")

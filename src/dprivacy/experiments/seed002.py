@@ -188,7 +188,7 @@ def fig3(ctx: Context) -> Outcome:
     worst = 0.0
     for k, e in enumerate(eps_curves):
         for r in (rate_1(e), rate_h(e)):
-            noise = laplace_sample(np.zeros(n_samples), epsilon=r, rng=SEED + k)
+            noise = laplace_sample(np.zeros(n_samples), epsilon=r, rng=SEED + k, method="textbook")
             emp = (np.abs(noise)[:, None] <= check_alphas[None, :]).mean(axis=0)
             exact = np.array([_within(a, r) for a in check_alphas])
             worst = max(worst, float(np.abs(emp - exact).max()))
@@ -572,7 +572,7 @@ def smart_meters(ctx: Context) -> Outcome:
         for k_e, e_ in enumerate(EX2_EPSILONS):
             for j, (rname, sens) in enumerate(scales.items()):
                 b = sens / e_
-                draws = np.stack([laplace_sample(trace.values, epsilon=e_, sensitivity=sens, rng=SEED + 1000 * k_e + 100 * j + r)
+                draws = np.stack([laplace_sample(trace.values, epsilon=e_, sensitivity=sens, rng=SEED + 1000 * k_e + 100 * j + r, method="textbook")
                                   for r in range(reps)])
                 err = draws - trace.values
                 total_err = err.sum(axis=1)
@@ -585,7 +585,7 @@ def smart_meters(ctx: Context) -> Outcome:
         # Thm 13: the average is uniformly 1-sensitive wrt d_∞, so Laplace(1/ε) on the average is ε·d_∞-private;
         # the total n·avg then has error n·|N|, E = n/ε.
         for e_ in EX2_EPSILONS:
-            avg_noise = laplace_sample(np.zeros(reps), epsilon=e_, rng=SEED + 7)
+            avg_noise = laplace_sample(np.zeros(reps), epsilon=e_, rng=SEED + 7, method="textbook")
             rows.append([tag, "Thm 13: Laplace(1/ε) on the average (ε·d_∞)", e_, 1.0 / e_, float("nan"), float("nan"),
                          math.sqrt(2) * n / e_, float(np.sqrt(((n * avg_noise) ** 2).mean())), float("nan")])
         figs.append(_trace_figure(ctx, trace, tag, noisy, list(scales)))
@@ -619,7 +619,7 @@ def smart_meters(ctx: Context) -> Outcome:
     # The reading under which the sentence would hold: ε is the Laplace *scale* (noise grows with ε).
     scale_corr = {}
     for k_e, e_ in enumerate(EX2_EPSILONS):
-        draws = [laplace_sample(tv.values, epsilon=1.0, sensitivity=e_, rng=SEED + 5000 + 100 * k_e + r) for r in range(reps)]
+        draws = [laplace_sample(tv.values, epsilon=1.0, sensitivity=e_, rng=SEED + 5000 + 100 * k_e + r, method="textbook") for r in range(reps)]
         scale_corr[e_] = float(np.mean([_corr(d_, tv.values) for d_ in draws]))
     r3 = scale_corr[0.5] < scale_corr[0.1]
     claims.append(Claim(
@@ -701,7 +701,7 @@ def fig2_geo(ctx: Context) -> Outcome:
     eps = 0.5
     ks_tol = 1.95 / math.sqrt(n)  # Kolmogorov–Smirnov 0.1% critical value
     # (i) λ = ε/2 on ℝ: the sampler's law vs the CDF of (ε/2)e^{−ε|t|}.
-    t = laplace_sample(np.zeros(n), epsilon=eps, rng=SEED)
+    t = laplace_sample(np.zeros(n), epsilon=eps, rng=SEED, method="textbook")
     ks1 = _ks(t, lambda s: np.where(s < 0, 0.5 * np.exp(eps * s), 1 - 0.5 * np.exp(-eps * s)))
     # (ii) λ = ε²/2π with d_2: the radius has density 2πr·λe^{−εr} = ε²re^{−εr}, CDF 1 − (1 + εr)e^{−εr}.
     def radial(r):
@@ -713,7 +713,7 @@ def fig2_geo(ctx: Context) -> Outcome:
     # (iii) λ = ε²/4 with d_1: the product of two independent 1-D Laplace(1/ε); its d_1 radius |t1| + |t2| has
     # density 4ρ·(ε²/4)e^{−ερ} = ε²ρe^{−ερ} (the d_1 "circle" of radius ρ has length 4ρ√2, density along it
     # per unit ρ is 4ρ), the same law as (ii).
-    pair = laplace_sample(np.zeros((n, 2)), epsilon=eps, rng=SEED + 2)
+    pair = laplace_sample(np.zeros((n, 2)), epsilon=eps, rng=SEED + 2, method="textbook")
     r1 = np.abs(pair).sum(axis=1)
     ks3 = _ks(r1, radial)
     claims += [

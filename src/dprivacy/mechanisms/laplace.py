@@ -15,7 +15,11 @@ from ..spaces import MetricSpace
 from .geometric import line_coordinates, line_epsilon
 
 
-def laplace_sample(values, *, epsilon: float, sensitivity: float = 1.0, rng=None):
+#: The default sampler's lattice: Λ = Δ·2^−LATTICE_BITS.
+LATTICE_BITS = 20
+
+
+def laplace_sample(values, *, epsilon: float, sensitivity: float = 1.0, rng=None, method: str = "discrete"):
     """Add Laplace noise of scale ``sensitivity / epsilon`` to every entry of ``values``.
 
     Parameters
@@ -29,16 +33,28 @@ def laplace_sample(values, *, epsilon: float, sensitivity: float = 1.0, rng=None
         output is then ε-differentially private with respect to that adjacency, and for Δ = 1 it is
         ε·d_ℝ-private on the answers themselves (seed 002 Fig 2 (i), Fact 7).
     rng : numpy Generator, int seed or None
-        Source of randomness (DESIGN.md convention).
+        Source of randomness (DESIGN.md convention: None is the release-grade source).
+    method : {"discrete", "textbook"}
+        "discrete" (default, for release): the value is rounded to the lattice Λℤ, Λ = Δ·2^−20, and an
+        exact discrete Laplace multiple of Λ is added (:func:`dprivacy.sampling.discrete.discrete_laplace`,
+        CKS 2020, integer arithmetic only), with ratio e^{−r} per lattice step, r ≤ ε·Λ/(Δ + Λ). Every
+        output lies on Λℤ whatever the input (no floating-point leak, Mironov CCS 2012), and two inputs
+        at distance ≤ Δ round to lattice points at most Δ + Λ apart, so the release is ε-private
+        exactly. It is the Laplace law of scale Δ/ε up to the lattice step (a relative 2^−20).
+        "textbook": x + Laplace(Δ/ε) in floating point (numpy), which is *not* private as released
+        (its low-order bits depend on x); kept for the papers' experiments, which study the
+        mathematical mechanism.
 
     Returns
     -------
     numpy.ndarray or float
-        values + N with N i.i.d. of density (1/2b) e^{−|t|/b}, b = Δ/ε: mean 0, variance 2b².
-        A float when ``values`` is a scalar, else an array of the same shape.
+        values + N: mean 0, variance ≈ 2(Δ/ε)². A float when ``values`` is a scalar, else an array of the
+        same shape.
     """
     e = check_epsilon(epsilon)
     s = check_epsilon(sensitivity, name="sensitivity")
+    if method not in ("discrete", "textbook"):
+        raise ValueError(f"method must be 'discrete' or 'textbook', got {method!r}")
     try:
         v = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -46,7 +62,20 @@ def laplace_sample(values, *, epsilon: float, sensitivity: float = 1.0, rng=None
     if not np.isfinite(v).all():
         raise ValueError("values must be finite (got NaN or infinity)")
     gen = as_rng(rng)
-    out = v + gen.laplace(0.0, s / e, size=v.shape)
+    if method == "textbook":
+        out = v + gen.laplace(0.0, s / e, size=v.shape)
+        return float(out) if out.ndim == 0 else out
+    from ..sampling.discrete import discrete_laplace, geometric_parameters
+
+    lam = s * 2.0**-LATTICE_BITS
+    steps = np.rint(v / lam)
+    if np.abs(steps).max(initial=0.0) >= 2.0**52:
+        raise ValueError(f"values up to {np.abs(v).max():.6g} are too large for the lattice Δ·2^-{LATTICE_BITS} "
+                         f"= {lam:.3g} in float64 (|value| must be below 2^52 lattice steps)")
+    # r = ε·Λ/(Δ + Λ) per lattice step = ε / (2^k + 1) in units where Λ = 1 and Δ = 2^k.
+    params = geometric_parameters(e, float(2**LATTICE_BITS + 1))  # exact: 2^k + 1 is a float64 integer
+    k = discrete_laplace(v.size, params.s, params.t, gen).reshape(v.shape)
+    out = (steps + k) * lam
     return float(out) if out.ndim == 0 else out
 
 
