@@ -448,6 +448,19 @@ class SpannerOptimalResult(Result):
     bound: float = float("nan")
     gap: float = float("nan")
     method: str = "spanner"
+    space: MetricSpace | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def mechanism(self):
+        """The mechanism as a :class:`~dprivacy.mechanisms.base.DenseMechanism` when ``ok``, else None
+        (privacy certified by the exact check on the original space)."""
+        if not self.ok or self.space is None:
+            return None
+        from .base import DenseMechanism, PrivacyCertificate
+
+        cert = PrivacyCertificate(True, self.epsilon, "numerical-check", self.reason,
+                                  smallest_epsilon=self.smallest_epsilon, rigorous=False)
+        return DenseMechanism(self.channel, self.space, epsilon=self.epsilon, name="optimal-spanner", certificate=cert)
 
     @property
     def ok(self) -> bool:
@@ -641,5 +654,5 @@ def optimal_mechanism_spanner(
         smallest_epsilon=smallest, private=private, lp=lp, exact=ex, exact_value=exact_value,
         exact_seconds=exact_seconds, exact_n_constraints=None if ex is None else ex.n_constraints,
         optimality_loss=optimality_loss, relative_loss=relative_loss, bound=relaxed_bound,
-        gap=_spanner_gap(lp, relaxed_bound, private),
+        gap=_spanner_gap(lp, relaxed_bound, private), space=space,
     )

@@ -16,7 +16,7 @@ It is the exponential mechanism with quality −d (seed 001 §7).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -69,11 +69,26 @@ class SymmetricMechanism(Result):
     counts: DistanceCounts
     hypothesis: str
     reason: str = ""
+    space: MetricSpace | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
         """The common flag of :class:`dprivacy.results.Result` (here: ``exists``)."""
         return bool(self.exists)
+
+    @property
+    def mechanism(self):
+        """The mechanism as a :class:`~dprivacy.mechanisms.base.DenseMechanism` when it exists, else None.
+
+        Private by construction: every column γe^{−εd(·, j)} satisfies H[i, j] ≤ e^{εd(i,i')} H[i', j] by the
+        triangle inequality (the tight-constraints form, seed 000 Def 6 / Prop 9)."""
+        if not self.exists or self.space is None:
+            return None
+        from .base import DenseMechanism, by_construction
+
+        cert = by_construction(self.epsilon, f"columns γ·e^(−ε d(·, z)) ({self.reason}; seed 000 Prop 9, seed 001 "
+                                              "eq. (17)): each is ε·d-Lipschitz in log by the triangle inequality")
+        return DenseMechanism(self.channel, self.space, epsilon=self.epsilon, name="symmetric", certificate=cert)
 
     def __bool__(self) -> bool:
         return bool(self.exists)
@@ -135,7 +150,7 @@ def symmetric_mechanism(space, *, epsilon: float, hypothesis: str = "ball-size")
     counts = distance_counts(space)
 
     def fail(reason: str) -> SymmetricMechanism:
-        return SymmetricMechanism(False, None, float("nan"), eps, counts, hypothesis, reason)
+        return SymmetricMechanism(False, None, float("nan"), eps, counts, hypothesis, reason, space)
 
     if not counts.symmetric:
         return fail(f"the space is not ball-size symmetric (seed 000 Def 7): {counts.reason}")
@@ -157,7 +172,7 @@ def symmetric_mechanism(space, *, epsilon: float, hypothesis: str = "ball-size")
     with np.errstate(over="ignore"):
         h = gamma * np.exp(-eps * space.distances)  # e^{−∞} = 0 between components of an extended metric
     labels = space.labels
-    return SymmetricMechanism(True, Channel._trusted(h, labels, labels), gamma, eps, counts, hypothesis, note)
+    return SymmetricMechanism(True, Channel._trusted(h, labels, labels), gamma, eps, counts, hypothesis, note, space)
 
 
 @dataclass(frozen=True)
