@@ -467,6 +467,44 @@ def cmd_obfuscate(args) -> int:
     return 0
 
 
+def cmd_series(args) -> int:
+    from .data.io import write_json_atomic
+    from .data.series import release_series
+
+    show = not args.json and sys.stderr.isatty()
+    progress = None
+    if show:
+        from rich.console import Console
+
+        status = Console(stderr=True).status("releasing...")
+        status.start()
+        progress = lambda rows: status.update(f"releasing: {rows:,} readings")  # noqa: E731
+    try:
+        rep = release_series(args.input, args.output, column=args.column, time_column=args.time, epsilon=args.epsilon,
+                             metric=args.metric, unit=args.unit, per=args.per, rng=args.seed, force=args.force,
+                             skip_invalid=args.skip_invalid, progress=progress)
+    finally:
+        if show:
+            status.stop()
+    report = rep.to_dict()
+    sidecar = str(args.output) + ".dprivacy.json"
+    write_json_atomic(sidecar, report)
+    report["sidecar"] = sidecar
+    if args.json:
+        _emit(report, True, "")
+        return 0
+    brief = {k: v for k, v in report.items() if k not in ("aggregates", "random_source")}
+    brief["random_source"] = rep.random_source.get("generator", "")
+    if rep.aggregates:
+        brief["periods"] = len(rep.aggregates)
+        brief["period_mean_noise_sd"] = f"{min(a['mean_noise_sd'] for a in rep.aggregates):.4g} .. " \
+                                        f"{max(a['mean_noise_sd'] for a in rep.aggregates):.4g} (per-period means; all in the sidecar)"
+    _emit(brief, False, f"released {rep.readings:,} readings of {rep.column}")
+    if not rep.random_source.get("release", True):
+        print(rep.random_source["warning"], file=sys.stderr)
+    return 0
+
+
 def cmd_evaluate(args) -> int:
     from .data.locations import evaluate_files
 
@@ -596,6 +634,21 @@ def make_parser() -> argparse.ArgumentParser:
     ob.add_argument("--skip-invalid", action="store_true", help="drop rows with missing or out-of-range coordinates and count them")
     ob.add_argument("--json", action="store_true")
     ob.set_defaults(func=cmd_obfuscate)
+
+    se = sub.add_parser("series", help="release a series of readings (smart meter, glucose) under d1 or d∞ on values (seed 002 §6.1)")
+    se.add_argument("input", metavar="INPUT", help="a .csv, .csv.gz or .parquet file with one reading per row")
+    se.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="the released series (time and reading columns only); a sidecar OUTPUT.dprivacy.json is written beside it")
+    se.add_argument("--column", required=True, help="the readings' column")
+    se.add_argument("--time", help="the time column (kept in the output; needed for --per)")
+    se.add_argument("--epsilon", type=float, required=True, help="ε per --unit of reading difference")
+    se.add_argument("--metric", choices=["d1", "dinf"], default="d1", help="d1: total change over the readings; dinf: every reading at once (ε/n per reading)")
+    se.add_argument("--unit", type=float, default=1.0, help="resolution of the readings: distance 1 = this much (default 1)")
+    se.add_argument("--per", choices=["hour", "day"], help="also report sums and means of the released readings per period")
+    se.add_argument("--seed", type=int, help="reproducible research mode (NOT for release); default: cryptographic randomness")
+    se.add_argument("--force", action="store_true", help="replace OUTPUT if it exists")
+    se.add_argument("--skip-invalid", action="store_true", help="drop rows whose reading is missing or not a number, and count them")
+    se.add_argument("--json", action="store_true")
+    se.set_defaults(func=cmd_series)
 
     ev = sub.add_parser("evaluate", help="displacement (metres) between an original file of points and its obfuscated release")
     ev.add_argument("original", metavar="ORIGINAL")

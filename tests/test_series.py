@@ -1,0 +1,133 @@
+"""Releasing a series of readings under d1 / d∞ on values (seed 002 §6.1): the noise law, the stated
+accuracy, the per-period aggregates, real glucose readings, and bad input (nothing written)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pytest
+from scipy import stats
+
+from dprivacy.data.series import release_series
+
+SRC = os.path.join(os.path.dirname(__file__), "..", "src")
+
+
+def _write(path, **cols):
+    pacsv.write_csv(pa.table(cols), path)
+    return path
+
+
+def _law(ratio, support):
+    a = math.exp(-ratio)
+    p = (1 - a) / (1 + a) * a ** np.abs(support)
+    return np.append(p, 1 - p.sum())
+
+
+def test_d1_noise_is_the_discrete_laplace_with_power(tmp_path):
+    n = 200_000
+    src = _write(tmp_path / "in.csv", reading=np.full(n, 100.0))
+    rep = release_series(src, tmp_path / "out.csv", column="reading", epsilon=0.6, metric="d1", rng=3)
+    k = pacsv.read_csv(tmp_path / "out.csv").column("reading").to_numpy() - 100.0
+    assert np.array_equal(k, np.rint(k))  # on the unit lattice whatever the input
+    support = np.arange(-12, 13)
+    obs = np.append(np.array([(k == s).sum() for s in support]), (np.abs(k) > 12).sum())
+    assert stats.chisquare(obs, _law(0.6, support) * n).pvalue > 1e-6
+    assert stats.chisquare(obs, _law(0.66, support) * n).pvalue < 1e-6  # ε 10% off is rejected
+    # the stated expected |error| is the mean |noise|
+    assert np.abs(k).mean() == pytest.approx(rep.expected_abs_error, rel=0.02)
+    assert (np.abs(k) > rep.within).mean() <= 1 - rep.confidence + 0.003
+    assert rep.epsilon_per_reading == 0.6 and rep.delivered_epsilon <= 0.6
+
+
+def test_dinf_spends_epsilon_over_n_per_reading_and_units_scale(tmp_path):
+    n = 50
+    x = np.arange(n) * 2.5
+    src = _write(tmp_path / "in.csv", reading=x)
+    rep = release_series(src, tmp_path / "out.csv", column="reading", epsilon=2.0, metric="dinf", unit=0.5, rng=1)
+    assert rep.epsilon_per_reading == pytest.approx(2.0 / n, rel=1e-15)
+    assert rep.delivered_epsilon <= 2.0
+    y = pacsv.read_csv(tmp_path / "out.csv").column("reading").to_numpy()
+    assert np.array_equal(y / 0.5, np.rint(y / 0.5))
+    a = math.exp(-2.0 / n)
+    assert rep.expected_abs_error == pytest.approx(0.5 * 2 * a / (1 - a * a), rel=1e-9)
+
+
+def test_per_day_aggregates_are_the_sums_of_the_released_readings(tmp_path):
+    times = pa.array((np.datetime64("2024-01-01T00:00") + np.arange(0, 3 * 24 * 60, 30).astype("timedelta64[m]")).astype("datetime64[s]"))
+    n = len(times)
+    src = tmp_path / "in.csv"
+    pacsv.write_csv(pa.table({"t": times, "kwh": np.linspace(0, 5, n), "other": np.arange(n)}), src)
+    rep = release_series(src, tmp_path / "out.parquet", column="kwh", time_column="t", epsilon=1.0, unit=0.01,
+                         per="day", rng=2)
+    import pyarrow.parquet as pq
+
+    out = pq.read_table(tmp_path / "out.parquet")
+    assert out.column_names == ["t", "kwh"]  # the other columns are not released
+    y = out.column("kwh").to_numpy()
+    days = out.column("t").to_numpy().astype("datetime64[D]")
+    assert [a["period"] for a in rep.aggregates] == ["2024-01-01", "2024-01-02", "2024-01-03"]
+    for agg in rep.aggregates:
+        sel = days == np.datetime64(agg["period"])
+        assert agg["readings"] == sel.sum() == 48
+        assert agg["sum"] == pytest.approx(y[sel].sum(), rel=1e-12)
+        a = math.exp(-1.0)  # ε = 1 per unit U = 0.01: ratio e^{-ε} per lattice step of U
+        assert agg["sum_noise_sd"] == pytest.approx(0.01 * math.sqrt(48 * 2 * a / (1 - a) ** 2), rel=1e-6)
+
+
+def test_real_glucose_readings(tmp_path):
+    bs = pytest.importorskip("bokeh_sampledata")
+    cgm = os.path.join(os.path.dirname(bs.__file__), "_data", "CGM.csv.gz")
+    out = tmp_path / "released.csv.gz"
+    env = dict(os.environ, PYTHONPATH=SRC)
+    p = subprocess.run([sys.executable, "-m", "dprivacy.cli", "series", cgm, "-o", str(out), "--column", "glucose",
+                        "--time", "datetime", "--epsilon", "0.5", "--per", "day", "--seed", "7", "--json"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(p.stdout)
+    assert rep["readings"] == 52_281 and rep["skipped_invalid"] == 0
+    assert rep["random_source"]["release"] is False and "NOT for release" in rep["random_source"]["warning"]
+    side = json.loads(open(str(out) + ".dprivacy.json").read())
+    assert side["aggregates"] == rep["aggregates"]
+    t = pacsv.read_csv(out)
+    assert t.column_names == ["datetime", "glucose"] and t.num_rows == 52_281
+    truth = pacsv.read_csv(cgm).column("glucose").to_numpy()
+    err = t.column("glucose").to_numpy() - truth
+    assert np.abs(err).mean() == pytest.approx(rep["expected_abs_error"], rel=0.05)
+
+
+def test_bad_input_names_the_problem_and_writes_nothing(tmp_path):
+    src = tmp_path / "in.csv"
+    src.write_text("t,v\n2024-01-01 00:00:00,1\n2024-01-01 00:05:00,abc\n2024-01-01 00:10:00,\n")
+    out = tmp_path / "out.csv"
+    with pytest.raises(ValueError, match="row 1: v = 'abc' is not a number"):
+        release_series(src, out, column="v", epsilon=1.0)
+    assert not out.exists() and not list(tmp_path.glob(".out.csv*"))
+    rep = release_series(src, out, column="v", epsilon=1.0, skip_invalid=True, rng=0)
+    assert rep.readings == 1 and rep.skipped_invalid == 2
+    with pytest.raises(FileExistsError, match="--force"):
+        release_series(src, out, column="v", epsilon=1.0, skip_invalid=True)
+    with pytest.raises(ValueError, match="no reading column 'w'.*t, v"):
+        release_series(src, tmp_path / "o2.csv", column="w", epsilon=1.0)
+    with pytest.raises(ValueError, match="--time"):
+        release_series(src, tmp_path / "o2.csv", column="v", epsilon=1.0, per="day")
+    with pytest.raises(ValueError, match="unit must be a positive number"):
+        release_series(src, tmp_path / "o2.csv", column="v", epsilon=1.0, unit=0.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        release_series(src, tmp_path / "o2.csv", column="v", epsilon=-1.0)
+    src2 = _write(tmp_path / "nan.csv", v=np.array([1.0, np.nan, 3.0]))
+    with pytest.raises(ValueError, match="row 1: v is missing"):
+        release_series(src2, tmp_path / "o3.csv", column="v", epsilon=1.0)
+    assert not (tmp_path / "o2.csv").exists() and not (tmp_path / "o3.csv").exists()
+    env = dict(os.environ, PYTHONPATH=SRC)
+    p = subprocess.run([sys.executable, "-m", "dprivacy.cli", "series", str(src), "-o", str(tmp_path / "o4.csv"),
+                        "--column", "v", "--epsilon", "1"], capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "not a number" in p.stderr
+    assert not (tmp_path / "o4.csv").exists()
