@@ -312,7 +312,8 @@ class EngineOutcome:
 
     status: str  # "optimal" (no violated constraint, no entering column), "gap", "time-limit", "memory", "failed"
     message: str
-    raw: np.ndarray | None  # the last restricted solution (n × m, zero outside the active columns), before repair
+    raw: np.ndarray | None  # the last restricted solution (n × m, zero outside the active columns), before repair;
+    # when stopped early (time, memory), the round's solution whose repair certified best
     objective: float  # the last restricted LP objective
     bound: float  # the best Lagrangian bound over the rounds (≥ OPT)
     rounds: list
@@ -369,6 +370,7 @@ def constraint_generation(space: MetricSpace, c: np.ndarray, peaks: np.ndarray, 
         hs.setOptionValue("run_crossover", "on")
     rounds: list[Round] = []
     best_bound = float("inf")
+    best_certified, best_raw = float("-inf"), None
     raw = None
     objective = float("nan")
     status, message = "failed", "not solved"
@@ -429,6 +431,8 @@ def constraint_generation(space: MetricSpace, c: np.ndarray, peaks: np.ndarray, 
         full_h = np.zeros((n, m))
         full_h[:, active] = h
         certified = certify(full_h) if certify is not None else float("nan")
+        if certified > best_certified:
+            best_certified, best_raw = certified, raw
         g = _relative_gap(best_bound, certified)
         rounds.append(Round(k, a.size, objective, best_bound, certified, g, int(na.size), time.perf_counter() - t0,
                             int(active.size), int(entering.size)))
@@ -463,6 +467,8 @@ def constraint_generation(space: MetricSpace, c: np.ndarray, peaks: np.ndarray, 
         _add_privacy_rows(hs, na, nb, nj, ncoef, n)
         a, b, j, coef = (np.concatenate([a, na]), np.concatenate([b, nb]), np.concatenate([j, nj]),
                          np.concatenate([coef, ncoef]))
+    if status not in ("optimal", "gap") and best_raw is not None:
+        raw = best_raw  # stopped early: the round whose repaired channel certified best
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     n_pairs = int(np.unique(lo.astype(np.int64) * n + hi).size)
     binding = None
