@@ -191,3 +191,25 @@ def test_registry_and_tight_agree_on_the_structured_cutoff():
     from dprivacy.mechanisms import registry, tight
 
     assert registry.STRUCTURED_MIN_CELLS == tight.STRUCTURED_MIN_CELLS
+
+
+def test_reproduce_replaces_its_report_and_never_leaves_stale_files(tmp_path, capsys):
+    out = tmp_path / "report"
+    assert run_json(capsys, "reproduce", "--only", "002-metrics", "--out", str(out))["errors"] == 0
+    (out / "stale-figure.png").write_bytes(b"from an earlier run")
+    assert run_json(capsys, "reproduce", "--only", "002-metrics", "--out", str(out))["errors"] == 0
+    assert not (out / "stale-figure.png").exists() and (out / "summary.json").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no partial or old folders left
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    assert main(["reproduce", "--only", "002-metrics", "--out", str(mine)]) == 2
+    assert "not a dprivacy report" in capsys.readouterr().err
+    assert (mine / "notes.txt").read_text() == "keep me"
+
+
+def test_reproduce_lists_its_experiment_ids(capsys):
+    assert main(["reproduce", "--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    ids = [ln.split()[0] for ln in lines]
+    assert "002-smart-meters-cgm" in ids and "000-fig2" in ids and len(ids) == len(set(ids)) >= 20

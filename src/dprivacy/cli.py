@@ -425,6 +425,12 @@ def cmd_prior(args) -> None:
 def cmd_reproduce(args) -> int:
     from .experiments.report import run
 
+    if args.list:
+        from .experiments.registry import load_all
+
+        for exp in load_all().values():
+            print(f"{exp.id:<24} seed {exp.paper}  {exp.title}")
+        return 0
     t0 = time.perf_counter()
     only = list(dict.fromkeys(args.only)) if args.only else args.only  # each id once, in the order given
     summary = run(Path(args.out), quick=args.quick, only=only, progress=not args.json)
@@ -676,7 +682,8 @@ def make_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("reproduce", help="recompute the papers' tables, figures and claims into a report")
     r.add_argument("--out", default="dprivacy-report", metavar="DIR", help="report folder (default ./dprivacy-report)")
     r.add_argument("--quick", action="store_true", help="shrink the slow experiments (said so in the report)")
-    r.add_argument("--only", nargs="+", metavar="ID", help="run only these experiment ids")
+    r.add_argument("--only", nargs="+", metavar="ID", help="run only these experiment ids (see --list)")
+    r.add_argument("--list", action="store_true", help="list the experiment ids and what each recomputes, and exit")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_reproduce)
     return p

@@ -5,6 +5,9 @@ from __future__ import annotations
 import html
 import json
 import platform
+import os
+import shutil
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -47,8 +50,45 @@ def run(out: Path, *, quick: bool = False, only: list[str] | None = None, progre
         selected = [registry[i] for i in only]
     else:
         selected = list(registry.values())
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    final = Path(out)
+    if final.exists() and not final.is_dir():
+        raise ValueError(f"--out {final} is a file, expected a report folder")
+    if final.is_dir() and any(final.iterdir()) and not (final / "summary.json").exists():
+        raise ValueError(f"--out {final} is a folder that is not a dprivacy report (no summary.json); refusing to "
+                         "replace its contents: choose an empty or new folder")
+    if not final.parent.exists():
+        raise FileNotFoundError(f"the folder {final.parent} of --out does not exist")
+    # Build the report beside its destination and swap it in at the end: a run never leaves files of an
+    # earlier run behind (stale figures of experiments not selected this time), and an interrupted run
+    # leaves the previous report intact.
+    out = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
+    try:
+        summary = _run_into(out, registry, selected, quick, progress)
+        _swap(out, final)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
+    return summary
+
+
+def _swap(new: Path, final: Path) -> None:
+    old = None
+    if final.exists():
+        old = final.with_name(f".{final.name}.old-{os.getpid()}")
+        os.replace(final, old)
+    os.replace(new, final)
+    os.chmod(final, 0o755 & ~_umask())
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _run_into(out: Path, registry, selected, quick: bool, progress: bool) -> dict:
     ctx = Context(out=out, quick=quick)
     results: list[tuple] = []
 
