@@ -31,6 +31,7 @@ from .._validate import as_float_matrix, as_prior, check_epsilon
 from ..channels import Channel
 from ..measures.privacy import LOG_ATOL, check_privacy
 from ..measures.utility import expected_loss, utility
+from ..results import Result
 from ..spaces import MetricSpace
 
 #: Largest LP (number of channel entries n·|W|) this module will build; beyond it the constraint
@@ -66,7 +67,7 @@ AUTO_SPARSE_PAIRS_PER_POINT = 4
 
 
 @dataclass(frozen=True)
-class OptimalResult:
+class OptimalResult(Result):
     """Outcome of :func:`optimal_mechanism`, in the style of ``scipy.optimize.OptimizeResult``.
 
     Attributes
@@ -169,6 +170,8 @@ class OptimalResult:
     gap: float = float("nan")
     rounds: int = 0
     history: tuple = field(default=(), repr=False, compare=False)
+
+    _json_exclude = ("channel", "remap")
 
     @property
     def ok(self) -> bool:
