@@ -235,3 +235,38 @@ def test_columns_priced_in_reach_the_optimum_of_all_columns(d, eps, kind, data):
     h = np.clip(out.raw, 0, None)
     h /= h.sum(axis=1, keepdims=True)
     assert float((c * h).sum()) == pytest.approx(opt, abs=LP_TOL)
+
+
+@given(st.integers(2, 8), st.floats(0.1, 3.0), st.sampled_from(["binary", "monotone"]), st.data())
+@settings(max_examples=30)
+def test_universal_optimality_of_the_truncated_geometric_on_a_line(n, eps, kind, data):
+    # Seed 002 Thm 8 (Ghosh et al.): on a line, the truncated geometric with its optimal remap is optimal
+    # for every prior and every loss monotone in |y − w|; auto uses it, and it equals the all-pairs LP.
+    space = spaces.line(n)
+    prior = data.draw(priors(n))
+    if kind == "binary":
+        gain, loss, c = None, None, prior[:, None] * np.eye(n)
+    else:
+        steps = np.sort(np.asarray(data.draw(st.lists(st.floats(0.0, 5.0), min_size=n * n, max_size=n * n))).reshape(n, n), axis=1)
+        dist = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])
+        loss = steps[np.arange(n)[:, None], dist]  # row y: a non-decreasing function of |y − w|
+        gain, c = None, -(prior[:, None] * loss)
+    opt = reference_optimum(space.distances, prior, eps, c)
+    r = optimal_mechanism(space, prior, epsilon=eps, gain=gain, loss=loss)
+    assert r.method == "truncated-geometric" and r.ok and r.gap == 0.0
+    sign = 1.0 if r.kind == "gain" else -1.0
+    assert sign * r.value == pytest.approx(opt, abs=LP_TOL)
+    assert check_privacy(r.channel, space, epsilon=eps).holds
+
+
+def test_truncated_geometric_is_not_used_where_the_theorem_does_not_apply():
+    prior = np.full(5, 0.2)
+    loss = np.array([[0, 1, 0.5, 2, 3]] * 5, dtype=float)  # not monotone in |y − w|
+    assert optimal_mechanism(spaces.line(5), prior, epsilon=1.0, loss=loss).method == "full"
+    from dprivacy.specs import parse_space
+
+    sq = parse_space("sum:3,2")  # ⌈|i − j|/v⌉: not a multiple of the line distance
+    p = np.full(sq.n, 1 / sq.n)
+    assert optimal_mechanism(sq, p, epsilon=1.0).method == "full"
+    with pytest.raises(ValueError, match="does not apply"):
+        optimal_mechanism(sq, p, epsilon=1.0, method="truncated-geometric")

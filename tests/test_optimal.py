@@ -22,11 +22,18 @@ from dprivacy.channels import Channel
 from dprivacy.measures import check_privacy, expected_loss, prior_vulnerability, utility
 from dprivacy.mechanisms.optimal import (
     OptimalResult,
-    optimal_mechanism,
     optimal_mechanism_all_pairs,
     privacy_constraints,
     private_lift,
 )
+from dprivacy.mechanisms.optimal import optimal_mechanism as _optimal_mechanism
+
+
+def optimal_mechanism(*args, **kwargs):
+    """The linear program itself: these tests check the LP against the theory, so the shortcut that
+    ``method="auto"`` takes on a line (seed 002 Thm 8, tested in test_lp_engine.py) is not used."""
+    kwargs.setdefault("method", "full")
+    return _optimal_mechanism(*args, **kwargs)
 
 LN2 = math.log(2.0)
 #: HiGHS solves to a feasibility/optimality tolerance of about 1e-7; compare LP values with this.
@@ -444,7 +451,7 @@ def test_tiny_negative_entries_are_clipped_and_recorded(monkeypatch):
     noisy = h.copy()
     noisy[0, 2] = -1e-13
     monkeypatch.setattr(mod, "linprog", _fake_linprog(noisy))
-    r = mod.optimal_mechanism(spaces.line(3), np.full(3, 1 / 3), epsilon=1.0)
+    r = mod.optimal_mechanism(spaces.line(3), np.full(3, 1 / 3), epsilon=1.0, method="full")
     assert r.success
     assert r.min_entry == -1e-13
     assert r.clipped == pytest.approx(1e-13)
@@ -468,7 +475,7 @@ def test_implausible_solver_output_is_rejected(monkeypatch, entry, row_shift, re
     h[1, 0] = entry if entry else h[1, 0]
     h[1, 1] += row_shift
     monkeypatch.setattr(mod, "linprog", _fake_linprog(h))
-    r = mod.optimal_mechanism(spaces.line(3), np.full(3, 1 / 3), epsilon=1.0)
+    r = mod.optimal_mechanism(spaces.line(3), np.full(3, 1 / 3), epsilon=1.0, method="full")
     assert not r.success and r.status == -1 and reason in r.message and r.channel is None
 
 

@@ -52,7 +52,7 @@ NEGATIVE_ATOL = 1e-7  # HiGHS's default primal feasibility tolerance; the certif
 #: tolerance is 1e-7).
 ROW_SUM_ATOL = 1e-6
 
-_METHODS = ("auto", "full", "constraint-generation", "spanner")
+_METHODS = ("auto", "full", "constraint-generation", "spanner", "truncated-geometric")
 _SOLVERS = ("highs-ipm", "highs", "highs-ds")
 _PAIRS = ("essential", "all")
 
@@ -128,7 +128,8 @@ class OptimalResult(Result):
     epsilon_checked : float
         The ε at which the channel was checked (the requested ε).
     method : str
-        "full" or "constraint-generation": the algorithm that produced the channel.
+        "full", "constraint-generation" or "truncated-geometric" (seed 002 Thm 8): what produced the
+        channel.
     bound : float
         A bound on the true optimum from the other side: OPT ≤ bound for a gain, OPT ≥ bound for a
         loss (a Lagrangian bound from the solver's duals, :func:`~dprivacy.mechanisms.lp_engine.lagrangian_bound`,
@@ -361,7 +362,12 @@ def optimal_mechanism(
         :func:`dprivacy.mechanisms.spanner.optimal_mechanism_spanner`), a certified but not exactly
         optimal mechanism; its bound comes from the same edges at ε (a relaxation). "auto": "full"
         when the full LP has at most ``AUTO_FULL_ROWS`` privacy rows (graph metrics, where the
-        essential pairs are the edges, and small spaces), else "constraint-generation".
+        essential pairs are the edges, and small spaces), else "constraint-generation" — except on a
+        line (equally spaced points, metric c·|i − j|, guesses = points, a loss monotone in |y − w|,
+        the binary gain included), where it is "truncated-geometric": the truncated geometric
+        mechanism with its optimal remap, optimal for every prior by seed 002 Thm 8 (Ghosh et al.), with
+        ``bound`` = ``value`` on the strength of that theorem (``count:1000`` in 0.1 s, where the LP
+        did not finish in 300 s).
     gap : float
         Relative gap (bound − value)/|bound| at which constraint generation stops (default 1e−7).
     time_limit : float, optional
@@ -446,6 +452,12 @@ def optimal_mechanism(
         raise TypeError(f"options must be a dict of linprog options, got {type(options).__name__}")
     gap = _check_gap(gap)
     time_limit = _check_time_limit(time_limit)
+    if method == "truncated-geometric" or (method == "auto" and pairs == "essential"):
+        why_not = _universal_line_reason(space, g, kind, m)
+        if why_not is None:
+            return _solve_universal(space, eps, p, g, kind, binary, labels)
+        if method == "truncated-geometric":
+            raise ValueError(f"method='truncated-geometric' (seed 002 Thm 8) does not apply: {why_not}")
     if method == "spanner":
         from .spanner import optimal_mechanism_spanner
 
@@ -480,6 +492,68 @@ def optimal_mechanism(
     if method == "full":
         return _solve_full(ctx, c, pairs, solver, options, time_limit)
     return _solve_generated(ctx, c, gap, time_limit, progress)
+
+
+def _universal_line_reason(space: MetricSpace, g: np.ndarray, kind: str, m: int) -> str | None:
+    """None when the truncated geometric mechanism is the optimum (seed 002 Thm 8, after Ghosh,
+    Roughgarden, Sundararajan 2009): the space is a line whose metric is c·|k_i − k_j| on equally spaced
+    points, the guesses are its points (W = Y), and the loss is monotone in the distance — for every
+    secret y, l(y, w) non-decreasing as w moves away from y (a gain: non-increasing). Else the reason."""
+    from .geometric import _grid_positions, line_coordinates
+
+    n = space.n
+    if m != n:
+        return f"the guesses are not the points of the line ({m} columns for {n} points)"
+    try:
+        x = line_coordinates(space)
+        k, _ = _grid_positions(x, space.name)
+    except (TypeError, ValueError) as exc:
+        return str(exc)
+    if n < 2:
+        return None
+    order = np.argsort(k)
+    d = space.distances[np.ix_(order, order)]
+    c = d[0, 1]
+    steps = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])
+    if not (np.isfinite(c) and c > 0 and np.allclose(d, c * steps, rtol=1e-12, atol=0.0)):
+        return "its metric is not a multiple of the line distance |i − j| (e.g. a sum query's ⌈|i − j|/v⌉)"
+    loss = (g if kind == "loss" else -g)[np.ix_(order, order)]
+    dl = np.diff(loss, axis=1)  # dl[y, w] = l(y, w+1) − l(y, w)
+    right = np.arange(n - 1)[None, :] >= np.arange(n)[:, None]  # the step w → w+1 moves away from y
+    tol = 1e-12 * max(1.0, float(np.abs(loss).max()))
+    if (dl[right] < -tol).any() or (dl[~right] > tol).any():
+        return "the loss is not monotone in the distance |y − w| for every secret y"
+    return None
+
+
+def _solve_universal(space: MetricSpace, eps: float, p: np.ndarray, g: np.ndarray, kind: str, binary: bool,
+                     labels: list) -> "OptimalResult":
+    """The truncated geometric mechanism with its optimal remap: optimal for every prior and every
+    monotone loss on a line (seed 002 Thm 8). The remap is post-processing, so the returned channel
+    Y → W is private; it is re-checked exactly all the same."""
+    from .geometric import truncated_geometric
+
+    t0 = time.perf_counter()
+    tg = truncated_geometric(space, epsilon=eps).matrix
+    tg_channel = Channel._trusted(tg, space.labels, space.labels)
+    measured = expected_loss(tg_channel, p, g) if kind == "loss" else utility(tg_channel, p, None if binary else g)
+    n = space.n
+    remapped = np.zeros((n, g.shape[1]))
+    np.add.at(remapped.T, np.asarray(measured.remap), tg.T)  # column z of TG goes to guess remap[z]
+    channel = Channel._trusted(remapped, space.labels, labels)
+    check = check_privacy(channel, space, epsilon=eps, tol=LOG_ATOL)
+    seconds = time.perf_counter() - t0
+    nan = float("nan")
+    return OptimalResult(
+        success=True, status=0,
+        message=("the truncated geometric mechanism with its optimal remap, universally optimal on a line for every "
+                 "prior and monotone loss (seed 002 Thm 8; Ghosh, Roughgarden, Sundararajan 2009)"),
+        channel=channel, value=measured.value, objective=measured.value, kind=kind,
+        remap=np.arange(g.shape[1]), pairs="none", n_pairs=0, n_variables=0, n_constraints=0, seconds=seconds,
+        build_seconds=0.0, smallest_epsilon=check.smallest_epsilon, private=check.holds, row_sum_error=0.0,
+        clipped=0.0, min_entry=float(tg.min()), raw_smallest_epsilon=nan, repair_mass=0.0, epsilon_checked=eps,
+        space=space, method="truncated-geometric", bound=measured.value, gap=0.0,
+    )
 
 
 @dataclass
