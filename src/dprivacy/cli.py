@@ -461,9 +461,34 @@ def cmd_obfuscate(args) -> int:
         status = Console(stderr=True).status("obfuscating...")
         status.start()
         progress = lambda rows: status.update(f"obfuscating: {rows:,} rows")  # noqa: E731
+    grid_flags = [f for f, v in (("--cell", args.cell), ("--region", args.region), ("--prior", args.prior),
+                                 ("--prior-from", args.prior_from), ("--remap", args.remap or None)) if v is not None]
+    release = None
+    if args.mechanism == "planar-laplace":
+        if grid_flags:
+            raise CliError(f"dprivacy obfuscate: error: {grid_flags[0]} applies to the grid mechanisms "
+                           "(--mechanism planar-laplace-grid, tight-constraints or optimal), not to planar-laplace")
+    else:
+        if args.cell is None or args.region is None:
+            raise CliError(f"dprivacy obfuscate: error: --mechanism {args.mechanism} needs --cell (e.g. 500m) and --region "
+                           "LON_MIN,LAT_MIN,LON_MAX,LAT_MAX (a public bounding box, not the data's own)")
+    if args.mechanism != "planar-laplace" and args.output and Path(args.output).exists() and not args.force:
+        raise CliError(f"dprivacy obfuscate: error: {args.output} exists (use --force to replace it)")
     try:
+        if args.mechanism != "planar-laplace":
+            from .data.grid_release import build_grid_release
+            from .data.location_grid import LocationGrid
+            from .data.locations import epsilon_per_metre
+
+            if show:
+                status.update(f"building {args.mechanism} on the grid...")
+            grid = LocationGrid.build(args.region, args.cell)
+            release = build_grid_release(grid, args.mechanism, epsilon_m=epsilon_per_metre(eps, unit), prior=args.prior,
+                                         prior_from=args.prior_from, remap=args.remap, lat=args.lat, lon=args.lon,
+                                         time_limit=args.time_limit)
         rep = obfuscate_file(args.input, args.output, epsilon=eps, unit=unit, lat=args.lat, lon=args.lon,
-                             rng=args.seed, force=args.force, skip_invalid=args.skip_invalid, progress=progress)
+                             rng=args.seed, force=args.force, skip_invalid=args.skip_invalid, progress=progress,
+                             release=release, user=args.user, budget=args.budget)
     finally:
         if show:
             status.stop()
@@ -615,7 +640,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("threshold", help="the smallest ε from which the tight-constraints mechanism exists")
     t.add_argument("space", metavar="SPACE", help=SPEC_HELP)
-    t.add_argument("--tol", type=float, default=1e-4, help="width of the certified bracket (default 1e-4)")
+    t.add_argument("--tol", type=float, default=None, help="width of the certified bracket (default 1e-4 / the smallest distance)")
     t.add_argument("--json", action="store_true")
     t.set_defaults(func=cmd_threshold)
 
@@ -638,6 +663,20 @@ def make_parser() -> argparse.ArgumentParser:
     ob.add_argument("--seed", type=int, help="reproducible research mode (NOT for release); default: cryptographic randomness")
     ob.add_argument("--force", action="store_true", help="replace OUTPUT if it exists")
     ob.add_argument("--skip-invalid", action="store_true", help="drop rows with missing or out-of-range coordinates and count them")
+    ob.add_argument("--mechanism", choices=["planar-laplace", "planar-laplace-grid", "tight-constraints", "optimal"],
+                    default="planar-laplace", help="planar-laplace (continuous, geodesic; default) or a mechanism on a grid of "
+                    "--cell metres over --region, which releases cell centres")
+    ob.add_argument("--cell", help="grid mechanisms: the side of a cell, e.g. 500m or 1km")
+    ob.add_argument("--region", metavar="LON_MIN,LAT_MIN,LON_MAX,LAT_MAX", help="grid mechanisms: the public bounding box "
+                    "of the grid, in degrees (points outside it are invalid rows)")
+    ob.add_argument("--prior", help="grid mechanisms: the public prior on the cells, 'uniform' or a .npy/.csv file of "
+                    "height×width weights (needed by optimal and --remap; with tight-constraints, says whether it is optimal)")
+    ob.add_argument("--prior-from", metavar="FILE", help="instead of --prior: estimate it from a public file of points")
+    ob.add_argument("--remap", action="store_true", help="grid mechanisms: replace each output by the cell that minimises "
+                    "the expected distance for the prior (post-processing: same ε, smaller error)")
+    ob.add_argument("--time-limit", type=float, help="optimal: stop the linear program after this many seconds with its certified gap")
+    ob.add_argument("--user", metavar="COL", help="the column identifying the person of each row (with --budget)")
+    ob.add_argument("--budget", type=float, help="total ε per user (units of --epsilon): rows beyond ⌊budget/ε⌋ per user are suppressed and counted")
     ob.add_argument("--json", action="store_true")
     ob.set_defaults(func=cmd_obfuscate)
 
@@ -695,6 +734,23 @@ def _version() -> str:
     return __version__
 
 
+def _join_negative_values(argv: list) -> list:
+    """``--region -10,35,30,60`` → ``--region=-10,35,30,60``: argparse would take a value starting with
+    a minus sign for an option."""
+    import re
+
+    out, i = [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--region" and i + 1 < len(argv) and re.fullmatch(r"\s*-[0-9.].*", str(argv[i + 1])):
+            out.append(f"--region={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
 def main(argv=None) -> int:
     import numpy as np
 
@@ -703,7 +759,7 @@ def main(argv=None) -> int:
     np.seterr(over="raise", invalid="raise")
     try:
         parser = make_parser()
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_join_negative_values(sys.argv[1:] if argv is None else list(argv)))
         code = args.func(args)
         return 0 if code is None else int(code)
     except CliError as exc:

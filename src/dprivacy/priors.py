@@ -551,13 +551,31 @@ def _negative_reason(mu: np.ndarray, neg: np.ndarray, tol: float) -> str:
     return f"{neg.size} negative entr{'y' if neg.size == 1 else 'ies'} of μ: {shown}{more}"
 
 
-def regularity(space: MetricSpace, prior, *, epsilon: float) -> RegularityResult:
+def regularity(space: MetricSpace, prior, *, epsilon: float, method: str = "auto") -> RegularityResult:
     """Whether ``prior`` is ε·d-regular on ``space`` (seed 000 Def 4), with the certificate μ ≥ 0,
     μΦ = π, the corner coefficients γ (Prop 3) and Σμ (the Thm 2 bound); or, when it is not, which
-    entries of μ are negative and by how much.
+    entries of μ are negative and by how much. A regular prior is one for which the tight-constraints
+    mechanism, when it exists, is optimal (seed 000 Thm 4).
 
-    For many priors on the same space build a :class:`RegularityTester` once.
+    ``method``: ``"dense"`` factorizes Φ (:class:`RegularityTester`; for many priors on the same space
+    build one tester); ``"structured"`` solves Φμ = π by conjugate gradients on the FFT operator of a
+    grid (:func:`dprivacy.structured.regularity.regularity_grid`, no n×n matrix); ``"auto"`` takes the
+    structured solver on grids above the same size as :func:`dprivacy.mechanisms.tight.tight_constraints`.
     """
+    from .spaces import GridSpace
+
+    if method not in ("auto", "dense", "structured"):
+        raise ValueError(f"method must be one of 'auto', 'dense', 'structured'; got {method!r}")
+    if method == "auto":
+        from .mechanisms.tight import STRUCTURED_MIN_CELLS
+
+        method = "structured" if isinstance(space, GridSpace) and space.n > STRUCTURED_MIN_CELLS else "dense"
+    if method == "structured":
+        if not isinstance(space, GridSpace):
+            raise ValueError(f"method='structured' needs a grid (GridSpace), got {space.name}")
+        from .structured.regularity import regularity_grid
+
+        return regularity_grid(space, prior, epsilon=epsilon)
     return RegularityTester(space, epsilon).test(prior)
 
 

@@ -118,12 +118,26 @@ class _Prober:
         return status
 
 
+#: Default width of the threshold bracket, in units of ε·(smallest positive distance).
+DEFAULT_TOL = 1e-4
+
+
+def _min_positive_distance(space: MetricSpace) -> float:
+    from .spaces import GridSpace
+
+    if isinstance(space, GridSpace):
+        return float(space.step)
+    d = np.asarray(space.distances)
+    pos = d[np.isfinite(d) & (d > 0)]
+    return float(pos.min()) if pos.size else 1.0
+
+
 def tight_threshold(
     space: MetricSpace,
     *,
     lo: float | None = None,
     hi: float | None = None,
-    tol: float = 1e-4,
+    tol: float | None = None,
     scan: int = 30,
     scan_factor: float = 3.0,
     eps_min: float | None = None,
@@ -150,8 +164,9 @@ def tight_threshold(
     lo, hi : float, optional
         A starting bracket. ``lo`` must be an ε where the mechanism certainly does not exist and ``hi``
         one where it certainly does; otherwise ValueError.
-    tol : float
-        Width of the final bracket.
+    tol : float, optional
+        Width of the final bracket. Default: 1e-4 / the smallest positive distance (1e-4 in units of
+        ε·d_min, so that a space measured in metres gets as fine a bracket as one measured in cells).
     scan : int
         Number of ε values in the monotonicity scan (0 to skip it).
     scan_factor : float
@@ -168,6 +183,8 @@ def tight_threshold(
     """
     if not isinstance(space, MetricSpace):
         raise TypeError(f"space must be a MetricSpace, got {type(space).__name__}")
+    if tol is None:
+        tol = DEFAULT_TOL / _min_positive_distance(space)
     tol = check_epsilon(tol, name="tol")
     scan = check_positive_int(scan, name="scan", minimum=0)
     scan_factor = check_epsilon(scan_factor, name="scan_factor")

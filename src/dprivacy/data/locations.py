@@ -126,6 +126,7 @@ class ObfuscationReport:
     rows_read: int = 0
     rows_written: int = 0
     rows_rejected: int = 0
+    rows_suppressed: int = 0
     first_rejected: str | None = None
     lat_column: str = ""
     lon_column: str = ""
@@ -133,6 +134,8 @@ class ObfuscationReport:
     seconds: float = 0.0
     version: str = ""
     notes: list = field(default_factory=list)
+    grid: dict | None = None
+    budget: dict | None = None
 
     def to_dict(self) -> dict:
         from ..results import jsonable
@@ -142,15 +145,23 @@ class ObfuscationReport:
 
 def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km", lat: str | None = None,
                    lon: str | None = None, rng=None, force: bool = False, skip_invalid: bool = False,
-                   precision: float = DEFAULT_PRECISION_DEG, progress=None) -> ObfuscationReport:
-    """Obfuscate every point of a CSV/Parquet/GeoJSON file with geodesic planar Laplace and write OUTPUT
-    (same format family by its extension) and ``OUTPUT.dprivacy.json``.
+                   precision: float = DEFAULT_PRECISION_DEG, progress=None, release=None,
+                   user: str | None = None, budget: float | None = None) -> ObfuscationReport:
+    """Obfuscate every point of a CSV/Parquet/GeoJSON file and write OUTPUT (same format family by its
+    extension) and ``OUTPUT.dprivacy.json``.
 
-    Every column other than the coordinates is kept with its type, rows keep their order, and the
-    coordinate columns hold the obfuscated values (never the true ones). Rows with a missing or
-    out-of-range coordinate are an error naming the first one, or, with ``skip_invalid``, are dropped
-    and counted. ``rng=None`` is the release-grade random source; a seed is reproducible research mode,
-    said in the sidecar.
+    The mechanism is geodesic planar Laplace, or, with ``release`` (a
+    :class:`~dprivacy.data.grid_release.GridRelease`), a mechanism on a grid of cells: the released
+    point is then a cell centre. Every column other than the coordinates is kept with its type, rows
+    keep their order, and the coordinate columns hold the obfuscated values (never the true ones). Rows
+    with a missing or out-of-range coordinate (or outside the grid's region) are an error naming the
+    first one, or, with ``skip_invalid``, are dropped and counted. ``rng=None`` is the release-grade
+    random source; a seed is reproducible research mode, said in the sidecar.
+
+    ``user`` and ``budget``: each row is one report costing ε (in the units of ``epsilon``); by
+    sequential composition a person's reports add up, so the rows of a user beyond the first
+    ⌊budget/ε⌋ (in file order) are suppressed and counted (``rows_suppressed``), never released with a
+    smaller ε.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -171,12 +182,35 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
             raise ValueError(f"coordinate column {c!r} is not numeric (type {t})")
     out_schema = schema.set(schema.get_field_index(lat_c), pa.field(lat_c, pa.float64())).set(
         schema.get_field_index(lon_c), pa.field(lon_c, pa.float64()))
+    if (user is None) != (budget is None):
+        raise ValueError("--user COL and --budget B go together: the budget is per user")
+    if user is not None:
+        if user not in schema.names:
+            raise ValueError(f"no user column {user!r} in {input_path}: its columns are {', '.join(schema.names)}")
+        if not (isinstance(budget, (int, float)) and math.isfinite(budget) and budget > 0):
+            raise ValueError(f"--budget must be a positive number (ε per {unit}, as --epsilon), got {budget!r}")
+    if release is None:
+        name = "planar-laplace (geodesic, WGS84)"
+        guarantee = (f"geo-indistinguishability: for any two true locations at distance d metres, the probability of any "
+                     f"reported location differs by at most a factor e^({e_m:.6g}·d) (ε = {epsilon:g} per {unit}; "
+                     "seed 002 §6.2); each row is one report and repeated reports of one person compose (ε adds up)")
+    else:
+        from .grid_release import grid_guarantee
+
+        name = release.mechanism.name + (" + distance remap" if release.remap is not None else "")
+        guarantee = grid_guarantee(release.grid, epsilon, unit, release.mechanism.name)
     report = ObfuscationReport(
-        str(input_path), str(output_path), "planar-laplace (geodesic, WGS84)", float(epsilon), unit, e_m,
-        guarantee=(f"geo-indistinguishability: for any two true locations at distance d metres, the probability of any "
-                   f"reported location differs by at most a factor e^({e_m:.6g}·d) (ε = {epsilon:g} per {unit}; "
-                   "seed 002 §6.2); each row is one report and repeated reports of one person compose (ε adds up)"),
-        random_source=src.to_dict(), lat_column=lat_c, lon_column=lon_c, precision_degrees=precision, version=__version__)
+        str(input_path), str(output_path), name, float(epsilon), unit, e_m, guarantee=guarantee,
+        random_source=src.to_dict(), lat_column=lat_c, lon_column=lon_c,
+        precision_degrees=precision if release is None else None, version=__version__)
+    if release is not None:
+        report.grid = release.info
+    allowed = None
+    if user is not None:
+        allowed = int(math.floor(budget / epsilon * (1 + 1e-12)))
+        report.budget = {"user_column": user, "budget": float(budget), "reports_per_user": allowed,
+                         "rule": "sequential composition: a user's first ⌊budget/ε⌋ rows (file order) are released, the rest suppressed"}
+        spent: dict = {}
     row0 = 0
     with AtomicWriter(output_path, out_schema, force=force, geojson_coords=(lat_c, lon_c) if out_fmt == "geojson" else None) as w:
         for batch in batches:
@@ -184,9 +218,17 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
             la = pc.cast(batch.column(lat_c), pa.float64()).to_numpy(zero_copy_only=False)
             lo = pc.cast(batch.column(lon_c), pa.float64()).to_numpy(zero_copy_only=False)
             bad = validate_coordinates(la, lo)
+            outside = None
+            if release is not None:
+                with np.errstate(invalid="ignore"):
+                    outside = ~bad & ~release.grid.inside(la, lo)
+                bad = bad | outside
             if bad.any():
                 k = int(np.flatnonzero(bad)[0])
-                msg = describe_bad(la, lo, k, row0 + k + 1)
+                if outside is not None and outside[k]:
+                    msg = f"row {row0 + k + 1}: ({la[k]:g}, {lo[k]:g}) lies outside --region {list(release.grid.region)}"
+                else:
+                    msg = describe_bad(la, lo, k, row0 + k + 1)
                 if not skip_invalid:
                     raise ValueError(f"{input_path}: {msg} (use --skip-invalid to drop and count such rows)")
                 if report.first_rejected is None:
@@ -195,8 +237,17 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
                 keep = ~bad
                 batch = batch.filter(pa.array(keep))
                 la, lo = la[keep], lo[keep]
-            r, az = planar_laplace_displacements(la.size, epsilon=e_m, generator=src.generator)
-            nla, nlo = displace(la, lo, r, az, precision=precision)
+            if allowed is not None:
+                keep = _within_budget(batch.column(user), spent, allowed, row0)
+                report.rows_suppressed += int((~keep).sum())
+                if not keep.all():
+                    batch = batch.filter(pa.array(keep))
+                    la, lo = la[keep], lo[keep]
+            if release is None:
+                r, az = planar_laplace_displacements(la.size, epsilon=e_m, generator=src.generator)
+                nla, nlo = displace(la, lo, r, az, precision=precision)
+            else:
+                nla, nlo = release.apply(la, lo, src.generator)
             cols = [batch.column(i) for i in range(batch.num_columns)]
             cols[schema.get_field_index(lat_c)] = pa.array(nla, pa.float64())
             cols[schema.get_field_index(lon_c)] = pa.array(nlo, pa.float64())
@@ -213,6 +264,39 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
         report.notes.append("reproducible run (seeded): NOT for release")
     write_json_atomic(str(output_path) + ".dprivacy.json", report.to_dict())
     return report
+
+
+def _within_budget(users, spent: dict, allowed: int, row0: int) -> np.ndarray:
+    """True for the rows whose user has not yet used up ``allowed`` reports (counting earlier batches
+    through ``spent``, which is updated). A missing user is an error: its reports could not be counted."""
+    import pyarrow.compute as pc
+
+    if users.null_count:
+        k = int(np.flatnonzero(pc.is_null(users).to_numpy(zero_copy_only=False))[0])
+        raise ValueError(f"row {row0 + k + 1}: the user column is empty, so the row's reports cannot be counted against a budget")
+    codes, uniq = _factorize(users)
+    order = np.argsort(codes, kind="stable")
+    sc = codes[order]
+    first = np.r_[0, np.flatnonzero(sc[1:] != sc[:-1]) + 1]
+    rank = np.empty(codes.size, dtype=np.int64)
+    starts = np.repeat(first, np.diff(np.r_[first, sc.size]))
+    rank[order] = np.arange(sc.size) - starts
+    base = np.array([spent.get(u, 0) for u in uniq], dtype=np.int64)
+    keep = base[codes] + rank < allowed
+    counts = np.bincount(codes, minlength=len(uniq))
+    for u, b, c in zip(uniq, base, counts):
+        spent[u] = int(b + c)
+    return keep
+
+
+def _factorize(users):
+    """(codes, distinct values) of a pyarrow column, values as Python objects."""
+    import pyarrow as pa
+
+    if isinstance(users, pa.ChunkedArray):
+        users = users.combine_chunks()
+    enc = users.dictionary_encode()
+    return np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64), enc.dictionary.to_pylist()
 
 
 def displacement_quantiles(epsilon_m: float, qs=(0.5, 0.9, 0.95, 0.99)) -> dict:

@@ -110,7 +110,8 @@ def delivered_epsilon(weights: np.ndarray, space, pairs=None) -> float:
     i, j, d = i[fin], j[fin], d[fin]
     if i.size == 0:
         return 0.0
-    lw = np.log(weights.astype(np.float64))  # int64 → float64 rounds to 53 bits: relative 1e-16, fine for logs
+    with np.errstate(divide="ignore"):  # a zero weight is log 0 = −inf: an output impossible from that row
+        lw = np.log(weights.astype(np.float64))  # int64 → float64 rounds to 53 bits: relative 1e-16, fine for logs
     with np.errstate(invalid="ignore"):
         diff = np.abs(lw[i] - lw[j])  # inf where exactly one is 0; nan where both 0 (no constraint)
     diff = np.where(np.isnan(diff), 0.0, diff)

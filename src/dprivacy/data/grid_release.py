@@ -1,0 +1,205 @@
+r"""Grid mechanisms applied to real points: true point → its cell → mechanism → (remap) → cell centre.
+
+The secrets are the cells of a :class:`~dprivacy.data.location_grid.LocationGrid` (seed 000 §7.2):
+a mechanism that is ε·d-private on the grid (d the distance in projected metres between cell centres)
+gives, for two true points x, x' in cells c, c', output probabilities within a factor
+e^{ε d(c, c')} ≤ e^{ε (d(x, x') + √2·cell)} of each other (the cell's diagonal is what snapping can
+add), and d is the ground distance up to the projection's scale factors over the region (reported).
+
+Mechanisms (all the library's Mechanism objects):
+
+* ``planar-laplace-grid`` — :class:`~dprivacy.mechanisms.planar_laplace.PlanarLaplaceGridMechanism`
+  (seed 000 §7.2; seed 002 §6.2), any grid size;
+* ``tight-constraints`` — the tight-constraints mechanism of the grid (seed 000 Def 6, Prop 6), the FFT
+  solver above 256 cells; it exists only from a threshold ε (seed 000 Prop 8), reported when it does
+  not; with a prior, the region-of-priors check (seed 000 Thm 4: optimal for every ε·d-regular prior);
+* ``optimal`` — the linear program for the prior and the binary gain (seed 000 §3.4, Eq. 6), with its
+  certified bracket (small grids: the LP has n² variables).
+
+``remap``: the Bayes-optimal post-processing for the prior and the expected distance: output z is
+replaced by argmin_w Σ_x π_x K[x, z] d(x, w) (seed 000 §3.4's optimal remap with the gain −d). It keeps
+ε (post-processing) and lowers the expected error for that prior.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .location_grid import LocationGrid
+
+GRID_MECHANISMS = ("planar-laplace-grid", "tight-constraints", "optimal")
+
+#: Largest work |support(π)| · n² (multiply-adds) of the exact distance remap.
+REMAP_WORK = 2e10
+
+
+@dataclass
+class GridRelease:
+    """A mechanism on a location grid, ready to apply to points; ``info`` goes to the sidecar."""
+
+    grid: LocationGrid
+    mechanism: object
+    remap: np.ndarray | None = None
+    info: dict = field(default_factory=dict)
+
+    def apply(self, lat: np.ndarray, lon: np.ndarray, generator) -> tuple[np.ndarray, np.ndarray]:
+        """Released (lat, lon) for points inside the region (cell centres, never the true points)."""
+        if lat.size == 0:
+            return lat.astype(np.float64), lon.astype(np.float64)
+        cells = self.grid.cell_of(lat, lon)
+        out = self.mechanism.sample_indices(cells, rng=generator)
+        if self.remap is not None:
+            out = self.remap[out]
+        return self.grid.centre_of(out)
+
+
+def load_grid_prior(grid: LocationGrid, prior=None, prior_from=None, *, lat=None, lon=None) -> tuple[np.ndarray, dict]:
+    """The public prior on the grid's cells and a description of it.
+
+    ``prior``: ``"uniform"`` or a file (.npy, .csv, .txt) of ``height × width`` weights (row 0 = the
+    southernmost row of cells) or of ``n`` weights in cell order, normalised. ``prior_from``: a file of
+    public points (same formats as the data; coordinate columns found as for the data), counted per cell;
+    points outside the region are counted and reported, not used.
+    """
+    from .._validate import as_prior
+
+    if prior is not None and prior_from is not None:
+        raise ValueError("give at most one of --prior and --prior-from")
+    if prior_from is not None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from .io import find_coordinate_columns, read_batches
+
+        schema, batches = read_batches(prior_from)
+        la_c, lo_c = find_coordinate_columns(list(schema.names), lat, lon)
+        counts = np.zeros(grid.n)
+        used = outside = invalid = 0
+        for b in batches:
+            la = pc.cast(b.column(la_c), pa.float64()).to_numpy(zero_copy_only=False)
+            lo = pc.cast(b.column(lo_c), pa.float64()).to_numpy(zero_copy_only=False)
+            with np.errstate(invalid="ignore"):
+                ok = np.isfinite(la) & np.isfinite(lo)
+            invalid += int((~ok).sum())
+            la, lo = la[ok], lo[ok]
+            ins = grid.inside(la, lo)
+            outside += int((~ins).sum())
+            used += int(ins.sum())
+            counts += grid.counts(la[ins], lo[ins])
+        if used == 0:
+            raise ValueError(f"--prior-from {prior_from}: none of its points lies in the region {list(grid.region)}")
+        p = counts / counts.sum()
+        return p, {"prior": f"estimated from {prior_from}", "points_used": used, "points_outside_region": outside,
+                   "points_invalid": invalid, "cells_with_points": int((counts > 0).sum())}
+    if prior is None or prior == "uniform":
+        return np.full(grid.n, 1.0 / grid.n), {"prior": "uniform"}
+    from ..spaces import load_array
+
+    a = np.asarray(load_array(prior, "prior", ndmin=1), dtype=np.float64)
+    if a.ndim == 2 and a.shape == (grid.height, grid.width):
+        a = a.ravel()
+    elif a.ndim != 1 and not (a.ndim == 2 and 1 in a.shape):
+        raise ValueError(f"prior from {prior} has shape {a.shape}, expected ({grid.height}, {grid.width}) "
+                         f"(rows × columns of cells) or {grid.n} weights")
+    a = a.ravel()
+    if a.size != grid.n:
+        raise ValueError(f"prior from {prior} has {a.size} weights, expected {grid.n} (the grid is {grid.width}×{grid.height})")
+    if not np.isfinite(a).all() or (a < 0).any():
+        raise ValueError(f"prior from {prior} has a negative or non-finite weight")
+    if not a.sum() > 0:
+        raise ValueError(f"prior from {prior} sums to 0")
+    return as_prior(a / a.sum(), grid.n, name=f"prior from {prior}"), {"prior": f"from {prior}"}
+
+
+def distance_remap(mechanism, prior: np.ndarray, space) -> tuple[np.ndarray, float, float]:
+    """The Bayes-optimal remap for the expected distance: output z ↦ argmin_w Σ_x π_x K[x, z] d(x, w)
+    (the optimal remap of seed 000 §3.4 for the gain −d, computed by :func:`dprivacy.measures.utility`
+    on the rows of the prior's support). Returns (remap, expected distance without it, with it), in the
+    space's units."""
+    from ..channels import Channel
+    from ..measures.utility import utility
+
+    supp = np.flatnonzero(prior > 0)
+    n = space.n
+    work = float(supp.size) * n * n
+    if work > REMAP_WORK:
+        raise ValueError(f"--remap on {n:,} cells with a prior on {supp.size:,} of them needs {work:.2g} multiply-adds, over "
+                         f"the limit of {REMAP_WORK:.0e}: use larger cells, a smaller region or a sparser prior")
+    rows = np.asarray(mechanism.rows(supp), dtype=np.float64)
+    d = space.distances_from(supp)
+    p = prior[supp] / prior[supp].sum()
+    before = float((p[:, None] * rows * d).sum())
+    res = utility(Channel._trusted(rows, None, None), p, gain=-d)
+    return np.asarray(res.remap, dtype=np.int64), before, float(-res.value)
+
+
+def build_grid_release(grid: LocationGrid, mechanism: str, *, epsilon_m: float, prior=None, prior_from=None,
+                       remap: bool = False, lat=None, lon=None, time_limit: float | None = None,
+                       progress=None) -> GridRelease:
+    """Build the named mechanism on ``grid`` at ε per metre (see the module notes); raise ValueError with
+    the reason when it cannot be built (e.g. tight-constraints below its threshold)."""
+    from ..mechanisms.planar_laplace import planar_laplace_grid_mechanism
+    from ..mechanisms.tight import tight_constraints
+
+    if mechanism not in GRID_MECHANISMS:
+        raise ValueError(f"grid mechanism must be one of {', '.join(GRID_MECHANISMS)}; got {mechanism!r}")
+    space = grid.space()
+    has_prior = prior is not None or prior_from is not None
+    if (remap or mechanism == "optimal") and not has_prior:
+        what = "--remap" if remap else "--mechanism optimal"
+        raise ValueError(f"{what} needs a public prior: --prior uniform|FILE or --prior-from FILE")
+    pi, prior_info = load_grid_prior(grid, prior, prior_from, lat=lat, lon=lon) if has_prior else (None, {})
+    info = {"grid": grid.to_dict(), **prior_info}
+    if mechanism == "planar-laplace-grid":
+        mech = planar_laplace_grid_mechanism(space, epsilon=epsilon_m)
+    elif mechanism == "tight-constraints":
+        res = tight_constraints(space, epsilon=epsilon_m)
+        if not res.ok:
+            from ..threshold import tight_threshold
+
+            thr = tight_threshold(space)
+            raise ValueError(f"the tight-constraints mechanism does not exist on this {grid.width}×{grid.height} grid at "
+                             f"ε = {epsilon_m * 1000:g} per km ({res.reason}); it exists from ε* ≈ "
+                             f"{thr.epsilon_star * 1000:.6g} per km at --cell {grid.cell_m:g} m (seed 000 Prop 8): raise ε or "
+                             "the cell size, or use planar-laplace-grid")
+        mech = res.mechanism
+        if pi is not None:
+            from ..priors import regularity
+
+            reg = regularity(space, pi, epsilon=epsilon_m)
+            info["optimal_for_prior"] = {
+                "regular": bool(reg.regular), "method": reg.method,
+                "meaning": ("the prior is ε·d-regular: the tight-constraints mechanism is optimal for it (seed 000 Thm 4)"
+                            if reg.regular else "not shown optimal for this prior: " + (reg.reason or "not regular"))}
+    else:
+        from ..mechanisms.optimal import optimal_mechanism
+
+        res = optimal_mechanism(space, pi, epsilon=epsilon_m, time_limit=time_limit, progress=progress)
+        if not res.ok:
+            raise ValueError(f"no certified optimal mechanism: {res.reason}")
+        mech = res.mechanism
+        info["optimal"] = {"method": res.method, "utility": res.value, "bound": res.bound, "gap": res.gap,
+                           "meaning": "binary gain (probability that the Bayes adversary guesses the cell), seed 000 §3.4"}
+    cert = mech.certificate
+    info["certificate"] = {"basis": cert.basis, "rigorous": cert.rigorous, "reason": cert.reason}
+    rel = GridRelease(grid, mech, None, info)
+    if remap:
+        r, before, after = distance_remap(mech, pi, space)
+        rel.remap = r
+        info["remap"] = {"loss": "expected distance (m) for the prior", "expected_distance_m_without": before,
+                         "expected_distance_m_with": after}
+    return rel
+
+
+def grid_guarantee(grid: LocationGrid, epsilon: float, unit: str, mechanism: str) -> str:
+    """The guarantee of a grid release in words."""
+    lo, hi = grid.scale_range()
+    diag = math.sqrt(2.0) * grid.cell_m
+    return (f"{mechanism} on a {grid.width}×{grid.height} grid of {grid.cell_m:g} m cells over the region "
+            f"{list(grid.region)}: for true points x, x' in cells c, c', the probability of any released cell differs by "
+            f"at most a factor e^(ε·d(c, c')) ≤ e^(ε·(d(x, x') + {diag:.4g} m)), ε = {epsilon:g} per {unit}, d the distance "
+            f"in the region's equal-area projection (scale factors {lo:.6f}–{hi:.6f} of the ground distance); "
+            "points in one cell are indistinguishable; each row is one report and reports compose (ε adds up)")
