@@ -486,9 +486,20 @@ def cmd_obfuscate(args) -> int:
             release = build_grid_release(grid, args.mechanism, epsilon_m=epsilon_per_metre(eps, unit), prior=args.prior,
                                          prior_from=args.prior_from, remap=args.remap, lat=args.lat, lon=args.lon,
                                          time_limit=args.time_limit)
-        rep = obfuscate_file(args.input, args.output, epsilon=eps, unit=unit, lat=args.lat, lon=args.lon,
-                             rng=args.seed, force=args.force, skip_invalid=args.skip_invalid, progress=progress,
-                             release=release, user=args.user, budget=args.budget)
+        common = dict(epsilon=eps, unit=unit, lat=args.lat, lon=args.lon, rng=args.seed, force=args.force,
+                      skip_invalid=args.skip_invalid, release=release, user=args.user, budget=args.budget, key=args.key,
+                      coords=args.coords)
+        if args.engine == "dask":
+            from .data.dask_engine import obfuscate_dask
+
+            if show:
+                progress = lambda done, total: status.update(f"obfuscating on Dask: {done}/{total} row groups")  # noqa: E731
+            rep = obfuscate_dask(args.input, args.output, scheduler=args.scheduler, workers=args.workers,
+                                 progress=progress, **common)
+        else:
+            if args.scheduler is not None:
+                raise CliError("dprivacy obfuscate: error: --scheduler needs --engine dask")
+            rep = obfuscate_file(args.input, args.output, progress=progress, **common)
     finally:
         if show:
             status.stop()
@@ -539,7 +550,7 @@ def cmd_series(args) -> int:
 def cmd_evaluate(args) -> int:
     from .data.locations import evaluate_files
 
-    rep = evaluate_files(args.original, args.released, lat=args.lat, lon=args.lon, key=args.key)
+    rep = evaluate_files(args.original, args.released, lat=args.lat, lon=args.lon, key=args.key, coords=args.coords)
     _emit(rep, args.json, "displacement of the released points")
     return 0
 
@@ -677,6 +688,14 @@ def make_parser() -> argparse.ArgumentParser:
     ob.add_argument("--time-limit", type=float, help="optimal: stop the linear program after this many seconds with its certified gap")
     ob.add_argument("--user", metavar="COL", help="the column identifying the person of each row (with --budget)")
     ob.add_argument("--budget", type=float, help="total ε per user (units of --epsilon): rows beyond ⌊budget/ε⌋ per user are suppressed and counted")
+    ob.add_argument("--coords", choices=["degrees", "semicircles"], default="degrees",
+                    help="unit of the coordinate columns: degrees (default) or Garmin/FIT semicircles (2^31 per 180°), read and written as such")
+    ob.add_argument("--key", metavar="COL", help="with --seed: each record's noise depends only on the seed and its (unique) key, "
+                    "so any batching, partitioning or engine gives the same output")
+    ob.add_argument("--engine", choices=["local", "dask"], default="local", help="dask: one task per Parquet row group "
+                    "(pip install 'dprivacy[dask]'); OUTPUT is then a folder of Parquet parts")
+    ob.add_argument("--scheduler", metavar="ADDRESS", help="--engine dask: an existing cluster (default: a LocalCluster)")
+    ob.add_argument("--workers", type=int, default=2, help="--engine dask without --scheduler: LocalCluster workers (default 2)")
     ob.add_argument("--json", action="store_true")
     ob.set_defaults(func=cmd_obfuscate)
 
@@ -701,6 +720,7 @@ def make_parser() -> argparse.ArgumentParser:
     ev.add_argument("--key", help="join rows by this column (default: by position)")
     ev.add_argument("--lat", help="latitude column (default: found by name)")
     ev.add_argument("--lon", help="longitude column (default: found by name)")
+    ev.add_argument("--coords", choices=["degrees", "semicircles"], help="unit of both files' coordinates (default: as the release's sidecar says)")
     ev.add_argument("--json", action="store_true")
     ev.set_defaults(func=cmd_evaluate)
 

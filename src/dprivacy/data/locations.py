@@ -136,6 +136,7 @@ class ObfuscationReport:
     notes: list = field(default_factory=list)
     grid: dict | None = None
     budget: dict | None = None
+    coords: str = "degrees"
 
     def to_dict(self) -> dict:
         from ..results import jsonable
@@ -143,45 +144,137 @@ class ObfuscationReport:
         return jsonable(vars(self))
 
 
-def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km", lat: str | None = None,
-                   lon: str | None = None, rng=None, force: bool = False, skip_invalid: bool = False,
-                   precision: float = DEFAULT_PRECISION_DEG, progress=None, release=None,
-                   user: str | None = None, budget: float | None = None) -> ObfuscationReport:
-    """Obfuscate every point of a CSV/Parquet/GeoJSON file and write OUTPUT (same format family by its
-    extension) and ``OUTPUT.dprivacy.json``.
+#: Garmin/FIT "semicircles": 2^31 units per 180°.
+SEMICIRCLE_DEG = 180.0 / 2.0**31
 
-    The mechanism is geodesic planar Laplace, or, with ``release`` (a
-    :class:`~dprivacy.data.grid_release.GridRelease`), a mechanism on a grid of cells: the released
-    point is then a cell centre. Every column other than the coordinates is kept with its type, rows
-    keep their order, and the coordinate columns hold the obfuscated values (never the true ones). Rows
-    with a missing or out-of-range coordinate (or outside the grid's region) are an error naming the
-    first one, or, with ``skip_invalid``, are dropped and counted. ``rng=None`` is the release-grade
-    random source; a seed is reproducible research mode, said in the sidecar.
+COORDS = ("degrees", "semicircles")
 
-    ``user`` and ``budget``: each row is one report costing ε (in the units of ``epsilon``); by
-    sequential composition a person's reports add up, so the rows of a user beyond the first
-    ⌊budget/ε⌋ (in file order) are suppressed and counted (``rows_suppressed``), never released with a
-    smaller ε.
-    """
+
+@dataclass
+class Obfuscator:
+    """The per-batch work of :func:`obfuscate_file`, picklable so that Dask workers can run it: check
+    the coordinates of a batch, drop or refuse the invalid rows, draw the noise and return the batch
+    with the released coordinates."""
+
+    input_name: str
+    schema: object
+    lat_c: str
+    lon_c: str
+    epsilon_m: float
+    release: object = None
+    precision: float = DEFAULT_PRECISION_DEG
+    skip_invalid: bool = False
+    coords: str = "degrees"
+    seed: int | None = None
+    key: str | None = None
+
+    @property
+    def out_schema(self):
+        import pyarrow as pa
+
+        if self.coords == "semicircles":
+            return self.schema
+        return self.schema.set(self.schema.get_field_index(self.lat_c), pa.field(self.lat_c, pa.float64())).set(
+            self.schema.get_field_index(self.lon_c), pa.field(self.lon_c, pa.float64()))
+
+    def coordinates(self, batch) -> tuple[np.ndarray, np.ndarray]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        la = pc.cast(batch.column(self.lat_c), pa.float64()).to_numpy(zero_copy_only=False)
+        lo = pc.cast(batch.column(self.lon_c), pa.float64()).to_numpy(zero_copy_only=False)
+        if self.coords == "semicircles":
+            la, lo = la * SEMICIRCLE_DEG, lo * SEMICIRCLE_DEG
+        return la, lo
+
+    def validate(self, batch, row0: int, where: str = ""):
+        """(batch, lat, lon, rows rejected, first message) with the invalid rows dropped, or ValueError
+        naming the first one when ``skip_invalid`` is off. ``row0``: rows before this batch (for the
+        message); ``where``: a prefix when the global row number is unknown (a Dask partition)."""
+        import pyarrow as pa
+
+        la, lo = self.coordinates(batch)
+        bad = validate_coordinates(la, lo)
+        outside = None
+        if self.release is not None:
+            with np.errstate(invalid="ignore"):
+                outside = ~bad & ~self.release.grid.inside(la, lo)
+            bad = bad | outside
+        if not bad.any():
+            return batch, la, lo, 0, None
+        k = int(np.flatnonzero(bad)[0])
+        if outside is not None and outside[k]:
+            msg = f"{where}row {row0 + k + 1}: ({la[k]:g}, {lo[k]:g}) lies outside --region {list(self.release.grid.region)}"
+        else:
+            msg = where + describe_bad(la, lo, k, row0 + k + 1)
+            if self.coords == "degrees" and "projected" in msg and max(abs(la[k]), abs(lo[k])) <= 2.0**31:
+                msg += " (or Garmin semicircles: --coords semicircles)"
+        if not self.skip_invalid:
+            raise ValueError(f"{self.input_name}: {msg} (use --skip-invalid to drop and count such rows)")
+        keep = ~bad
+        return batch.filter(pa.array(keep)), la[keep], lo[keep], int(bad.sum()), msg
+
+    def generator(self, batch, source):
+        """The random stream for a batch: per-record keyed streams in keyed research mode, else ``source``."""
+        if self.key is None:
+            return source.generator
+        from ..sampling.keyed import KeyedStream, record_keys
+
+        return KeyedStream(self.seed, record_keys(batch.column(self.key)))
+
+    def apply(self, batch, la, lo, generator):
+        """The batch with its coordinates replaced by the released ones."""
+        import pyarrow as pa
+
+        from ..sampling.keyed import KeyedStream
+
+        if self.release is None:
+            if isinstance(generator, KeyedStream):
+                from ..mechanisms.planar_laplace import planar_laplace_radius
+
+                r = planar_laplace_radius(generator.random(la.size), epsilon=self.epsilon_m) if la.size else np.zeros(0)
+                az = generator.random(la.size) * 360.0 if la.size else np.zeros(0)
+            else:
+                r, az = planar_laplace_displacements(la.size, epsilon=self.epsilon_m, generator=generator)
+            nla, nlo = displace(la, lo, r, az, precision=0 if self.coords == "semicircles" else self.precision)
+        else:
+            nla, nlo = self.release.apply(la, lo, generator)
+        cols = [batch.column(i) for i in range(batch.num_columns)]
+        if self.coords == "semicircles":  # back to integer semicircles (a 1 cm lattice), in the input's type
+            t_la, t_lo = self.schema.field(self.lat_c).type, self.schema.field(self.lon_c).type
+            la_out = pa.array(np.rint(nla / SEMICIRCLE_DEG)).cast(t_la)
+            lo_out = pa.array(np.rint(nlo / SEMICIRCLE_DEG)).cast(t_lo)
+        else:
+            la_out, lo_out = pa.array(nla, pa.float64()), pa.array(nlo, pa.float64())
+        cols[self.schema.get_field_index(self.lat_c)] = la_out
+        cols[self.schema.get_field_index(self.lon_c)] = lo_out
+        return pa.RecordBatch.from_arrays(cols, schema=self.out_schema)
+
+
+def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = "km", lat=None, lon=None, rng=None,
+                        skip_invalid: bool = False, precision: float = DEFAULT_PRECISION_DEG, release=None,
+                        user=None, budget=None, key=None, coords: str = "degrees"):
+    """Check the arguments and the input's schema; return (Obfuscator, ObfuscationReport, random source,
+    schema, batches)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     from .. import __version__
     from ..sampling import random_source
-    from .io import AtomicWriter, file_format, find_coordinate_columns, read_batches, write_json_atomic
+    from .io import file_format, find_coordinate_columns, read_batches
 
-    t0 = time.perf_counter()
     e_m = epsilon_per_metre(epsilon, unit)
+    if coords not in COORDS:
+        raise ValueError(f"--coords must be one of {', '.join(COORDS)}, got {coords!r}")
     src = random_source(rng)
-    out_fmt = file_format(output_path)
+    file_format(output_path)
     schema, batches = read_batches(input_path)
     lat_c, lon_c = find_coordinate_columns(list(schema.names), lat, lon)
     for c in (lat_c, lon_c):
         t = schema.field(c).type
-        if not (pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_null(t)):
-            raise ValueError(f"coordinate column {c!r} is not numeric (type {t})")
-    out_schema = schema.set(schema.get_field_index(lat_c), pa.field(lat_c, pa.float64())).set(
-        schema.get_field_index(lon_c), pa.field(lon_c, pa.float64()))
+        ok = pa.types.is_integer(t) if coords == "semicircles" else (pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_null(t))
+        if not ok:
+            want = "integer semicircles" if coords == "semicircles" else "numeric"
+            raise ValueError(f"coordinate column {c!r} is not {want} (type {t})")
     if (user is None) != (budget is None):
         raise ValueError("--user COL and --budget B go together: the budget is per user")
     if user is not None:
@@ -189,6 +282,15 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
             raise ValueError(f"no user column {user!r} in {input_path}: its columns are {', '.join(schema.names)}")
         if not (isinstance(budget, (int, float)) and math.isfinite(budget) and budget > 0):
             raise ValueError(f"--budget must be a positive number (ε per {unit}, as --epsilon), got {budget!r}")
+    if key is not None:
+        if key not in schema.names:
+            raise ValueError(f"no key column {key!r} in {input_path}: its columns are {', '.join(schema.names)}")
+        if src.release:
+            raise ValueError("--key makes each record's noise a function of --seed and its key (reproducible research mode): "
+                             "give --seed too, or drop --key for a release")
+        if release is not None and release.mechanism.name == "tight-constraints":
+            raise ValueError("--key is not available with tight-constraints yet: its rejection sampler draws a varying "
+                             "number of values per record")
     if release is None:
         name = "planar-laplace (geodesic, WGS84)"
         guarantee = (f"geo-indistinguishability: for any two true locations at distance d metres, the probability of any "
@@ -202,56 +304,86 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
     report = ObfuscationReport(
         str(input_path), str(output_path), name, float(epsilon), unit, e_m, guarantee=guarantee,
         random_source=src.to_dict(), lat_column=lat_c, lon_column=lon_c,
-        precision_degrees=precision if release is None else None, version=__version__)
+        precision_degrees=(precision if coords == "degrees" else SEMICIRCLE_DEG) if release is None else None,
+        version=__version__)
+    report.coords = coords
+    if coords == "semicircles":
+        report.notes.append("coordinates read and written as Garmin semicircles (2^31 per 180°)")
+    if key is not None:
+        report.random_source = dict(report.random_source, keyed_by=key,
+                                    generator="Philox4x32-10 per record, counter = (record key, draw), key from the seed")
     if release is not None:
         report.grid = release.info
+    ob = Obfuscator(str(input_path), schema, lat_c, lon_c, e_m, release, precision, skip_invalid, coords,
+                    None if src.release else _seed_of(rng), key)
+    return ob, report, src, schema, batches
+
+
+def _seed_of(rng):
+    from numbers import Integral
+
+    return int(rng) if isinstance(rng, Integral) and not isinstance(rng, bool) else None
+
+
+def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km", lat: str | None = None,
+                   lon: str | None = None, rng=None, force: bool = False, skip_invalid: bool = False,
+                   precision: float = DEFAULT_PRECISION_DEG, progress=None, release=None,
+                   user: str | None = None, budget: float | None = None, key: str | None = None,
+                   coords: str = "degrees") -> ObfuscationReport:
+    """Obfuscate every point of a CSV/Parquet/GeoJSON file and write OUTPUT (same format family by its
+    extension) and ``OUTPUT.dprivacy.json``.
+
+    The mechanism is geodesic planar Laplace, or, with ``release`` (a
+    :class:`~dprivacy.data.grid_release.GridRelease`), a mechanism on a grid of cells: the released
+    point is then a cell centre. Every column other than the coordinates is kept with its type, rows
+    keep their order, and the coordinate columns hold the obfuscated values (never the true ones). Rows
+    with a missing or out-of-range coordinate (or outside the grid's region) are an error naming the
+    first one, or, with ``skip_invalid``, are dropped and counted. ``rng=None`` is the release-grade
+    random source; a seed is reproducible research mode, said in the sidecar; with ``key`` (a column of
+    unique record keys) each record's noise depends only on the seed and its key
+    (:mod:`dprivacy.sampling.keyed`), so any batching or partitioning gives the same output.
+    ``coords="semicircles"``: the coordinate columns are Garmin semicircles (2^31 per 180°), read and
+    written as such.
+
+    ``user`` and ``budget``: each row is one report costing ε (in the units of ``epsilon``); by
+    sequential composition a person's reports add up, so the rows of a user beyond the first
+    ⌊budget/ε⌋ (in file order) are suppressed and counted (``rows_suppressed``), never released with a
+    smaller ε.
+    """
+    from .io import AtomicWriter, file_format, write_json_atomic
+
+    t0 = time.perf_counter()
+    ob, report, src, schema, batches = prepare_obfuscation(
+        input_path, output_path, epsilon=epsilon, unit=unit, lat=lat, lon=lon, rng=rng, skip_invalid=skip_invalid,
+        precision=precision, release=release, user=user, budget=budget, key=key, coords=coords)
+    out_fmt = file_format(output_path)
     allowed = None
     if user is not None:
         allowed = int(math.floor(budget / epsilon * (1 + 1e-12)))
         report.budget = {"user_column": user, "budget": float(budget), "reports_per_user": allowed,
                          "rule": "sequential composition: a user's first ⌊budget/ε⌋ rows (file order) are released, the rest suppressed"}
         spent: dict = {}
+    seen_keys = _KeyCheck(key) if key is not None else None
     row0 = 0
-    with AtomicWriter(output_path, out_schema, force=force, geojson_coords=(lat_c, lon_c) if out_fmt == "geojson" else None) as w:
+    geo = (ob.lat_c, ob.lon_c) if out_fmt == "geojson" else None
+    with AtomicWriter(output_path, ob.out_schema, force=force, geojson_coords=geo) as w:
         for batch in batches:
             n = batch.num_rows
-            la = pc.cast(batch.column(lat_c), pa.float64()).to_numpy(zero_copy_only=False)
-            lo = pc.cast(batch.column(lon_c), pa.float64()).to_numpy(zero_copy_only=False)
-            bad = validate_coordinates(la, lo)
-            outside = None
-            if release is not None:
-                with np.errstate(invalid="ignore"):
-                    outside = ~bad & ~release.grid.inside(la, lo)
-                bad = bad | outside
-            if bad.any():
-                k = int(np.flatnonzero(bad)[0])
-                if outside is not None and outside[k]:
-                    msg = f"row {row0 + k + 1}: ({la[k]:g}, {lo[k]:g}) lies outside --region {list(release.grid.region)}"
-                else:
-                    msg = describe_bad(la, lo, k, row0 + k + 1)
-                if not skip_invalid:
-                    raise ValueError(f"{input_path}: {msg} (use --skip-invalid to drop and count such rows)")
-                if report.first_rejected is None:
-                    report.first_rejected = msg
-                report.rows_rejected += int(bad.sum())
-                keep = ~bad
-                batch = batch.filter(pa.array(keep))
-                la, lo = la[keep], lo[keep]
+            batch, la, lo, rejected, msg = ob.validate(batch, row0)
+            if rejected:
+                report.rows_rejected += rejected
+                report.first_rejected = report.first_rejected or msg
             if allowed is not None:
                 keep = _within_budget(batch.column(user), spent, allowed, row0)
                 report.rows_suppressed += int((~keep).sum())
                 if not keep.all():
+                    import pyarrow as pa
+
                     batch = batch.filter(pa.array(keep))
                     la, lo = la[keep], lo[keep]
-            if release is None:
-                r, az = planar_laplace_displacements(la.size, epsilon=e_m, generator=src.generator)
-                nla, nlo = displace(la, lo, r, az, precision=precision)
-            else:
-                nla, nlo = release.apply(la, lo, src.generator)
-            cols = [batch.column(i) for i in range(batch.num_columns)]
-            cols[schema.get_field_index(lat_c)] = pa.array(nla, pa.float64())
-            cols[schema.get_field_index(lon_c)] = pa.array(nlo, pa.float64())
-            w.write(pa.RecordBatch.from_arrays(cols, schema=out_schema))
+            if seen_keys is not None:
+                seen_keys.add(batch.column(key), row0)
+            w.write(ob.apply(batch, la, lo, ob.generator(batch, src)))
             report.rows_read += n
             row0 += n
             if progress is not None:
@@ -264,6 +396,26 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
         report.notes.append("reproducible run (seeded): NOT for release")
     write_json_atomic(str(output_path) + ".dprivacy.json", report.to_dict())
     return report
+
+
+class _KeyCheck:
+    """Refuses a repeated record key (two records with one key would get the same noise)."""
+
+    def __init__(self, column: str):
+        self.column = column
+        self.seen: set = set()
+
+    def add(self, values, row0: int) -> None:
+        from ..sampling.keyed import record_keys
+
+        keys = record_keys(values)
+        uniq, first = np.unique(keys, return_index=True)
+        if uniq.size < keys.size or any(int(k) in self.seen for k in uniq):
+            dup = np.flatnonzero(~np.isin(np.arange(keys.size), first))
+            k = int(dup[0]) if dup.size else int(next(i for i, v in enumerate(keys) if int(v) in self.seen))
+            raise ValueError(f"row {row0 + k + 1}: key {values[k].as_py()!r} of column {self.column!r} is repeated; keyed "
+                             "noise needs unique keys (two records with one key would get the same noise)")
+        self.seen.update(int(k) for k in uniq)
 
 
 def _within_budget(users, spent: dict, allowed: int, row0: int) -> np.ndarray:
@@ -308,10 +460,12 @@ def displacement_quantiles(epsilon_m: float, qs=(0.5, 0.9, 0.95, 0.99)) -> dict:
     return out
 
 
-def evaluate_files(original, released, *, lat: str | None = None, lon: str | None = None, key: str | None = None) -> dict:
+def evaluate_files(original, released, *, lat: str | None = None, lon: str | None = None, key: str | None = None,
+                   coords: str | None = None) -> dict:
     """Displacement in metres between an original file and its obfuscated version (rows joined by ``key``,
     or by position), on the WGS84 ellipsoid: mean, median, 90/95/99th percentiles, max; and, when the
-    release's sidecar gives ε, the same figures predicted by the mechanism's radial law."""
+    release's sidecar gives ε, the same figures predicted by the mechanism's radial law. ``coords``:
+    the unit of both files' coordinates (default: the release's sidecar says, else degrees)."""
     import json
     from pathlib import Path
 
@@ -327,6 +481,12 @@ def evaluate_files(original, released, *, lat: str | None = None, lon: str | Non
         la, lo = find_coordinate_columns(t.column_names, lat, lon)
         return t, la, lo
 
+    side = Path(str(released) + ".dprivacy.json")
+    meta = json.loads(side.read_text(encoding="utf-8")) if side.exists() else {}
+    coords = coords or meta.get("coords") or "degrees"
+    if coords not in COORDS:
+        raise ValueError(f"--coords must be one of {', '.join(COORDS)}, got {coords!r}")
+    scale = SEMICIRCLE_DEG if coords == "semicircles" else 1.0
     a, la_a, lo_a = load(original)
     b, la_b, lo_b = load(released)
     if key is not None:
@@ -341,16 +501,25 @@ def evaluate_files(original, released, *, lat: str | None = None, lon: str | Non
     elif a.num_rows != b.num_rows:
         raise ValueError(f"{original} has {a.num_rows} rows and {released} {b.num_rows}: give --key COL to join them")
     f = lambda t, c: pc.cast(t.column(c), pa.float64()).to_numpy(zero_copy_only=False)  # noqa: E731
-    lat0, lon0, lat1, lon1 = f(a, la_a), f(a, lo_a), f(b, la_b), f(b, lo_b)
+    lat0, lon0, lat1, lon1 = (f(a, la_a) * scale, f(a, lo_a) * scale, f(b, la_b) * scale, f(b, lo_b) * scale)
+    for name, la, lo in ((original, lat0, lon0), (released, lat1, lon1)):
+        with np.errstate(invalid="ignore"):
+            out_of_range = np.isfinite(la) & np.isfinite(lo) & ((np.abs(la) > 90) | (np.abs(lo) > 180))
+        if out_of_range.any():
+            k = int(np.flatnonzero(out_of_range)[0])
+            hint = " (Garmin semicircles? give --coords semicircles)" if coords == "degrees" else ""
+            raise ValueError(f"{name}: {describe_bad(la, lo, k, k + 1)}{hint}")
     ok = np.isfinite(lat0) & np.isfinite(lon0) & np.isfinite(lat1) & np.isfinite(lon1)
+    if not ok.any():
+        raise ValueError(f"no row has coordinates in both {original} and {released}")
     _, _, d = Geod(ellps="WGS84").inv(lon0[ok], lat0[ok], lon1[ok], lat1[ok])
     d = np.asarray(d)
     res = {"original": str(original), "released": str(released), "rows": int(ok.sum()), "rows_skipped": int((~ok).sum()),
            "displacement_m": {"mean": float(d.mean()), "p50": float(np.median(d)), "p90": float(np.quantile(d, 0.9)),
                               "p95": float(np.quantile(d, 0.95)), "p99": float(np.quantile(d, 0.99)), "max": float(d.max())}}
-    side = Path(str(released) + ".dprivacy.json")
-    if side.exists():
-        meta = json.loads(side.read_text(encoding="utf-8"))
+    if coords != "degrees":
+        res["coords"] = coords
+    if meta:
         e = meta.get("epsilon_per_metre")
         if e:
             res["epsilon_per_metre"] = e

@@ -105,5 +105,10 @@ def random_source(rng=None) -> RandomSource:
 
 
 def as_generator(rng=None) -> np.random.Generator:
-    """``random_source(rng).generator``: for samplers that need only the generator."""
+    """``random_source(rng).generator``: for samplers that need only the generator. A
+    :class:`~dprivacy.sampling.keyed.KeyedStream` (per-record keyed research mode) passes through."""
+    from .keyed import KeyedStream
+
+    if isinstance(rng, KeyedStream):
+        return rng
     return random_source(rng).generator
