@@ -40,6 +40,7 @@ def _run_piece(ob, piece: tuple[str, int], index: int, folder: str, release: boo
 
     from ..sampling import random_source
 
+    t0 = time.perf_counter()
     f, g = piece
     table = pq.ParquetFile(f).read_row_group(g)
     if table.schema != ob.schema:
@@ -56,7 +57,8 @@ def _run_piece(ob, piece: tuple[str, int], index: int, folder: str, release: boo
         keys = record_keys(batch.column(ob.key))
     out = ob.apply(batch, la, lo, ob.generator(batch, random_source(None) if release else None))
     pq.write_table(pa.Table.from_batches([out], schema=ob.out_schema), os.path.join(folder, f"part-{index:05d}.parquet"))
-    return {"rows_read": n, "rows_written": out.num_rows, "rows_rejected": rejected, "first_rejected": msg, "keys": keys}
+    return {"rows_read": n, "rows_written": out.num_rows, "rows_rejected": rejected, "first_rejected": msg, "keys": keys,
+            "seconds": time.perf_counter() - t0, "started": t0}
 
 
 def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, workers: int = 2, force: bool = False,
@@ -130,8 +132,8 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
         if report.rows_read == 0:
             raise ValueError(f"{inp} has no rows to obfuscate")
         if ob.key is not None:
-            keys = np.concatenate([r["keys"] for r in results if r["keys"] is not None])
-            if np.unique(keys).size < keys.size:
+            keys = np.sort(np.concatenate([r["keys"] for r in results if r["keys"] is not None]))
+            if (keys[1:] == keys[:-1]).any():
                 raise ValueError(f"key column {ob.key!r} has repeated values; keyed noise needs unique keys")
         os.chmod(tmp, 0o777 & ~_umask())
         if out.exists():

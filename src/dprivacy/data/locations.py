@@ -391,6 +391,8 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
         report.rows_written = w.rows
         if report.rows_read == 0:
             raise ValueError(f"{input_path} has no rows to obfuscate")
+        if seen_keys is not None:
+            seen_keys.check()
     report.seconds = time.perf_counter() - t0
     if not src.release:
         report.notes.append("reproducible run (seeded): NOT for release")
@@ -399,23 +401,33 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
 
 
 class _KeyCheck:
-    """Refuses a repeated record key (two records with one key would get the same noise)."""
+    """Refuses a repeated record key (two records with one key would get the same noise). Keys are
+    collected (8 bytes a row) and checked by one sort before the output is renamed into place."""
 
     def __init__(self, column: str):
         self.column = column
-        self.seen: set = set()
+        self.parts: list = []
+        self.values: list = []
 
     def add(self, values, row0: int) -> None:
         from ..sampling.keyed import record_keys
 
-        keys = record_keys(values)
-        uniq, first = np.unique(keys, return_index=True)
-        if uniq.size < keys.size or any(int(k) in self.seen for k in uniq):
-            dup = np.flatnonzero(~np.isin(np.arange(keys.size), first))
-            k = int(dup[0]) if dup.size else int(next(i for i, v in enumerate(keys) if int(v) in self.seen))
-            raise ValueError(f"row {row0 + k + 1}: key {values[k].as_py()!r} of column {self.column!r} is repeated; keyed "
-                             "noise needs unique keys (two records with one key would get the same noise)")
-        self.seen.update(int(k) for k in uniq)
+        self.parts.append(record_keys(values))
+        self.values.append((row0, values))
+
+    def check(self) -> None:
+        keys = np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=np.uint64)
+        order = np.argsort(keys, kind="stable")
+        same = np.flatnonzero(keys[order][1:] == keys[order][:-1])
+        if not same.size:
+            return
+        k = int(order[same + 1].min())  # the first row that repeats an earlier key
+        for row0, vals in self.values:
+            if k < row0 + len(vals):
+                v = vals[k - row0].as_py()
+                break
+        raise ValueError(f"row {k + 1}: key {v!r} of column {self.column!r} is repeated; keyed noise needs unique keys "
+                         "(two records with one key would get the same noise)")
 
 
 def _within_budget(users, spent: dict, allowed: int, row0: int) -> np.ndarray:
