@@ -251,3 +251,59 @@ def test_cli_grid_release_with_budget_and_bad_input(tmp_path):
         p = _cli(*args, cwd=tmp_path)
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and needle in p.stderr, (extra, p.stderr)
         assert not any(tmp_path.glob("bad.csv*")) and not any(tmp_path.glob(".bad.csv*"))
+
+
+# -- evaluate: what a release costs and protects -----------------------------------------------------
+
+def test_grid_measures_identities():
+    """Tight-constraints with the uniform prior: the identity remap is optimal, so V(π, K) = Σ_z H[z, z]/n
+    = Σz/n (H's diagonal is z, seed 000 Def 6) and the leakage is log₂ Σz (the min-capacity, attained by
+    the uniform prior); the adversary's error never exceeds the expected displacement (the identity is
+    one of the remaps it optimises over)."""
+    from dprivacy.data.evaluation import grid_measures
+    from dprivacy.mechanisms.tight import tight_constraints
+
+    g = LocationGrid.build(PARIS, "1km")
+    pi = np.full(g.n, 1.0 / g.n)
+    eps_m = 1 / 1000
+    r = grid_measures(g, "tight-constraints", eps_m, pi)
+    z = tight_constraints(g.space(), epsilon=eps_m).z
+    assert np.isclose(r["posterior_vulnerability"], z.sum() / g.n, rtol=1e-9)
+    assert np.isclose(r["min_entropy_leakage_bits"], np.log2(z.sum()), rtol=1e-9)
+    for name in ("planar-laplace-grid", "tight-constraints"):
+        for e in (0.3e-3, 1e-3, 3e-3):
+            m = grid_measures(g, name, e, pi)
+            if m["exists"]:
+                assert m["adversary_error_m"] <= m["expected_displacement_m"] * (1 + 1e-12)
+                assert m["prior_vulnerability"] <= m["posterior_vulnerability"] <= 1 + 1e-12
+    low = grid_measures(g, "tight-constraints", 0.1e-3, pi)
+    assert low["exists"] is False and "does not exist" in low["reason"]
+    big = grid_measures(LocationGrid.build(PARIS, "100m"), "planar-laplace-grid", eps_m, np.ones(1))
+    assert "skipped" in big
+
+
+def test_cli_evaluate_writes_a_self_contained_page_and_a_figure(tmp_path):
+    rng = np.random.default_rng(2)
+    n = 400
+    src = tmp_path / "pts.csv"
+    src.write_text("id,lat,lon\n" + "".join(f"{i},{48.82 + 0.08 * a:.7f},{2.25 + 0.2 * b:.7f}\n"
+                                          for i, (a, b) in enumerate(rng.random((n, 2)))))
+    p = _cli("obfuscate", str(src), "-o", "rel.csv", "--epsilon", "1", "--mechanism", "planar-laplace-grid", "--cell", "1km",
+             "--region", PARIS, "--seed", "1", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    p = _cli("evaluate", str(src), "rel.csv", "--sweep", "0.5:4:3", "--mechanisms", "planar-laplace-grid,tight-constraints",
+             "--png", "fig.png", "--html", "page.html", "--json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(p.stdout)
+    g = rep["grid"]
+    assert g["prior"].startswith("the points of") and g["points_used"] == n
+    assert len(g["sweep"]) == 6 and g["at_release"]["mechanism"] == "planar-laplace-grid"
+    page = (tmp_path / "page.html").read_text()
+    assert "data:image/png;base64," in page and "http://" not in page and "https://" not in page and "<script" not in page
+    assert (tmp_path / "fig.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for extra, needle in ((["--sweep", "4:1:3"], "--sweep"), (["--cell", "1km"], "--region"), (["--html", "nodir/x.html"], "does not exist")):
+        args = ["evaluate", str(src), "rel.csv", *extra]
+        if extra[0] == "--cell":
+            args = ["evaluate", str(src), str(src), *extra]
+        p = _cli(*args, cwd=tmp_path)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and needle in p.stderr, (extra, p.stderr)

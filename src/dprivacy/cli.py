@@ -548,10 +548,33 @@ def cmd_series(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from .data.locations import evaluate_files
+    from .data.evaluation import evaluate_release, parse_sweep
 
-    rep = evaluate_files(args.original, args.released, lat=args.lat, lon=args.lon, key=args.key, coords=args.coords)
-    _emit(rep, args.json, "displacement of the released points")
+    sweep = parse_sweep(args.sweep) if args.sweep is not None else None
+    mechanisms = [m.strip() for m in args.mechanisms.split(",") if m.strip()] if args.mechanisms else None
+    show = not args.json and sys.stderr.isatty()
+    progress = None
+    if show:
+        from rich.console import Console
+
+        status = Console(stderr=True).status("evaluating...")
+        status.start()
+        progress = status.update
+    try:
+        rep = evaluate_release(args.original, args.released, lat=args.lat, lon=args.lon, key=args.key, coords=args.coords,
+                               cell=args.cell, region=args.region, prior=args.prior, prior_from=args.prior_from, sweep=sweep,
+                               mechanisms=mechanisms, png=args.png, html=args.html, time_limit=args.time_limit, progress=progress)
+    finally:
+        if show:
+            status.stop()
+    if not args.json and "grid" in rep:
+        g = rep.pop("grid")
+        rep["grid"] = f"{g['grid']['width']}×{g['grid']['height']} cells of {g['grid']['cell_m']:g} m"
+        if "at_release" in g:
+            rep["on_the_grid"] = {k: v for k, v in g["at_release"].items() if k != "mechanism"}
+        if g.get("sweep"):
+            rep["sweep"] = f"{len(g['sweep'])} rows (use --json or --html for all)"
+    _emit(rep, args.json, "what the release costs and protects")
     return 0
 
 
@@ -721,6 +744,15 @@ def make_parser() -> argparse.ArgumentParser:
     ev.add_argument("--lat", help="latitude column (default: found by name)")
     ev.add_argument("--lon", help="longitude column (default: found by name)")
     ev.add_argument("--coords", choices=["degrees", "semicircles"], help="unit of both files' coordinates (default: as the release's sidecar says)")
+    ev.add_argument("--cell", help="grid measures: cell side (default: the release's grid)")
+    ev.add_argument("--region", metavar="LON_MIN,LAT_MIN,LON_MAX,LAT_MAX", help="grid measures: region (default: the release's grid)")
+    ev.add_argument("--prior", help="grid measures: the adversary's prior on the cells, 'uniform' or a file (default: the original points binned)")
+    ev.add_argument("--prior-from", metavar="FILE", help="grid measures: the prior estimated from a file of points")
+    ev.add_argument("--sweep", metavar="LO:HI:N", help="privacy–utility curve over N values of ε from LO to HI (the release's unit)")
+    ev.add_argument("--mechanisms", metavar="A,B", help="mechanisms of the sweep: planar-laplace-grid, tight-constraints, optimal (default: the release's)")
+    ev.add_argument("--time-limit", type=float, help="optimal: seconds per linear program")
+    ev.add_argument("--png", metavar="FILE", help="write the figure (map on a land/sea base layer, displacement, sweep)")
+    ev.add_argument("--html", metavar="FILE", help="write a self-contained HTML page (figure embedded, no network needed)")
     ev.add_argument("--json", action="store_true")
     ev.set_defaults(func=cmd_evaluate)
 

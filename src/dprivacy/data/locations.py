@@ -473,7 +473,7 @@ def displacement_quantiles(epsilon_m: float, qs=(0.5, 0.9, 0.95, 0.99)) -> dict:
 
 
 def evaluate_files(original, released, *, lat: str | None = None, lon: str | None = None, key: str | None = None,
-                   coords: str | None = None) -> dict:
+                   coords: str | None = None, return_points: bool = False):
     """Displacement in metres between an original file and its obfuscated version (rows joined by ``key``,
     or by position), on the WGS84 ellipsoid: mean, median, 90/95/99th percentiles, max; and, when the
     release's sidecar gives ε, the same figures predicted by the mechanism's radial law. ``coords``:
@@ -535,6 +535,10 @@ def evaluate_files(original, released, *, lat: str | None = None, lon: str | Non
         e = meta.get("epsilon_per_metre")
         if e:
             res["epsilon_per_metre"] = e
-            res["predicted_displacement_m"] = displacement_quantiles(float(e))
+            res["mechanism"] = meta.get("mechanism")
+            if not meta.get("grid"):  # the radial law of the continuous mechanism; a grid release also snaps
+                res["predicted_displacement_m"] = displacement_quantiles(float(e))
             res["random_source"] = meta.get("random_source")
+    if return_points:
+        return res, meta, (lat0[ok], lon0[ok]), (lat1[ok], lon1[ok]), d
     return res

@@ -1,0 +1,307 @@
+r"""What a location release costs and what it protects, measured on a grid (seed 000 §3.4–3.5, §7.2).
+
+For a mechanism K on the cells of a :class:`~dprivacy.data.location_grid.LocationGrid` and a prior π
+on the cells (by default the data's own distribution binned on the grid: what an adversary who knows
+the population faces):
+
+* **Bayes vulnerability** V(π, K) = Σ_z max_x π_x K[x, z], the probability that the adversary's best
+  guess is the true cell, against V(π) = max_x π_x before the release; **min-entropy leakage**
+  log₂ V(π, K)/V(π) in bits (seed 000 §3.5; seed 001 §2.2);
+* the **expected displacement** Σ_x π_x Σ_z K[x, z] d(x, z) in metres (what the release costs a user of
+  the data);
+* the **adversary's expected error** after the Bayes-optimal remap for the distance,
+  Σ_z min_w Σ_x π_x K[x, z] d(x, w) (what the release protects: Shokri et al.'s location privacy).
+
+A continuous planar Laplace release is measured through its snapping to the grid's cells: a coarsening
+of the output (post-processing), so the continuous release leaks *at least* what is reported and its
+adversary errs *at most* as much. A remapped release (``--remap``) is post-processing of K: its
+vulnerability is at most K's and its adversary's error at least K's.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: Largest grid on which the dense measures run (the distance remap is |supp π|·n² multiply-adds).
+EVAL_MAX_CELLS = 4096
+
+
+def grid_mechanism(grid, name: str, epsilon_m: float, prior, *, time_limit: float | None = None):
+    """(mechanism, None) or (None, reason) for ``name`` on ``grid`` at ε per metre. The continuous
+    planar Laplace is measured as ``planar-laplace-grid``."""
+    from ..mechanisms.planar_laplace import planar_laplace_grid_mechanism
+    from ..mechanisms.tight import tight_constraints
+
+    space = grid.space()
+    if name in ("planar-laplace", "planar-laplace-grid"):
+        return planar_laplace_grid_mechanism(space, epsilon=epsilon_m), None
+    if name == "tight-constraints":
+        res = tight_constraints(space, epsilon=epsilon_m)
+        return (res.mechanism, None) if res.ok else (None, res.reason)
+    if name == "optimal":
+        from ..mechanisms.optimal import optimal_mechanism
+
+        res = optimal_mechanism(space, prior, epsilon=epsilon_m, time_limit=time_limit)
+        return (res.mechanism, None) if res.ok else (None, res.reason)
+    raise ValueError(f"unknown mechanism {name!r}: expected planar-laplace, planar-laplace-grid, tight-constraints or optimal")
+
+
+def grid_measures(grid, name: str, epsilon_m: float, prior: np.ndarray, *, time_limit: float | None = None) -> dict:
+    """Vulnerability, leakage, expected displacement and the adversary's expected error (module notes)
+    of mechanism ``name`` at ε per metre on ``grid`` for ``prior``."""
+    from ..measures.leakage import posterior_vulnerability, prior_vulnerability
+    from .grid_release import distance_remap
+
+    out = {"mechanism": name, "epsilon_per_km": epsilon_m * 1000.0}
+    if grid.n > EVAL_MAX_CELLS:
+        out["skipped"] = (f"the grid has {grid.n:,} cells, over the {EVAL_MAX_CELLS:,} of the dense measures: evaluate with "
+                          "a larger --cell or a smaller --region")
+        return out
+    mech, why = grid_mechanism(grid, name, epsilon_m, prior, time_limit=time_limit)
+    if mech is None:
+        out["exists"] = False
+        out["reason"] = why
+        return out
+    v0 = prior_vulnerability(prior)
+    v = posterior_vulnerability(mech, prior)
+    _, before, after = distance_remap(mech, prior, grid.space())
+    out.update(exists=True, prior_vulnerability=v0, posterior_vulnerability=v,
+               min_entropy_leakage_bits=float(math.log2(v / v0)), expected_displacement_m=before, adversary_error_m=after,
+               distances="between cell centres (a released point's measured displacement also includes its snapping to the cell)")
+    return out
+
+
+def parse_sweep(spec: str) -> np.ndarray:
+    """'LO:HI:N' → N values of ε geometrically spaced from LO to HI (same unit as the release)."""
+    try:
+        lo, hi, n = spec.split(":")
+        lo, hi, n = float(lo), float(hi), int(n)
+    except (ValueError, AttributeError):
+        raise ValueError(f"bad --sweep {spec!r}: expected LO:HI:N, e.g. 0.1:10:12") from None
+    if not (0 < lo < hi and math.isfinite(hi)) or not 2 <= n <= 100:
+        raise ValueError(f"bad --sweep {spec!r}: need 0 < LO < HI and 2 ≤ N ≤ 100")
+    return np.geomspace(lo, hi, n)
+
+
+def land_mask_image(extent: tuple[float, float, float, float], width: int = 900, height: int = 600) -> np.ndarray:
+    """A land (1) / sea (0) raster over (lon_min, lon_max, lat_min, lat_max) from the 30″ global mask
+    shipped by ``global-land-mask`` (offline), row 0 at the north."""
+    from global_land_mask import globe
+
+    lo0, lo1, la0, la1 = extent
+    lat, lon = np.meshgrid(np.linspace(la1, la0, height), np.linspace(lo0, lo1, width), indexing="ij")
+    return globe.is_land(np.clip(lat, -89.999, 89.999), np.clip(lon, -179.999, 179.999)).astype(float)
+
+
+def figure(path, *, original=None, released=None, displacement=None, epsilon_m=None, sweep=None, title="") -> None:
+    """A PNG: the map of true vs released points on the land/sea base layer, the displacement
+    histogram against the planar Laplace law, and the privacy–utility curve of the sweep."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from scipy import stats
+
+    panels = [p for p in ("map", "hist", "sweep") if (p == "map" and original is not None) or
+              (p == "hist" and displacement is not None) or (p == "sweep" and sweep)]
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 5.2), squeeze=False)
+    for ax, kind in zip(axes[0], panels):
+        if kind == "map":
+            (la0, lo0), (la1, lo1) = original, released
+            k = min(la0.size, 1500)
+            idx = np.random.default_rng(0).choice(la0.size, size=k, replace=False) if la0.size > k else np.arange(la0.size)
+            lats = np.r_[la0[idx], la1[idx]]
+            lons = np.r_[lo0[idx], lo1[idx]]
+            pad_la = max(0.02, 0.08 * (lats.max() - lats.min()))
+            pad_lo = max(0.02, 0.08 * (lons.max() - lons.min()))
+            ext = (max(-180, lons.min() - pad_lo), min(180, lons.max() + pad_lo), max(-90, lats.min() - pad_la),
+                   min(90, lats.max() + pad_la))
+            ax.imshow(land_mask_image(ext), extent=ext, cmap=matplotlib.colors.ListedColormap(["#cfe3f3", "#ece6d6"]),
+                      aspect="auto", interpolation="nearest", vmin=0, vmax=1)
+            for i in idx[:300]:
+                ax.plot([lo0[i], lo1[i]], [la0[i], la1[i]], color="0.55", lw=0.4, zorder=1)
+            ax.scatter(lo0[idx], la0[idx], s=4, c="#1f77b4", label="true", zorder=2)
+            ax.scatter(lo1[idx], la1[idx], s=4, c="#d62728", label="released", zorder=3)
+            ax.set_xlim(ext[0], ext[1])
+            ax.set_ylim(ext[2], ext[3])
+            ax.set_xlabel("longitude (°)")
+            ax.set_ylabel("latitude (°)")
+            ax.legend(loc="lower right", fontsize=8)
+            ax.set_title(f"{k:,} of {la0.size:,} points (land/sea: global-land-mask)", fontsize=9)
+        elif kind == "hist":
+            d = displacement
+            hi = float(np.quantile(d, 0.995))
+            ax.hist(d[d <= hi], bins=60, density=True, color="#9ecae1", label="measured")
+            if epsilon_m:
+                r = np.linspace(0, hi, 300)
+                ax.plot(r, stats.gamma.pdf(r, a=2, scale=1 / epsilon_m), "k-", lw=1.2, label="planar Laplace: Gamma(2, 1/ε)")
+            ax.set_xlabel("displacement (m)")
+            ax.set_ylabel("density")
+            ax.legend(fontsize=8)
+            ax.set_title("geodesic displacement of the released points", fontsize=9)
+        else:
+            for name in sorted({r["mechanism"] for r in sweep}):
+                rows = [r for r in sweep if r["mechanism"] == name and r.get("exists")]
+                if rows:
+                    ax.plot([r["expected_displacement_m"] for r in rows], [r["adversary_error_m"] for r in rows], "o-", ms=3, label=name)
+            ax.set_xlabel("expected displacement (m): the cost")
+            ax.set_ylabel("adversary's expected error (m): the protection")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.legend(fontsize=8)
+            ax.set_title("privacy–utility over the ε sweep", fontsize=9)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def html_page(result: dict, png_bytes: bytes | None, title: str) -> str:
+    """A self-contained HTML page: the figure embedded as base64, the figures of ``result`` as tables."""
+    import base64
+    import html
+
+    def table(d: dict) -> str:
+        rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(_fmt(v))}</td></tr>" for k, v in d.items()
+                       if not isinstance(v, (list, dict)) or k in ("displacement_m", "predicted_displacement_m"))
+        return f"<table>{rows}</table>"
+
+    parts = [f"<h1>{html.escape(title)}</h1>"]
+    if png_bytes:
+        parts.append(f'<img alt="figure" src="data:image/png;base64,{base64.b64encode(png_bytes).decode()}">')
+    parts.append("<h2>Displacement</h2>" + table({k: v for k, v in result.items() if k != "grid"}))
+    g = result.get("grid")
+    if g:
+        parts.append("<h2>On the grid</h2>" + table(g.get("at_release", {})))
+        if g.get("sweep"):
+            keys = ["mechanism", "epsilon_per_km", "expected_displacement_m", "adversary_error_m", "posterior_vulnerability",
+                    "min_entropy_leakage_bits"]
+            head = "".join(f"<th>{k}</th>" for k in keys)
+            body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(r.get(k, '')))}</td>" for k in keys) + "</tr>" for r in g["sweep"])
+            parts.append(f"<h2>Sweep</h2><table><tr>{head}</tr>{body}</table>")
+    style = ("body{font-family:sans-serif;max-width:1400px;margin:2em auto}img{max-width:100%}table{border-collapse:collapse;"
+             "margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:13px}")
+    return f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{style}</style></head><body>{''.join(parts)}</body></html>\n"
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, dict):
+        return ", ".join(f"{k} {_fmt(x)}" for k, x in v.items())
+    return str(v)
+
+
+def _base_name(mechanism: str | None) -> str | None:
+    if not mechanism:
+        return None
+    name = mechanism.replace(" + distance remap", "")
+    return "planar-laplace" if name.startswith("planar-laplace (geodesic") else name
+
+
+def evaluate_release(original, released, *, lat=None, lon=None, key=None, coords=None, cell=None, region=None,
+                     prior=None, prior_from=None, sweep=None, mechanisms=None, png=None, html=None,
+                     time_limit=None, progress=None) -> dict:
+    """``dprivacy evaluate``: the displacement between the two files; on a grid (the release's own, or
+    ``cell``/``region``) the measures of :func:`grid_measures` at the release's ε and over ``sweep``
+    (ε values in the release's unit) for ``mechanisms`` (default: the release's); a PNG and a
+    self-contained HTML page on request. The prior is ``prior``/``prior_from``, else the original
+    points binned on the grid."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from .grid_release import load_grid_prior
+    from .location_grid import LocationGrid
+    from .locations import UNITS, evaluate_files
+
+    res, meta, (la0, lo0), (la1, lo1), d = evaluate_files(original, released, lat=lat, lon=lon, key=key, coords=coords,
+                                                          return_points=True)
+    eps_m = meta.get("epsilon_per_metre")
+    unit = meta.get("unit", "km")
+    base = _base_name(meta.get("mechanism"))
+    g_info = (meta.get("grid") or {}).get("grid") or {}
+    cell = cell if cell is not None else g_info.get("cell_m")
+    region = region if region is not None else g_info.get("region")
+    want_grid = cell is not None or region is not None or sweep is not None or mechanisms
+    if want_grid:
+        if cell is None or region is None:
+            raise ValueError("the grid measures need --cell and --region (the release's sidecar has no grid)")
+        if not eps_m and sweep is None:
+            raise ValueError(f"no sidecar {released}.dprivacy.json with ε: give --sweep LO:HI:N to evaluate on the grid")
+        grid = LocationGrid.build(region, cell)
+        if prior is not None or prior_from is not None:
+            pi, pinfo = load_grid_prior(grid, prior, prior_from, lat=lat, lon=lon)
+        else:
+            counts = grid.counts(la0, lo0)
+            if counts.sum() == 0:
+                raise ValueError(f"none of the points of {original} lies in the region {list(grid.region)}")
+            pi = counts / counts.sum()
+            pinfo = {"prior": f"the points of {original} binned on the grid (the data's own distribution)",
+                     "points_used": int(counts.sum()), "points_outside_region": int(la0.size - counts.sum())}
+        names = list(mechanisms) if mechanisms else [base or "planar-laplace-grid"]
+        out = {"grid": grid.to_dict(), **pinfo}
+        if eps_m and base:
+            if progress:
+                progress(f"measuring {base} on the grid")
+            out["at_release"] = grid_measures(grid, base, float(eps_m), pi, time_limit=time_limit)
+            if base == "planar-laplace":
+                out["at_release"]["note"] = ("the continuous release measured through its snapping to the cells: it leaks at "
+                                             "least this, and its adversary errs at most this much")
+        if sweep is not None:
+            rows = []
+            for name in names:
+                for i, e in enumerate(sweep):
+                    if progress:
+                        progress(f"sweep: {name}, ε = {e:.4g} per {unit} ({i + 1}/{len(sweep)})")
+                    r = grid_measures(grid, name, float(e) / UNITS[unit], pi, time_limit=time_limit)
+                    r["epsilon"] = float(e)
+                    rows.append(r)
+            out["sweep"] = rows
+            out["sweep_unit"] = unit
+        res["grid"] = out
+    title = f"dprivacy evaluate: {Path(released).name} against {Path(original).name}"
+    png_bytes = None
+    if png or html:
+        fd, tmp = tempfile.mkstemp(suffix=".png")
+        os.close(fd)
+        try:
+            figure(tmp, original=(la0, lo0), released=(la1, lo1), displacement=d,
+                   epsilon_m=float(eps_m) if eps_m and base == "planar-laplace" else None,
+                   sweep=(res.get("grid") or {}).get("sweep"), title=title)
+            png_bytes = Path(tmp).read_bytes()
+        finally:
+            os.unlink(tmp)
+    if png:
+        _write_atomic(png, png_bytes)
+        res["png"] = str(png)
+    if html:
+        _write_atomic(html, html_page(res, png_bytes, title).encode("utf-8"))
+        res["html"] = str(html)
+    return res
+
+
+def _write_atomic(path, data: bytes) -> None:
+    import contextlib
+    import os
+    import tempfile
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.parent.exists():
+        raise FileNotFoundError(f"output folder {path.parent} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
