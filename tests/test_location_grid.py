@@ -307,3 +307,38 @@ def test_cli_evaluate_writes_a_self_contained_page_and_a_figure(tmp_path):
             args = ["evaluate", str(src), str(src), *extra]
         p = _cli(*args, cwd=tmp_path)
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and needle in p.stderr, (extra, p.stderr)
+
+
+# -- every cell reachable (Mironov) ------------------------------------------------------------------
+
+def test_tight_sampler_mixture_matches_the_mixed_rows_and_reaches_every_cell():
+    """With γ = 1/4 (mixture_bits=2) the integer sampler's frequencies match (1−γ)H + γ/n (chi-square,
+    power: the unmixed rows are rejected), and a cell that H makes (numerically) impossible is drawn."""
+    import dprivacy as dp
+    from dprivacy.structured.sampling import KernelRejectionSampler
+
+    g = GridSpace(30, 30)
+    res = dp.tight_constraints(g, epsilon=4.0)  # ε·d ≥ 4·41 at the far corner: k = e^-164 → weight 0 in 62 bits
+    assert res.ok
+    s = KernelRejectionSampler(g, res.mechanism.z, 4.0, mixture_bits=2)
+    y = 0
+    draws = s.sample(np.full(200_000, y), rng=5)
+    counts = np.bincount(draws, minlength=g.n).astype(float)
+    row = res.mechanism.rows(y)
+    mixed = 0.75 * row / row.sum() + 0.25 / g.n
+    assert _chi2_pvalue(counts, mixed) > 1e-4
+    assert _chi2_pvalue(counts, row / row.sum()) < 1e-4
+    assert counts[g.n - 1] > 0  # the far corner, unreachable without the mixture
+    assert s.to_dict()["every_cell_reachable"] and s.to_dict()["uniform_mixture"] == 0.25
+    default = res.mechanism.sampler.to_dict()
+    assert default["uniform_mixture"] == 2.0**-20 and default["estimated_epsilon_excess"] < 1e-6
+
+
+def test_planar_grid_sampler_mixes_in_the_uniform_distribution():
+    g = GridSpace(40, 40)
+    m = planar_laplace_grid_mechanism(g, epsilon=3.0)
+    m.MIXTURE_BITS = 3  # γ = 1/8 on this instance, to see the mixture
+    draws = m.sample_indices(np.full(100_000, 0), rng=1)
+    counts = np.bincount(draws, minlength=g.n).astype(float)
+    mixed = 0.875 * m.rows(0) + 0.125 / g.n
+    assert _chi2_pvalue(counts, mixed) > 1e-4 and counts[g.n - 1] > 0

@@ -191,6 +191,13 @@ def build_grid_release(grid: LocationGrid, mechanism: str, *, epsilon_m: float, 
                            "meaning": "binary gain (probability that the Bayes adversary guesses the cell), seed 000 §3.4"}
     cert = mech.certificate
     info["certificate"] = {"basis": cert.basis, "rigorous": cert.rigorous, "reason": cert.reason}
+    if hasattr(mech, "sampler"):
+        info["sampler"] = mech.sampler.to_dict()
+    elif "uniform_mixture" in mech.details:
+        info["sampler"] = {"method": "continuous planar Laplace (float64) snapped to the nearest cell",
+                           "uniform_mixture": mech.details["uniform_mixture"], "every_cell_reachable": True}
+    elif getattr(mech, "is_dense", False):
+        info["sampler"] = {"method": "exact inverse CDF on integer-quantised rows (dprivacy.sampling.exact)"}
     rel = GridRelease(grid, mech, None, info)
     if remap:
         r, before, after = distance_remap(mech, pi, space)

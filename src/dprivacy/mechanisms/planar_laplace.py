@@ -310,6 +310,14 @@ def planar_laplace_channel(space: GridSpace, *, epsilon: float, adjust: str = "n
                  details={"quadrature_max_abs_error": g.max_abs_error, "quadrature_max_rel_error": g.max_rel_error})
 
 
+def uniform_cells(gen, size: int, n: int) -> np.ndarray:
+    """``size`` cells in 0..n−1 from 62-bit uniform integers (one per record). The map is not exactly
+    uniform (relative bias ≲ n·2^-53), which does not matter where it is used: a mixture component that
+    does not depend on the secret keeps ε·d-privacy whatever its law."""
+    u = gen.integers(0, 1 << 62, size=size, dtype=np.int64)
+    return np.minimum((u.astype(np.float64) * (n * 2.0**-62)).astype(np.int64), n - 1)
+
+
 class PlanarLaplaceGridMechanism(Mechanism):
     r"""The planar Laplace mechanism on a grid, snapped to the nearest cell, held implicitly.
 
@@ -319,7 +327,12 @@ class PlanarLaplaceGridMechanism(Mechanism):
     needed: a million cells sample as fast as nine. ε' is :func:`ccs_adjusted_epsilon`, the level at
     which the *sampled* discretised mechanism with float angles is ε·d₂-private (CCS 2013 §4); rows
     (:meth:`rows`, the dense :attr:`channel` on demand) are the exact masses at ε' by quadrature.
+    Sampling mixes in the uniform distribution at weight 2^-20 (:attr:`MIXTURE_BITS`): a float radius
+    is bounded, and without the mixture far cells would be reachable from some secrets only.
     """
+
+    #: Each draw is replaced by a uniform cell with probability 2^-MIXTURE_BITS (every cell reachable).
+    MIXTURE_BITS = 20
 
     def __init__(self, space: GridSpace, *, epsilon: float, adjust: str = "ccs"):
         if not isinstance(space, GridSpace):
@@ -334,9 +347,11 @@ class PlanarLaplaceGridMechanism(Mechanism):
         self.epsilon_used = e_used
         reason = (f"planar Laplace at ε' = {e_used:.15g} ≤ ε (ε·d₂-private, seed 002 §6.2; ε' absorbs the float "
                   "angular precision of the sampler, CCS 2013 §4), snapped to the nearest cell (post-processing, "
-                  "seed 000 §7.2)")
+                  "seed 000 §7.2); each draw is replaced by a uniform cell with probability 2^-20, so that every cell "
+                  "is reachable from every secret (a mixture with the 0-private uniform row keeps ε·d-privacy)")
         Mechanism.__init__(self, space, epsilon=e, name="planar-laplace-grid", certificate=by_construction(e, reason),
-                           n_outputs=space.n, details={"epsilon_used": e_used, "adjust": adjust})
+                           n_outputs=space.n, details={"epsilon_used": e_used, "adjust": adjust,
+                                                                   "uniform_mixture": 2.0 ** -self.MIXTURE_BITS})
 
     def rows(self, secrets) -> np.ndarray:
         """Exact rows at ε' by quadrature (Gauss–Legendre edge integrals, relative error ≲ 1e-13)."""
@@ -384,10 +399,17 @@ class PlanarLaplaceGridMechanism(Mechanism):
         flat = ys.reshape(-1)
         if not flat.size:
             return np.zeros(ys.shape, dtype=np.intp)
+        gen = as_generator(rng)
         row, col = np.divmod(flat, self.space.width)
         pts = np.stack([col, row], axis=1).astype(np.float64) * self.space.step
-        noisy = planar_laplace_sample(pts, epsilon=self.epsilon_used, rng=as_generator(rng))
-        return nearest_cell(noisy, self.space).reshape(ys.shape)
+        noisy = planar_laplace_sample(pts, epsilon=self.epsilon_used, rng=gen)
+        out = nearest_cell(noisy, self.space)
+        # A float radius is at most ~40/ε' (p < 1 − 2^-53), so far cells would be unreachable from one
+        # secret and reachable from a nearer one (Mironov): mix in the uniform distribution on the cells.
+        mix = gen.integers(0, 1 << self.MIXTURE_BITS, size=flat.size) == 0
+        other = uniform_cells(gen, flat.size, self.space.n)  # one draw per record: keyed streams stay aligned
+        out[mix] = other[mix]
+        return out.reshape(ys.shape)
 
 
 def planar_laplace_grid_mechanism(space: GridSpace, *, epsilon: float, adjust: str = "ccs"):

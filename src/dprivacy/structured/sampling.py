@@ -1,4 +1,4 @@
-r"""Exact sampling from the rows of a tight-constraints mechanism on a grid, without its matrix.
+r"""Exact integer sampling from the rows of a tight-constraints mechanism on a grid, without its matrix.
 
 Row y of the mechanism is H[y, z] = k(z − y) z_z with k(o) = e^{−ε d(o)} a translation-invariant kernel
 (seed 000 Def 6). :class:`KernelRejectionSampler` draws from it by rejection:
@@ -15,11 +15,22 @@ independent, so the accepted z has probability k(z − y) z_z / (Φz)_y = H[y, z
 row itself, since (Φz)_y = 1 (the row sum is 1 + r_y with r the solver's residual; the sampler then
 draws from the normalized row, which differs from the stored row by at most |r_y|).
 
-The offset table stores one quadrant, (|dx|, |dy|) with weight k·(2 if dx ≠ 0)(2 if dy ≠ 0), sorted
-by decreasing weight and sampled by inverse CDF (searchsorted on cumulative sums, float64: exact up to
-the rounding of the CDF, like :meth:`dprivacy.channels.Channel.sample`; offsets whose weight no longer
-changes the float cumulative sum, beyond ~37/(ε·step) cells, have probability 0 there and are dropped
-from the table), then independent random signs for the non-zero components.
+The offset table stores one quadrant, (|dx|, |dy|) with weight k·(2 if dx ≠ 0)(2 if dy ≠ 0), as
+**integers**: w(o) = ⌊2^62 · weight(o)/Σ weight⌋, drawn by an exact uniform integer below Σw and an
+integer searchsorted, then independent random signs for the non-zero components; the acceptance test
+compares a uniform integer below 2^62 with ⌊2^62 · z_z/z_max⌋. No floating-point rounding enters a draw:
+the sampled row is the row of the integer-quantised kernel, whose entries differ from k(o)/K by less
+than 2^-62 in absolute value.
+
+**Every cell is reachable from every secret** (Mironov's condition, CCS 2012): offsets whose quantised
+weight is 0 (k(o)/K < 2^-62, ε·d ≳ 43) cannot be proposed, so a far cell would be impossible from one
+secret and possible from a nearer one — an infinite privacy loss. Each draw is therefore replaced, with
+probability γ = 2^-``mixture_bits`` (default 2^-20), by a uniformly random cell: the released channel is
+(1 − γ)H̃ + γ/n, which is ε·d-private whenever H̃ is (mediant inequality: mixing with the 0-private
+uniform row never increases a ratio beyond max(H̃ ratio, 1)), costs at most γ in utility, and has every
+entry ≥ γ/n. Against that floor the quantisation error 2^-62/A of an entry (A the acceptance rate of a
+round) is a relative error of at most n·2^-62/(γA), which bounds the excess of the delivered ε over ε
+(times d ≥ step) by about 2n·2^-62/(γA): :meth:`KernelRejectionSampler.to_dict` states it.
 Acceptance per round is about Σ_z H[y,z] / (K z_max) ≥ 1/(K z_max); on a large grid z is nearly
 1/K inside and larger only near the border, so most proposals are accepted for interior secrets.
 """
@@ -37,7 +48,8 @@ MAX_ROUNDS = 100_000
 
 
 class KernelRejectionSampler:
-    """Exact sampler for the rows of H = Φ diag(z) on a grid (see module notes).
+    """Exact integer sampler for the rows of H = Φ diag(z) on a grid, mixed with the uniform
+    distribution at weight 2^-``mixture_bits`` (see module notes).
 
     Parameters
     ----------
@@ -45,43 +57,64 @@ class KernelRejectionSampler:
     z : ndarray, shape (n,)
         Non-negative diagonal (the tight-constraints z).
     epsilon : float
+    mixture_bits : int
+        γ = 2^-mixture_bits (1 to 40).
     """
 
-    def __init__(self, grid: GridSpace, z: np.ndarray, epsilon: float):
+    BITS = 62
+
+    def __init__(self, grid: GridSpace, z: np.ndarray, epsilon: float, *, mixture_bits: int = 20):
         self.grid = grid
         self.epsilon = float(epsilon)
         z = np.asarray(z, dtype=np.float64)
         if (z < 0).any():
             raise ValueError("the sampler needs z ≥ 0 (a mechanism that exists)")
+        if not (isinstance(mixture_bits, (int, np.integer)) and 1 <= mixture_bits <= 40):
+            raise ValueError(f"mixture_bits must be an integer in 1..40, got {mixture_bits!r}")
+        self.mixture_bits = int(mixture_bits)
         self.z = z
         self.z_max = float(z.max())
         if not self.z_max > 0:
             raise ValueError("z is identically zero: no output can be drawn")
-        self.accept_scale = z / self.z_max
+        one = float(1 << self.BITS)
+        self._accept = np.floor(z / self.z_max * one).astype(np.int64)  # z_max's cell: exactly 2^62
         w, h = grid.width, grid.height
         dx = np.arange(w)
         dy = np.arange(h)
         k = np.exp(-self.epsilon * grid.offset_distance(dx[None, :], dy[:, None]))
         mult = np.where(dy > 0, 2.0, 1.0)[:, None] * np.where(dx > 0, 2.0, 1.0)[None, :]
         weight = (k * mult).ravel()
-        # Heaviest offsets first, so that the float CDF saturates early: entries after the point where
-        # adding them no longer changes the cumulative sum have probability 0 under inverse-CDF sampling
-        # anyway, and dropping them leaves the sampler's distribution unchanged while making the table
-        # small enough to stay in cache.
-        order = np.argsort(-weight, kind="stable")
-        cdf = np.cumsum(weight[order])
-        last = int(np.searchsorted(cdf, cdf[-1], side="left")) + 1
-        order, cdf = order[:last], cdf[:last]
+        self._kernel_total = float(weight.sum())
+        wq = np.floor(weight / self._kernel_total * one).astype(np.int64)
+        # Heaviest offsets first (a short search for most draws); zero weights cannot be drawn anyway.
+        order = np.argsort(-wq, kind="stable")
+        order = order[wq[order] > 0]
         self._ady, self._adx = (a.astype(np.int64) for a in np.divmod(order, w))
-        self._cdf = cdf / cdf[-1]
-        self._cdf[-1] = np.inf  # never fall off the end through rounding
+        self._cum = np.cumsum(wq[order])  # ≤ 2^62: no overflow
         self.proposals = 0
         self.accepted = 0
+        self.mixed = 0
+
+    @property
+    def gamma(self) -> float:
+        """The weight γ of the uniform mixture."""
+        return 2.0 ** -self.mixture_bits
 
     @property
     def acceptance_rate(self) -> float:
         """Accepted / proposed over all calls so far."""
         return self.accepted / self.proposals if self.proposals else float("nan")
+
+    def to_dict(self) -> dict:
+        """How draws are made and what that costs: the mixture weight, its utility cost and the
+        estimated excess of the delivered ε (module notes), with the acceptance rate seen so far."""
+        a = self.acceptance_rate
+        a_lo = 1.0 / (self._kernel_total * self.z_max)  # per-round acceptance ≥ (Φz)_y / (K z_max) = 1/(K z_max)
+        slack = 2.0 * self.grid.n * 2.0 ** -self.BITS / (self.gamma * a_lo) / self.grid.step
+        return {"method": "rejection on integer tables (62-bit weights, exact uniform integers)",
+                "uniform_mixture": self.gamma, "utility_cost_at_most": self.gamma,
+                "every_cell_reachable": True, "estimated_epsilon_excess": slack,
+                "acceptance_rate": None if not a == a else a, "draws_from_the_mixture": self.mixed}
 
     def sample(self, secrets, rng=None) -> np.ndarray:
         """One output cell for each secret cell index in ``secrets`` (any shape; vectorized)."""
@@ -94,13 +127,18 @@ class KernelRejectionSampler:
             raise ValueError(f"secret indices must lie in 0..{n - 1}, got range {ys.min()}..{ys.max()}")
         flat = ys.ravel().astype(np.int64)
         out = np.empty(flat.size, dtype=np.int64)
-        pending = np.arange(flat.size)
+        mix = gen.integers(0, 1 << self.mixture_bits, size=flat.size) == 0
+        if mix.any():
+            out[mix] = gen.integers(0, n, size=int(mix.sum()))  # independent of the secret: any law keeps privacy
+            self.mixed += int(mix.sum())
+        pending = np.flatnonzero(~mix)
         yr, yc = flat // w, flat % w
+        total = int(self._cum[-1])
         for _ in range(MAX_ROUNDS):
             m = pending.size
             if m == 0:
                 break
-            j = np.searchsorted(self._cdf, gen.random(m), side="right")
+            j = np.searchsorted(self._cum, gen.integers(0, total, size=m, dtype=np.int64), side="right")
             ady, adx = self._ady[j], self._adx[j]
             signs = gen.integers(0, 4, size=m)
             odx = np.where(signs & 1, -adx, adx)
@@ -109,7 +147,7 @@ class KernelRejectionSampler:
             c = yc[pending] + odx
             inside = (r >= 0) & (r < h) & (c >= 0) & (c < w)
             zc = np.where(inside, r * w + c, 0)
-            ok = inside & (gen.random(m) < self.accept_scale[zc])
+            ok = inside & (gen.integers(0, 1 << self.BITS, size=m, dtype=np.int64) < self._accept[zc])
             self.proposals += m
             self.accepted += int(ok.sum())
             out[pending[ok]] = zc[ok]
