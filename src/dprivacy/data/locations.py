@@ -92,13 +92,39 @@ def describe_bad(lat, lon, k: int, row: int) -> str:
     return f"row {row}: longitude {b} outside [-180, 180]{hint}"
 
 
-def displace(lat: np.ndarray, lon: np.ndarray, r: np.ndarray, az: np.ndarray, *, precision: float = DEFAULT_PRECISION_DEG):
-    """Move each point r metres along the geodesic in azimuth az on WGS84; round to the lattice."""
+#: Points per thread of the geodesic step (pyproj releases the GIL, so threads use every core).
+GEOD_CHUNK = 131072
+
+
+def _geodesic_forward(lon, lat, az, r) -> tuple[np.ndarray, np.ndarray]:
+    """pyproj ``Geod(ellps="WGS84").fwd`` over chunks in a thread pool: (lon2, lat2) as float64 arrays."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
     from pyproj import Geod
 
-    lon2, lat2, _ = Geod(ellps="WGS84").fwd(lon, lat, az, r)
-    lon2 = np.asarray(lon2, dtype=np.float64)
-    lat2 = np.asarray(lat2, dtype=np.float64)
+    lon, lat, az, r = (np.ascontiguousarray(a, dtype=np.float64) for a in (lon, lat, az, r))
+    n = lon.size
+    workers = min(os.cpu_count() or 1, -(-n // GEOD_CHUNK))
+    if workers <= 1:
+        lo2, la2, _ = Geod(ellps="WGS84").fwd(lon, lat, az, r)
+        return np.asarray(lo2, dtype=np.float64), np.asarray(la2, dtype=np.float64)
+    lon2, lat2 = np.empty(n), np.empty(n)
+    bounds = np.linspace(0, n, workers + 1).astype(int)
+
+    def part(i):
+        sl = slice(bounds[i], bounds[i + 1])
+        lo2, la2, _ = Geod(ellps="WGS84").fwd(lon[sl], lat[sl], az[sl], r[sl])
+        lon2[sl], lat2[sl] = lo2, la2
+
+    with ThreadPoolExecutor(workers) as ex:
+        list(ex.map(part, range(workers)))
+    return lon2, lat2
+
+
+def displace(lat: np.ndarray, lon: np.ndarray, r: np.ndarray, az: np.ndarray, *, precision: float = DEFAULT_PRECISION_DEG):
+    """Move each point r metres along the geodesic in azimuth az on WGS84; round to the lattice."""
+    lon2, lat2 = _geodesic_forward(lon, lat, az, r)
     lon2 = (lon2 + 180.0) % 360.0 - 180.0  # into [−180, 180)
     if precision:
         digits = -math.log10(precision)
