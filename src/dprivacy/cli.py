@@ -598,7 +598,7 @@ def cmd_query(args) -> int:
 
     def run():
         return run_query(args.table, q, epsilon=eps, bounds=bounds, where=args.where, group_by=args.group_by,
-                         privacy=args.privacy, rng=args.seed)
+                         privacy=args.privacy, rng=args.seed, mechanism=args.mechanism, skip_invalid=args.skip_invalid)
 
     if args.budget_file is not None:
         from .data.budget import charge
@@ -619,7 +619,8 @@ def cmd_query(args) -> int:
     for c in ("group", "noisy answer", "expected |error|", f"within ± (prob. {res.answers[0].confidence:.0%})"):
         t.add_column(c)
     for a in res.answers:
-        t.add_row(str(a.group), f"{a.noisy:.6g}", f"{a.expected_abs_error:.4g}", f"{a.within:.4g}")
+        noisy = ", ".join(f"{v:.6g}" for v in a.noisy) if isinstance(a.noisy, list) else f"{a.noisy:.6g}"
+        t.add_row(str(a.group), noisy, f"{a.expected_abs_error:.4g}", f"{a.within:.4g}")
     con = Console()
     con.print(t)
     con.print(res.guarantee + "; " + res.theorem)
@@ -758,12 +759,17 @@ def make_parser() -> argparse.ArgumentParser:
 
     qy = sub.add_parser("query", help="private count/sum/avg/percentile answers on a CSV or Parquet table")
     qy.add_argument("table", metavar="TABLE", help="a .csv, .csv.gz or .parquet table")
-    qy.add_argument("--query", required=True, help="count, sum:COL, avg:COL or percentile:COL:P (median: P = 50)")
+    qy.add_argument("--query", required=True, help="count, kcount:COL1,COL2,... (true/false columns), sum:COL, avg:COL or "
+                    "percentile:COL:P (median: P = 50)")
     qy.add_argument("--epsilon", type=float, required=True)
     qy.add_argument("--where", help="a SQL filter, e.g. \"Region = 'West'\"")
     qy.add_argument("--group-by", help="answer per value of this column (disjoint groups: ε is spent once)")
     qy.add_argument("--bounds", help="LO,HI: the declared integer range of the column (values are clamped to it); write --bounds=-5,5 for a negative LO")
-    qy.add_argument("--privacy", choices=["standard", "d1", "dinf"], default="standard", help="metric on tables (seed 002 §5)")
+    qy.add_argument("--privacy", choices=["standard", "normalized-d1", "d1", "dinf"], default="standard",
+                    help="metric on tables (seed 002 §5): standard ε-DP (d_h), normalized Manhattan, Manhattan or maximum on values")
+    qy.add_argument("--mechanism", choices=["auto", "truncated-geometric", "geometric", "tight-constraints"], default="auto",
+                    help="auto: the truncated geometric (universally optimal where seed 002 §5 says so; cited in the output)")
+    qy.add_argument("--skip-invalid", action="store_true", help="leave empty or non-numeric values out as nulls and count them")
     qy.add_argument("--budget-file", help="a ledger of ε spent on this table across calls")
     qy.add_argument("--budget", type=float, help="the total ε allowed on this table")
     qy.add_argument("--seed", type=int, help="reproducible research mode (NOT for release)")

@@ -1,0 +1,128 @@
+"""Privacy models, k-counts, invalid values and mechanisms of `dprivacy query` (issue 12; seed 002 §5)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+pytest.importorskip("duckdb")
+
+from dprivacy.data.tables import Query, parse_query, run_query, sensitivity  # noqa: E402
+
+
+def _cli(*args, cwd):
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
+    return subprocess.run([sys.executable, "-m", "dprivacy.cli", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+
+
+def test_sensitivity_follows_seed_002_section_5():
+    b = (0, 15)
+    s, a, p = Query("sum", "x"), Query("avg", "x"), Query("percentile", "x", 50.0)
+    for q in (s, a, p):
+        assert sensitivity(q, "standard", b) == 15  # d_h: HI − LO
+        assert sensitivity(q, "normalized-d1", b) == 15  # Thm 11: uniformly qk-sensitive wrt d̃1
+        assert sensitivity(q, "d1", b) == 1  # Thm 12
+    assert sensitivity(p, "dinf", b) == 1  # Thm 13
+    assert sensitivity(a, "dinf", b, total=250) == 250  # Thm 13 on the average's grid: Δ = N on the sum
+    with pytest.raises(ValueError, match="dinf is not available for sum"):
+        sensitivity(s, "dinf", b)
+    assert sensitivity(Query("count"), "standard", None) == 1
+    with pytest.raises(ValueError, match="not a query on values"):
+        sensitivity(Query("kcount", columns=("a", "b")), "d1", None)
+
+
+def _bool_table(path: Path, n: int = 300, bad: str | None = None) -> tuple[int, int]:
+    rng = np.random.default_rng(0)
+    a = rng.random(n) < 0.3
+    b = rng.random(n) < 0.6
+    rows = [f"{int(x)},{'true' if y else 'false'},{i % 3}" for i, (x, y) in enumerate(zip(a, b))]
+    if bad is not None:
+        rows[7] = f"{bad},true,1"
+    path.write_text("a,b,g\n" + "\n".join(rows) + "\n")
+    return int(a.sum()), int(b.sum())
+
+
+def test_kcount_noise_is_the_geometric_at_eps_over_k_per_count(tmp_path):
+    """Each of the k counts gets two-sided geometric noise at ε/k (chi-square), not at ε (power)."""
+    t = tmp_path / "flags.csv"
+    ta, tb = _bool_table(t)
+    q = parse_query("kcount:a,b")
+    eps = 1.2
+    noise = []
+    for seed in range(300):
+        r = run_query(str(t), q, epsilon=eps, rng=seed)
+        assert len(r.answers) == 1 and len(r.answers[0].noisy) == 2
+        noise += [r.answers[0].noisy[0] - ta, r.answers[0].noisy[1] - tb]
+    noise = np.array(noise)
+    support = np.arange(-6, 7)
+
+    def pvalue(e):
+        al = math.exp(-e)
+        p = (1 - al) / (1 + al) * al ** np.abs(support)
+        obs = np.append([(noise == s).sum() for s in support], (np.abs(noise) > 6).sum())
+        return stats.chisquare(obs, np.append(p, 1 - p.sum()) * noise.size).pvalue
+
+    assert pvalue(eps / 2) > 1e-4
+    assert pvalue(eps) < 1e-4
+    assert r.delivered_epsilon <= eps and "Thm 9" in r.theorem
+
+
+def test_invalid_values_are_named_or_skipped(tmp_path):
+    t = tmp_path / "v.csv"
+    t.write_text("x,g\n" + "\n".join(["7,a", "8,b", ",a", "oops,b", "9,a", "6,b"]) + "\n")
+    q = parse_query("sum:x")
+    with pytest.raises(ValueError, match="1 non-numeric and 1 empty"):
+        run_query(str(t), q, epsilon=1, bounds=(5, 10))
+    r = run_query(str(t), q, epsilon=1, bounds=(5, 10), skip_invalid=True, group_by="g", rng=1)
+    assert r.rows_skipped_not_private == 2
+    # a value turning null changes the sum by up to max(|LO|, |HI|) = 10 > HI − LO = 5
+    assert r.sensitivity == 10
+    r1 = run_query(str(t), q, epsilon=1, bounds=(5, 10), skip_invalid=True, privacy="d1", rng=1)
+    assert r1.sensitivity == 2  # d1: a null is at distance HI − LO = 5 and moves the sum by ≤ 10
+    with pytest.raises(ValueError, match="avg divides"):
+        run_query(str(t), parse_query("avg:x"), epsilon=1, bounds=(5, 10), skip_invalid=True)
+    kt = tmp_path / "k.csv"
+    _bool_table(kt, bad="maybe")
+    with pytest.raises(ValueError, match="non-boolean"):
+        run_query(str(kt), parse_query("kcount:a,b"), epsilon=1)
+
+
+def test_geometric_is_not_clamped_and_truncated_geometric_is(tmp_path):
+    t = tmp_path / "one.csv"
+    t.write_text("x\n" + "\n".join(["1"] * 5) + "\n")
+    q = parse_query("count")
+    tg = [run_query(str(t), q, epsilon=0.05, rng=s).answers[0].noisy for s in range(200)]
+    g = [run_query(str(t), q, epsilon=0.05, rng=s, mechanism="geometric").answers[0].noisy for s in range(200)]
+    assert min(tg) >= 0 and max(tg) <= 5
+    assert min(g) < 0 or max(g) > 5
+    # on the path of answers the tight-constraints mechanism is the truncated geometric: the same draws
+    tc = [run_query(str(t), q, epsilon=0.05, rng=s, mechanism="tight-constraints").answers[0].noisy for s in range(200)]
+    assert tc == tg
+
+
+def test_cli_privacy_models_and_kcount(tmp_path):
+    bs = pytest.importorskip("bokeh_sampledata")
+    sup = os.path.join(os.path.dirname(bs.__file__), "_data", "SampleSuperstore.csv.gz")
+    p = _cli("query", sup, "--query", "sum:Quantity", "--bounds", "0,15", "--privacy", "normalized-d1", "--epsilon", "1",
+             "--group-by", "Region", "--json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(p.stdout)
+    assert rep["sensitivity"] == 15 and "Thm 11" in rep["theorem"] and len(rep["answers"]) == 4
+    p = _cli("query", sup, "--query", "avg:Sales", "--bounds", "0,2000", "--privacy", "dinf", "--epsilon", "1", "--json", cwd=tmp_path)
+    assert p.returncode == 0 and json.loads(p.stdout)["sensitivity"] == 9994
+    flags = tmp_path / "flags.csv"
+    _bool_table(flags)
+    p = _cli("query", str(flags), "--query", "kcount:a,b", "--epsilon", "1", "--group-by", "g", cwd=tmp_path)
+    assert p.returncode == 0 and "kcount:a,b" in p.stdout
+    for args, needle in ((["--query", "kcount:a"], "two or more"), (["--query", "kcount:a,zz"], "unknown column"),
+                         (["--query", "kcount:a,b", "--mechanism", "tight-constraints"], "design kcount")):
+        p = _cli("query", str(flags), "--epsilon", "1", *args, cwd=tmp_path)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and needle in p.stderr, (args, p.stderr)
