@@ -443,6 +443,41 @@ def cmd_reproduce(args) -> int:
     return 0
 
 
+class _RowProgress:
+    """A progress bar on stderr over the rows of a file: with a total for Parquet (from its metadata),
+    a running count otherwise. ``update(rows)`` after each batch; ``update(text)`` changes the label."""
+
+    def __init__(self, path, label: str):
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        total = None
+        if str(path).lower().endswith((".parquet", ".pq")):
+            try:
+                import pyarrow.parquet as pq
+
+                total = pq.ParquetFile(path).metadata.num_rows
+            except Exception:  # the command itself reports an unreadable file
+                total = None
+        cols = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+        if total:
+            cols.append(TimeRemainingColumn())
+        self._p = Progress(*cols, console=Console(stderr=True), transient=True)
+        self._task = self._p.add_task(label, total=total)
+
+    def start(self):
+        self._p.start()
+
+    def stop(self):
+        self._p.stop()
+
+    def update(self, what, total=None):
+        if isinstance(what, str):
+            self._p.update(self._task, description=what)
+        else:
+            self._p.update(self._task, completed=what, **({"total": total} if total else {}))
+
+
 def cmd_obfuscate(args) -> int:
     from .data.locations import epsilon_for_accuracy, obfuscate_file, parse_accuracy
 
@@ -456,11 +491,9 @@ def cmd_obfuscate(args) -> int:
     show = not args.json and sys.stderr.isatty()
     progress = None
     if show:
-        from rich.console import Console
-
-        status = Console(stderr=True).status("obfuscating...")
+        status = _RowProgress(args.input, "obfuscating")
         status.start()
-        progress = lambda rows: status.update(f"obfuscating: {rows:,} rows")  # noqa: E731
+        progress = status.update
     grid_flags = [f for f, v in (("--cell", args.cell), ("--region", args.region), ("--prior", args.prior),
                                  ("--prior-from", args.prior_from), ("--remap", args.remap or None)) if v is not None]
     release = None
@@ -481,7 +514,7 @@ def cmd_obfuscate(args) -> int:
             from .data.locations import epsilon_per_metre
 
             if show:
-                status.update(f"building {args.mechanism} on the grid...")
+                status.update(f"building {args.mechanism} on the grid")
             grid = LocationGrid.build(args.region, args.cell)
             release = build_grid_release(grid, args.mechanism, epsilon_m=epsilon_per_metre(eps, unit), prior=args.prior,
                                          prior_from=args.prior_from, remap=args.remap, lat=args.lat, lon=args.lon,
@@ -493,7 +526,8 @@ def cmd_obfuscate(args) -> int:
             from .data.dask_engine import obfuscate_dask
 
             if show:
-                progress = lambda done, total: status.update(f"obfuscating on Dask: {done}/{total} row groups")  # noqa: E731
+                status.update("obfuscating on Dask (row groups)")
+                progress = lambda done, total: status.update(done, total)  # noqa: E731
             rep = obfuscate_dask(args.input, args.output, scheduler=args.scheduler, workers=args.workers,
                                  progress=progress, **common)
         else:
