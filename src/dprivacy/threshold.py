@@ -228,8 +228,21 @@ def tight_threshold(
     if eps_min is None:
         eps_min = DEFAULT_EPS_MIN_FACTOR * start
     eps_min = check_epsilon(eps_min, name="eps_min")
-    probe = _Prober(d)
+    return bracket_threshold(_Prober(d), lo=lo, hi=hi, start=start, eps_min=eps_min, tol=tol, scan=scan,
+                             scan_factor=scan_factor)
 
+
+def bracket_threshold(probe, *, lo, hi, start: float, eps_min: float, tol: float, scan: int, scan_factor: float,
+                      suffix=None) -> ThresholdResult:
+    """The threshold search shared by the dense and the grid solvers (seed 000 Prop 8).
+
+    ``probe(ε)`` decides existence at ε ("exists", "absent" or "undecided", certified by the solver)
+    and keeps a :class:`Probe` per call in ``probe.probes``. ``lo``/``hi``: an optional starting
+    bracket (checked: lo must be certified absent, hi certified present). Without ``hi``, ε doubles
+    from ``start`` until the mechanism exists; without ``lo``, ε halves from hi down to ``eps_min``
+    until it certainly does not; then :func:`_narrow` closes the bracket to ``tol`` and
+    :func:`_finish` scans above hi. ``suffix(probe)`` adds solver figures to the reason.
+    """
     if lo is not None:
         s = probe(lo)
         if s != "absent":
@@ -256,7 +269,7 @@ def tight_threshold(
             e *= 2
         if hi is None:
             return _finish(probe, None, None, tol, 0, scan_factor,
-                           f"no ε up to {e / 2:.3g} where the mechanism is verified to exist")
+                           f"no ε up to {e / 2:.3g} where the mechanism is verified to exist", suffix)
     if lo is None:
         e = hi / 2
         while e >= eps_min:
@@ -276,17 +289,17 @@ def tight_threshold(
                 + (f"; at ε = {last.epsilon:.3g} the test could not decide" if last.status == "undecided" else "")
                 + "; no ε with certified non-existence was found, so hi is only an upper bound on ε*"
             )
-            return _finish(probe, None, hi, tol, scan, scan_factor, why)
+            return _finish(probe, None, hi, tol, scan, scan_factor, why, suffix)
 
     lo, hi, stuck = _narrow(probe, lo, hi, tol)
     if stuck:
         why = f"the test could not decide near ε = {0.5 * (lo + hi):.6g}; bracket wider than tol"
     else:
         why = f"ε* lies in ({lo:.6g}, {hi:.6g}]: certified non-existence at lo and existence at hi"
-    return _finish(probe, lo, hi, tol, scan, scan_factor, why)
+    return _finish(probe, lo, hi, tol, scan, scan_factor, why, suffix)
 
 
-def _narrow(probe: _Prober, lo: float, hi: float, tol: float) -> tuple[float, float, bool]:
+def _narrow(probe, lo: float, hi: float, tol: float) -> tuple[float, float, bool]:
     """Shrink [lo, hi] to width ≤ tol keeping lo certified absent and hi certified present.
 
     The next ε is the Illinois (modified regula falsi) root estimate of min z(ε), which is continuous
@@ -335,7 +348,7 @@ def _narrow(probe: _Prober, lo: float, hi: float, tol: float) -> tuple[float, fl
     return lo, hi, False
 
 
-def _finish(probe: _Prober, lo, hi, tol, scan, scan_factor, why) -> ThresholdResult:
+def _finish(probe, lo, hi, tol, scan, scan_factor, why, suffix=None) -> ThresholdResult:
     mono = None
     if hi is not None and scan > 0:
         grid = np.geomspace(hi, scan_factor * hi, scan + 1)[1:]
@@ -356,6 +369,8 @@ def _finish(probe: _Prober, lo, hi, tol, scan, scan_factor, why) -> ThresholdRes
             why += f"; monotonicity scan undecided at {len(und)} ε"
         else:
             why += f"; exists at all {scan} scanned ε in ({hi:.4g}, {scan_factor * hi:.4g}]"
+    if suffix is not None:
+        why += suffix(probe)
     certified = lo is not None and hi is not None and hi - lo <= tol
     return ThresholdResult(
         epsilon_star=hi, bracket=(lo, hi) if hi is not None else None, certified=certified,

@@ -186,6 +186,15 @@ class PlanarLaplaceGrid:
     max_rel_error: float
 
 
+def _epsilon_used(space: GridSpace, e: float, adjust: str) -> float:
+    """ε itself, or for ``adjust="ccs"`` the ε' of :func:`ccs_adjusted_epsilon` with u = step and r_max
+    the grid's diameter."""
+    if adjust != "ccs":
+        return e
+    step = space.step
+    return ccs_adjusted_epsilon(e, step=step, r_max=max(step * math.hypot(space.width - 1, space.height - 1), step))
+
+
 def _axis_intervals(n: int) -> tuple[np.ndarray, np.ndarray]:
     """Distinct remap intervals along one axis, in steps relative to the source, and their index.
 
@@ -266,10 +275,7 @@ def planar_laplace_grid(space: GridSpace, *, epsilon: float, adjust: str = "none
     if adjust not in _ADJUST:
         raise ValueError(f"adjust must be one of {', '.join(map(repr, _ADJUST))}; got {adjust!r}")
     w, h, step = space.width, space.height, space.step
-    e_used = e
-    if adjust == "ccs":
-        diameter = step * math.hypot(w - 1, h - 1)
-        e_used = ccs_adjusted_epsilon(e, step=step, r_max=max(diameter, step))
+    e_used = _epsilon_used(space, e, adjust)
     unit = e_used * step  # lengths in steps → scaled units (density (1/2π)e^{−‖z‖})
 
     ux, ix = _axis_intervals(w)
@@ -340,10 +346,7 @@ class PlanarLaplaceGridMechanism(Mechanism):
         e = check_epsilon(epsilon)
         if adjust not in _ADJUST:
             raise ValueError(f"adjust must be one of {', '.join(map(repr, _ADJUST))}; got {adjust!r}")
-        w, h, step = space.width, space.height, space.step
-        e_used = e
-        if adjust == "ccs":
-            e_used = ccs_adjusted_epsilon(e, step=step, r_max=max(step * math.hypot(w - 1, h - 1), step))
+        e_used = _epsilon_used(space, e, adjust)
         self.epsilon_used = e_used
         reason = (f"planar Laplace at ε' = {e_used:.15g} ≤ ε (ε·d₂-private, seed 002 §6.2; ε' absorbs the float "
                   "angular precision of the sampler, CCS 2013 §4), snapped to the nearest cell (post-processing, "

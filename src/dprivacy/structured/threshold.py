@@ -1,10 +1,11 @@
 """The threshold ε* of a grid: the smallest ε at which a tight-constraints mechanism exists
 (seed 000 Prop 8, §7.2), by certified existence tests of :func:`.solve.tight_constraints_grid`.
 
-Same contract and result type as :func:`dprivacy.threshold.tight_threshold` (the dense version):
-a bracket (lo, hi] with non-existence *certified* at lo and existence certified at hi, narrowed by
-Illinois steps on the continuous function ε ↦ min z(ε), then a scan above hi that checks the papers'
-assumption that existence persists for every ε > ε*. What is specific to grids:
+Same contract, result type and search as :func:`dprivacy.threshold.tight_threshold` (the search is
+:func:`dprivacy.threshold.bracket_threshold`, shared): a bracket (lo, hi] with non-existence
+*certified* at lo and existence certified at hi, narrowed by Illinois steps on the continuous function
+ε ↦ min z(ε), then a scan above hi that checks the papers' assumption that existence persists for
+every ε > ε*. What is specific to grids:
 
 * every probe is a conjugate-gradient solve, warm-started from the z of the nearest ε already
   probed (z(ε) is smooth in ε, so near the threshold a few iterations suffice);
@@ -21,11 +22,8 @@ import numpy as np
 
 from .._validate import check_epsilon, check_positive_int
 from ..spaces import GridSpace
-from ..threshold import MonotoneCheck, Probe, ThresholdResult
+from ..threshold import MonotoneCheck, Probe, ThresholdResult, bracket_threshold
 from .solve import DEFAULT_TOL, tight_constraints_grid
-
-#: Largest number of doublings when looking for an ε at which the mechanism exists.
-MAX_DOUBLINGS = 40
 
 #: Default lower limit of the downward search, as a fraction of the first ε tried (1/step).
 DEFAULT_EPS_MIN_FACTOR = 1e-3
@@ -133,119 +131,6 @@ def tight_threshold_grid(
     eps_min = check_epsilon(DEFAULT_EPS_MIN_FACTOR * start if eps_min is None else eps_min, name="eps_min")
     probe = _GridProber(grid, dict(tol=solver_tol, max_iter=max_iter, workers=workers), progress)
 
-    if lo is not None and (s := probe(lo)) != "absent":
-        raise ValueError(
-            f"lo={lo} is not a lower end: non-existence is not certified there ({s}, min z = {probe.probes[-1].min_z:.3g})"
-        )
-    if hi is not None:
-        if (s := probe(hi)) != "exists":
-            raise ValueError(
-                f"hi={hi} is not an upper end: existence is not certified there ({s}, min z = {probe.probes[-1].min_z:.3g})"
-            )
-    else:
-        e = start if lo is None else max(start, 2 * lo)
-        for _ in range(MAX_DOUBLINGS):
-            s = probe(e)
-            if s == "exists":
-                hi = e
-                break
-            if s == "absent" and (lo is None or e > lo):
-                lo = e
-            e *= 2
-        if hi is None:
-            return _finish(probe, None, None, tol, 0, scan_factor, f"no ε up to {e / 2:.3g} where the mechanism is verified to exist")
-    if lo is None:
-        e = hi / 2
-        while e >= eps_min:
-            s = probe(e)
-            if s == "exists":
-                hi = e
-            elif s == "absent":
-                lo = e
-                break
-            else:
-                break
-            e /= 2
-        if lo is None:
-            why = (
-                f"exists at every ε tried down to {hi:.3g}; no ε with certified non-existence was found, "
-                "so hi is only an upper bound on ε*"
-            )
-            return _finish(probe, None, hi, tol, scan, scan_factor, why)
-    lo, hi, stuck = _narrow(probe, lo, hi, tol)
-    if stuck:
-        why = f"the test could not decide near ε = {0.5 * (lo + hi):.6g}; bracket wider than tol"
-    else:
-        why = f"ε* lies in ({lo:.6g}, {hi:.6g}]: certified non-existence at lo and existence at hi"
-    return _finish(probe, lo, hi, tol, scan, scan_factor, why)
-
-
-def _narrow(probe: _GridProber, lo: float, hi: float, tol: float):
-    """Illinois steps on min z(ε) inside [lo, hi], bisection when they stall; lo stays certified
-    absent, hi certified present. An undecided point is within rounding of the sign change: probe
-    tol/4 on each side of it."""
-    f = {p.epsilon: p.min_z for p in probe.probes}
-    flo, fhi = f.get(lo, -1.0), f.get(hi, 1.0)
-    widths = [hi - lo]
-    side = 0
-    while hi - lo > tol:
-        stalled = len(widths) >= 3 and widths[-1] > 0.5 * widths[-3]
-        if stalled or not (flo < 0 < fhi):
-            x = 0.5 * (lo + hi)
-        else:
-            x = hi - fhi * (hi - lo) / (fhi - flo)
-            x = min(max(x, lo + 0.5 * tol), hi - 0.5 * tol)
-        s = probe(x)
-        fx = probe.probes[-1].min_z
-        if s == "exists":
-            hi, fhi = x, fx
-            if side == 1:
-                flo *= 0.5
-            side = 1
-        elif s == "absent":
-            lo, flo = x, fx
-            if side == -1:
-                fhi *= 0.5
-            side = -1
-        else:
-            w = min(tol / 4, (hi - lo) / 4)
-            moved = False
-            for e in (x + w, x - w):
-                if lo < e < hi:
-                    t = probe(e)
-                    if t == "exists":
-                        hi, fhi, moved = e, probe.probes[-1].min_z, True
-                    elif t == "absent":
-                        lo, flo, moved = e, probe.probes[-1].min_z, True
-            if not moved:
-                return lo, hi, True
-            side = 0
-        widths.append(hi - lo)
-    return lo, hi, False
-
-
-def _finish(probe: _GridProber, lo, hi, tol, scan, scan_factor, why) -> ThresholdResult:
-    mono = None
-    if hi is not None and scan > 0:
-        eps = np.geomspace(hi, scan_factor * hi, scan + 1)[1:]
-        fails, und = [], []
-        for e in eps:
-            s = probe(float(e))
-            if s == "absent":
-                fails.append((float(e), probe.probes[-1].min_z))
-            elif s == "undecided":
-                und.append(float(e))
-        mono = MonotoneCheck(eps, tuple(fails), tuple(und), not fails and not und)
-        if fails:
-            why += f"; NOT monotone: the mechanism does not exist at {len(fails)} scanned ε above hi (first {fails[0][0]:.6g})"
-        elif und:
-            why += f"; monotonicity scan undecided at {len(und)} ε"
-        else:
-            why += f"; exists at all {scan} scanned ε in ({hi:.4g}, {scan_factor * hi:.4g}]"
-    why += f" ({len(probe.probes)} solves, {probe.iterations} CG iterations in all)"
-    certified = lo is not None and hi is not None and hi - lo <= tol
-    return ThresholdResult(
-        epsilon_star=hi, bracket=(lo, hi) if hi is not None else None, certified=certified,
-        solves=len(probe.probes), monotone_checked=mono, always_exists=False, reason=why, tol=tol,
-        probes=tuple(probe.probes),
-    )
+    return bracket_threshold(probe, lo=lo, hi=hi, start=start, eps_min=eps_min, tol=tol, scan=scan,
+                             scan_factor=scan_factor,
+                             suffix=lambda p: f" ({len(p.probes)} solves, {p.iterations} CG iterations in all)")
