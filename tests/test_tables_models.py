@@ -126,3 +126,31 @@ def test_cli_privacy_models_and_kcount(tmp_path):
                          (["--query", "kcount:a,b", "--mechanism", "tight-constraints"], "design kcount")):
         p = _cli("query", str(flags), "--epsilon", "1", *args, cwd=tmp_path)
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and needle in p.stderr, (args, p.stderr)
+
+
+def test_optimal_with_a_prior_is_the_lp_optimum_for_the_absolute_error(tmp_path):
+    """--mechanism optimal = the truncated geometric + the Bayes remap for |error|: on a count of 6 rows
+    its expected |error| under a lumpy prior equals the LP optimum over all ε-DP mechanisms on 0..6
+    (seed 002 Thm 8: the truncated geometric is universally optimal)."""
+    from dprivacy import spaces
+    from dprivacy.data.tables import bayes_remap_abs, truncated_geometric_rows
+    from dprivacy.mechanisms.optimal import optimal_mechanism
+
+    prior = np.array([0.05, 0.3, 0.02, 0.03, 0.4, 0.1, 0.1])
+    for eps in (0.4, 1.1):
+        rows = truncated_geometric_rows(math.exp(-eps), 0, 6)
+        assert np.allclose(rows.sum(axis=1), 1)
+        _, err = bayes_remap_abs(rows, prior)
+        sp = spaces.line(7)
+        lp = optimal_mechanism(sp, prior, epsilon=eps, loss=sp.distances, method="full")
+        assert err == pytest.approx(-lp.value if lp.value < 0 else lp.value, rel=1e-6, abs=1e-9)
+    t = tmp_path / "six.csv"
+    t.write_text("x\n" + "\n".join(["1"] * 6) + "\n")
+    pfile = tmp_path / "prior.txt"
+    pfile.write_text("\n".join(str(v) for v in prior))
+    r = run_query(str(t), parse_query("count"), epsilon=1.1, mechanism="optimal", prior=str(pfile), rng=2)
+    assert r.mechanism == "truncated-geometric + Bayes remap" and 0 <= r.answers[0].noisy <= 6
+    with pytest.raises(ValueError, match="needs --prior"):
+        run_query(str(t), parse_query("count"), epsilon=1.1, mechanism="optimal")
+    with pytest.raises(ValueError, match="expected 7"):
+        run_query(str(t), parse_query("count"), epsilon=1.1, mechanism="optimal", prior=np.ones(5))

@@ -632,7 +632,8 @@ def cmd_query(args) -> int:
 
     def run():
         return run_query(args.table, q, epsilon=eps, bounds=bounds, where=args.where, group_by=args.group_by,
-                         privacy=args.privacy, rng=args.seed, mechanism=args.mechanism, skip_invalid=args.skip_invalid)
+                         privacy=args.privacy, rng=args.seed, mechanism=args.mechanism, skip_invalid=args.skip_invalid,
+                         prior=args.prior)
 
     if args.budget_file is not None:
         from .data.budget import charge
@@ -801,8 +802,10 @@ def make_parser() -> argparse.ArgumentParser:
     qy.add_argument("--bounds", help="LO,HI: the declared integer range of the column (values are clamped to it); write --bounds=-5,5 for a negative LO")
     qy.add_argument("--privacy", choices=["standard", "normalized-d1", "d1", "dinf"], default="standard",
                     help="metric on tables (seed 002 §5): standard ε-DP (d_h), normalized Manhattan, Manhattan or maximum on values")
-    qy.add_argument("--mechanism", choices=["auto", "truncated-geometric", "geometric", "tight-constraints"], default="auto",
-                    help="auto: the truncated geometric (universally optimal where seed 002 §5 says so; cited in the output)")
+    qy.add_argument("--mechanism", choices=["auto", "truncated-geometric", "geometric", "tight-constraints", "optimal"],
+                    default="auto", help="auto: the truncated geometric (universally optimal where seed 002 §5 says so; cited "
+                    "in the output); optimal: followed by the Bayes remap for --prior")
+    qy.add_argument("--prior", help="--mechanism optimal: 'uniform' or a file of weights on the possible answers")
     qy.add_argument("--skip-invalid", action="store_true", help="leave empty or non-numeric values out as nulls and count them")
     qy.add_argument("--budget-file", help="a ledger of ε spent on this table across calls")
     qy.add_argument("--budget", type=float, help="the total ε allowed on this table")
