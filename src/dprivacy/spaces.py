@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy import sparse
-from scipy.sparse import csgraph
 
 from ._validate import as_float_matrix, check_epsilon, check_positive_int
 
@@ -362,6 +360,9 @@ def from_graph(graph, *, nodes: Sequence | None = None, weight: str | None = Non
     a = nx.to_scipy_sparse_array(g, nodelist=nodes, weight=weight, format="csr", dtype=np.float64)
     if weight is not None and (a.data <= 0).any():
         raise ValueError(f"edge weights ({weight!r}) must be positive")
+    from scipy import sparse
+    from scipy.sparse import csgraph
+
     d = csgraph.shortest_path(a, method="D" if weight else "auto", unweighted=weight is None, directed=False)
     ii, jj = sparse.triu(a, k=1).nonzero()
     ess = (ii, jj) if weight is None else None  # weighted edges may be implied by shorter paths

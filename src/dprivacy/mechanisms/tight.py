@@ -28,8 +28,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
-from scipy import linalg as sla
-from scipy.linalg import lapack
 
 from ..results import Result
 from .._validate import check_epsilon
@@ -461,6 +459,9 @@ class _Factor:
     """A factorization of Φ: Cholesky when it succeeds (Φ positive definite), else LU."""
 
     def __init__(self, phi: np.ndarray):
+        from scipy import linalg as sla
+        from scipy.linalg import lapack
+
         n = phi.shape[0]
         self.n = n
         self.anorm = float(np.abs(phi).sum(axis=0).max())
@@ -480,11 +481,16 @@ class _Factor:
         self.rcond = float(rcond)
 
     def solve(self, b: np.ndarray) -> np.ndarray:
+        from scipy import linalg as sla
+
         if self.kind == "cholesky":
             return sla.cho_solve((self.c, self.lower), b, check_finite=False)
         return sla.lu_solve((self.lu, self.piv), b, check_finite=False)
 
     def inverse(self) -> np.ndarray:
+        from scipy import linalg as sla
+        from scipy.linalg import lapack
+
         if self.kind == "cholesky":
             inv, info = lapack.dpotri(self.c, lower=1)
             inv = np.tril(inv)
@@ -498,6 +504,8 @@ class _Factor:
 
 def _solve_phi(phi: np.ndarray, *, exact: bool = False, exact_limit: int = EXACT_LIMIT) -> _Solution:
     """Decide whether Φ z = 1 has a non-negative solution, with a certificate (see module notes)."""
+    from scipy import linalg as sla
+
     n = phi.shape[0]
     if exact:
         return _exact_solve(phi)
@@ -605,6 +613,7 @@ def _singular_solve(phi: np.ndarray, rcond: float, force: bool = False) -> _Solu
     Returns None when the eigendecomposition finds no eigenvalue within the rank tolerance (the
     caller then treats Φ as ill-conditioned but invertible), unless ``force``.
     """
+    from scipy import linalg as sla
     from scipy.optimize import linprog
 
     n = phi.shape[0]

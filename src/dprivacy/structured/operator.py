@@ -19,8 +19,6 @@ a truncated kernel has negative side lobes). Positivity of the spectrum is check
 from __future__ import annotations
 
 import numpy as np
-import scipy.fft as sfft
-from scipy.sparse.linalg import LinearOperator
 
 from .._validate import check_epsilon
 from ..spaces import GridSpace
@@ -36,6 +34,51 @@ def wrapped_kernel(grid: GridSpace, epsilon: float, rows: int, cols: int) -> np.
     di = np.minimum(i, rows - i)
     dj = np.minimum(j, cols - j)
     return np.exp(-epsilon * grid.offset_distance(dj[None, :], di[:, None]))
+
+
+#: Grids of more cells use scipy.fft (threads, fast lengths); smaller ones numpy.fft on power-of-two
+#: lengths: the same pocketfft library, and importing scipy costs ~0.15 s, more than such a solve.
+SCIPY_FFT_MIN_CELLS = 12_000
+
+
+class _NumpyFFT:
+    """The subset of ``scipy.fft`` the operator uses, on ``numpy.fft`` (no threads, no overwrite)."""
+
+    @staticmethod
+    def next_fast_len(m: int, real: bool = True) -> int:
+        return 1 << max(0, int(m - 1).bit_length())
+
+    @staticmethod
+    def rfft(x, n=None, axis=-1, workers=None):
+        return np.fft.rfft(x, n=n, axis=axis)
+
+    @staticmethod
+    def fft(x, n=None, axis=-1, overwrite_x=False, workers=None):
+        return np.fft.fft(x, n=n, axis=axis)
+
+    @staticmethod
+    def ifft(x, n=None, axis=-1, overwrite_x=False, workers=None):
+        return np.fft.ifft(x, n=n, axis=axis)
+
+    @staticmethod
+    def irfft(x, n=None, axis=-1, workers=None):
+        return np.fft.irfft(x, n=n, axis=axis)
+
+    @staticmethod
+    def rfft2(x, s=None, workers=None):
+        return np.fft.rfft2(x, s=s)
+
+    @staticmethod
+    def irfft2(x, s=None, overwrite_x=False, workers=None):
+        return np.fft.irfft2(x, s=s)
+
+
+def _fft_backend(n: int):
+    if n >= SCIPY_FFT_MIN_CELLS:
+        import scipy.fft
+
+        return scipy.fft
+    return _NumpyFFT
 
 
 class GridConstraintsOperator:
@@ -75,6 +118,7 @@ class GridConstraintsOperator:
         self.workers = workers
         self.height, self.width = grid.height, grid.width
         self.n = grid.n
+        sfft = self._fft = _fft_backend(self.n)
         self.torus = (
             sfft.next_fast_len(2 * self.height - 1, real=True),
             sfft.next_fast_len(2 * self.width - 1, real=True),
@@ -89,13 +133,13 @@ class GridConstraintsOperator:
     # -- the matrix-vector product ------------------------------------------------------------
     def _forward(self, x2: np.ndarray) -> np.ndarray:
         p, q = self.torus
-        f = sfft.rfft(x2, n=q, axis=-1, workers=self.workers)
-        return sfft.fft(f, n=p, axis=-2, overwrite_x=True, workers=self.workers)
+        f = self._fft.rfft(x2, n=q, axis=-1, workers=self.workers)
+        return self._fft.fft(f, n=p, axis=-2, overwrite_x=True, workers=self.workers)
 
     def _backward(self, f: np.ndarray) -> np.ndarray:
         q = self.torus[1]
-        g = sfft.ifft(f, axis=-2, overwrite_x=True, workers=self.workers)[..., : self.height, :]
-        return sfft.irfft(g, n=q, axis=-1, workers=self.workers)[..., : self.width]
+        g = self._fft.ifft(f, axis=-2, overwrite_x=True, workers=self.workers)[..., : self.height, :]
+        return self._fft.irfft(g, n=q, axis=-1, workers=self.workers)[..., : self.width]
 
     def _as_grid(self, x) -> tuple[np.ndarray, tuple]:
         x = np.asarray(x, dtype=np.float64)
@@ -141,12 +185,13 @@ class GridConstraintsOperator:
             self._build_circulant()
         lam, (p, q) = self._circulant
         x2, shape = self._as_grid(x)
-        f = sfft.rfft2(x2, s=(p, q), workers=self.workers)
+        f = self._fft.rfft2(x2, s=(p, q), workers=self.workers)
         f /= lam
-        y = sfft.irfft2(f, s=(p, q), overwrite_x=True, workers=self.workers)
+        y = self._fft.irfft2(f, s=(p, q), overwrite_x=True, workers=self.workers)
         return y[..., : self.height, : self.width].reshape(shape)
 
     def _build_circulant(self):
+        sfft = self._fft
         p = sfft.next_fast_len(self.height, real=True)
         q = sfft.next_fast_len(self.width, real=True)
         lam = sfft.rfft2(wrapped_kernel(self.grid, self.epsilon, p, q), workers=self.workers).real
@@ -186,8 +231,10 @@ class GridConstraintsOperator:
             return self.circulant_solve
         raise ValueError(f"preconditioner must be one of {', '.join(map(repr, _PRECONDITIONERS))}; got {kind!r}")
 
-    def as_linear_operator(self) -> LinearOperator:
+    def as_linear_operator(self):
         """A ``scipy.sparse.linalg.LinearOperator`` (symmetric) acting on flat vectors."""
+        from scipy.sparse.linalg import LinearOperator
+
         n = self.n
         return LinearOperator((n, n), matvec=lambda v: self.matvec(np.ravel(v)), rmatvec=lambda v: self.matvec(np.ravel(v)), dtype=np.float64)
 
