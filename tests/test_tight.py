@@ -401,3 +401,29 @@ def test_threshold_is_zero_on_lines_and_manhattan_grids(make):
     assert r.epsilon_star == 0.0 and r.always_exists and r.certified
     # and the mechanism exists at a tiny ε, where a dense solve of Φz = 1 is hopeless (κ(Φ) ~ 1/ε^2)
     assert tight_constraints(sp, epsilon=1e-6).exists
+
+
+def test_above_the_inverse_limit_a_decision_is_only_verified_numerically(monkeypatch):
+    """Seed 000 Prop 7 decided with LAPACK's condition estimate is not certified: above INVERSE_LIMIT
+    points the result says "estimated" and the mechanism's certificate is not rigorous."""
+    import dprivacy.mechanisms.tight as tight
+    from dprivacy import spaces
+
+    sp = spaces.from_matrix(np.abs(np.subtract.outer(np.arange(7.0), np.arange(7.0))) ** 0.5)
+    exact = tight.tight_constraints(sp, epsilon=1.3, method="dense")
+    assert exact.certainty == "certified" and exact.mechanism.certificate.rigorous
+    monkeypatch.setattr(tight, "INVERSE_LIMIT", 3)
+    est = tight.tight_constraints(sp, epsilon=1.3, method="dense")
+    assert est.exists == exact.exists and est.certainty == "estimated" and "verified numerically" in est.reason
+    assert not est.mechanism.certificate.rigorous
+
+
+def test_regularity_beyond_the_exact_inverse_norm_is_estimated(monkeypatch):
+    import dprivacy.priors as priors
+    from dprivacy import spaces
+
+    sp = spaces.line(6)
+    p = np.full(6, 1 / 6)
+    assert priors.regularity(sp, p, epsilon=1.0).certainty == "certified"
+    monkeypatch.setattr(priors, "EXACT_INVERSE_NORM_MAX_N", 3)
+    assert priors.regularity(sp, p, epsilon=1.0, method="dense").certainty == "estimated"

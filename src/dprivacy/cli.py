@@ -403,6 +403,7 @@ def cmd_prior(args) -> None:
         "epsilon": eps,
         "regular": reg.regular,
         "certain": reg.certain,
+        "certainty": reg.certainty,
         "margin": reg.margin,
         "mu_sum": reg.mu_sum if reg.regular else None,
         "utility_bound": ub.value if ub.applicable else None,

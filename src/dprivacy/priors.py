@@ -168,6 +168,11 @@ class RegularityResult(Result):
         Why π is not regular, or why it could not be decided (None when it is regular).
     boundary : bool
         π lies on the boundary of the region within rounding (|margin| ≤ 1): undecided.
+    certainty : str
+        ``"certified"`` (the error bound uses the exact ‖Φ⁻¹‖, or a certified eigenvalue bound on the
+        grid solver's path), ``"exact"`` (a corner prior, regular by construction) or ``"estimated"``
+        (above :data:`EXACT_INVERSE_NORM_MAX_N` points ‖Φ⁻¹‖ is LAPACK's estimate times a safety factor:
+        the decision is verified numerically, not certified).
     """
 
     regular: bool
@@ -187,6 +192,7 @@ class RegularityResult(Result):
     negative_values: np.ndarray = field(default_factory=lambda: np.zeros(0))
     reason: str | None = None
     boundary: bool = False
+    certainty: str = "certified"
 
     @property
     def ok(self) -> bool:
@@ -421,7 +427,7 @@ class RegularityTester:
                 return RegularityResult(
                     regular=True, mu=exact, gamma=gamma, mu_sum=float(exact[y]), mu_sum_max=float(exact[y]),
                     mu_sum_error=0.0, residual=residual, error_bound=0.0, margin=math.inf, method="corner",
-                    rcond=self.rcond, nullity=0, consistent=True, reason=None, boundary=True)
+                    rcond=self.rcond, nullity=0, consistent=True, reason=None, boundary=True, certainty="exact")
         below = bool(self._below_prop2(p[None, :])[0])
         regular = mins > err and not below
         boundary = abs(mins) <= err and not below
@@ -459,6 +465,7 @@ class RegularityTester:
             negative_values=mu[neg],
             reason=reason,
             boundary=bool(boundary),
+            certainty="estimated" if self.n > EXACT_INVERSE_NORM_MAX_N else "certified",
         )
 
     def _test_singular(self, p: np.ndarray) -> RegularityResult:
