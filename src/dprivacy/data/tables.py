@@ -188,6 +188,19 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _first_bad_row(con, rel: str, sel: str, bad: str, column: str) -> str:
+    """', the first at row K (value V)' for the error message: K counts data rows from 1 in file
+    order (DuckDB keeps insertion order); empty when it cannot be found."""
+    try:
+        got = con.execute(f"SELECT __row, {_quote(column)} FROM (SELECT row_number() OVER () AS __row, * FROM {rel}) "
+                          f"WHERE {sel} AND ({bad}) ORDER BY __row LIMIT 1").fetchone()
+    except Exception:  # the count above already says what is wrong
+        return ""
+    if not got:
+        return ""
+    return f", the first at row {int(got[0])} ({'empty' if got[1] is None else repr(got[1])})"
+
+
 def _as_type(col: str, sql_type: str, target: str) -> str:
     """SQL for the column's value as ``target``, NULL where it does not convert. Text goes through
     ``trim`` first: DuckDB 2.0 pushes a bare ``TRY_CAST(col AS T)`` into the CSV reader, which then
@@ -301,6 +314,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     if query.kind in ("sum", "avg", "percentile"):
         col = _quote(query.column)
         val = _as_double(col, types[query.column])
+        bad = f"{col} IS NULL OR {val} IS NULL OR isnan({val})"
         checks.append(f"count(*) FILTER (WHERE {sel} AND {col} IS NOT NULL AND ({val} IS NULL OR isnan({val})))")
         checks.append(f"count(*) FILTER (WHERE {sel} AND {col} IS NULL)")
     elif query.kind == "kcount":
@@ -323,7 +337,8 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         expect = "numbers" if query.column else "true/false or 0/1 values"
         parts = [f"{wrong} non-numeric" if query.column else f"{wrong} missing or non-boolean"] if wrong else []
         parts += [f"{empty} empty"] if empty else []
-        raise ValueError(f"{what} has {' and '.join(parts)} value(s) among the selected rows (expected {expect}); "
+        first = _first_bad_row(con, rel, sel, bad, query.column or query.columns[0])
+        raise ValueError(f"{what} has {' and '.join(parts)} value(s) among the selected rows (expected {expect}){first}; "
                          "--skip-invalid leaves them out as null values and counts them")
     delta, theorem = _sensitivity(query, privacy, bounds, total)
     if skip_invalid and query.kind == "sum":
