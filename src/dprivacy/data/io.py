@@ -128,7 +128,8 @@ class AtomicWriter:
     OUTPUT is left as it was (absent, or the old file when ``force`` was given).
     """
 
-    def __init__(self, path, schema, *, force: bool = False, geojson_coords: tuple[str, str] | None = None):
+    def __init__(self, path, schema, *, force: bool = False, geojson_coords: tuple[str, str] | None = None,
+                 plain_columns: tuple = ()):
         self.path = Path(path)
         if self.path.exists() and not force:
             raise FileExistsError(f"output {self.path} exists; use --force to replace it")
@@ -137,6 +138,9 @@ class AtomicWriter:
         self.fmt = file_format(self.path)
         self.schema = schema
         self.geojson_coords = geojson_coords
+        # Parquet: columns written without dictionary encoding (released coordinates: nearly every value
+        # distinct, so the dictionary attempt only costs time — a third of the write)
+        self.plain_columns = tuple(plain_columns)
         self._writer = None
         self._features: list = []
         self.rows = 0
@@ -155,7 +159,8 @@ class AtomicWriter:
         elif self.fmt == "parquet":
             import pyarrow.parquet as pq
 
-            self._writer = pq.ParquetWriter(str(self.tmp), self.schema)
+            dictionary = [n for n in self.schema.names if n not in self.plain_columns] if self.plain_columns else True
+            self._writer = pq.ParquetWriter(str(self.tmp), self.schema, use_dictionary=dictionary)
         return self
 
     def write(self, batch) -> None:

@@ -392,7 +392,7 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
     seen_keys = _KeyCheck(key) if key is not None else None
     row0 = 0
     geo = (ob.lat_c, ob.lon_c) if out_fmt == "geojson" else None
-    with AtomicWriter(output_path, ob.out_schema, force=force, geojson_coords=geo) as w:
+    with AtomicWriter(output_path, ob.out_schema, force=force, geojson_coords=geo, plain_columns=(ob.lat_c, ob.lon_c)) as w:
         for batch in batches:
             n = batch.num_rows
             batch, la, lo, rejected, msg = ob.validate(batch, row0)
