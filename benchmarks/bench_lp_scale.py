@@ -25,7 +25,7 @@ import numpy as np
 
 from dprivacy import spaces
 from dprivacy.mechanisms.optimal import optimal_mechanism
-from dprivacy.specs import parse_space
+from dprivacy.cli.specs import parse_space
 
 HERE = Path(__file__).resolve().parent
 BOX = (-10.0, 30.0, 35.0, 60.0)  # lon min, lon max, lat min, lat max (Europe)

@@ -160,7 +160,7 @@ def test_design_large_grid_uses_the_structured_solver(capsys):
     """Above STRUCTURED_MIN_CELLS a grid's tight-constraints mechanism is solved by FFT + CG and kept
     implicit; its figures must equal the dense solve's (utility Σz/n, leakage log2 Σz)."""
     from dprivacy import spaces
-    from dprivacy.mechanisms.registry import STRUCTURED_MIN_CELLS
+    from dprivacy.cli.registry import STRUCTURED_MIN_CELLS
     from dprivacy.mechanisms.tight import tight_constraints
 
     w = int(np.ceil(np.sqrt(STRUCTURED_MIN_CELLS + 1)))
@@ -176,7 +176,7 @@ def test_design_large_grid_uses_the_structured_solver(capsys):
 
 def test_design_spot_checks_privacy_when_the_full_check_is_too_costly(capsys, monkeypatch):
     """Above FULL_CHECK_WORK the CLI samples rows: it may refute privacy but never claims it."""
-    import dprivacy.cli as cli
+    import dprivacy.cli.app as cli
 
     monkeypatch.setattr(cli, "FULL_CHECK_WORK", 1e5)
     r = run_json(capsys, "design", "grid:12x12", "--epsilon", "1", "--mechanism", "exponential")
@@ -188,7 +188,8 @@ def test_design_spot_checks_privacy_when_the_full_check_is_too_costly(capsys, mo
 
 
 def test_registry_and_tight_agree_on_the_structured_cutoff():
-    from dprivacy.mechanisms import registry, tight
+    from dprivacy.cli import registry
+    from dprivacy.mechanisms import tight
 
     assert registry.STRUCTURED_MIN_CELLS == tight.STRUCTURED_MIN_CELLS
 

@@ -263,7 +263,7 @@ def test_truncated_geometric_is_not_used_where_the_theorem_does_not_apply():
     prior = np.full(5, 0.2)
     loss = np.array([[0, 1, 0.5, 2, 3]] * 5, dtype=float)  # not monotone in |y − w|
     assert optimal_mechanism(spaces.line(5), prior, epsilon=1.0, loss=loss).method == "full"
-    from dprivacy.specs import parse_space
+    from dprivacy.cli.specs import parse_space
 
     sq = parse_space("sum:3,2")  # ⌈|i − j|/v⌉: not a multiple of the line distance
     p = np.full(sq.n, 1 / sq.n)

@@ -10,7 +10,7 @@ _NAMES = {
     "laplace_channel": "laplace", "laplace_sample": "laplace", "maximal_leakage_mechanism": "maximal_leakage",
     "optimal_mechanism": "optimal", "planar_laplace_channel": "planar_laplace", "planar_laplace_sample": "planar_laplace",
     "randomized_response": "randomized_response", "remark29_mechanism": "symmetric", "symmetric_mechanism": "symmetric",
-    "tight_constraints": "tight", "BUILDERS": "registry", "Outcome": "registry", "build": "registry",
+    "tight_constraints": "tight",
 }
 
 __all__ = sorted(_NAMES)

@@ -39,37 +39,37 @@ def _always(fn: Callable[[MetricSpace, float], Channel], name: str):
 
 
 def _truncated_geometric(space, epsilon):
-    from .geometric import truncated_geometric
+    from ..mechanisms.geometric import truncated_geometric
 
     return truncated_geometric(space, epsilon=epsilon)
 
 
 def _geometric(space, epsilon):
-    from .geometric import geometric
+    from ..mechanisms.geometric import geometric
 
     return geometric(space, epsilon=epsilon)
 
 
 def _exponential(space, epsilon):
-    from .exponential import exponential
+    from ..mechanisms.exponential import exponential
 
     return exponential(space, epsilon=epsilon)
 
 
 def _randomized_response(space, epsilon):
-    from .randomized_response import randomized_response
+    from ..mechanisms.randomized_response import randomized_response
 
     return randomized_response(space, epsilon=epsilon)
 
 
 def _laplace(space, epsilon):
-    from .laplace import laplace_channel
+    from ..mechanisms.laplace import laplace_channel
 
     return laplace_channel(space, epsilon=epsilon)
 
 
 def _planar_laplace(space, epsilon):
-    from .planar_laplace import planar_laplace_channel
+    from ..mechanisms.planar_laplace import planar_laplace_channel
 
     return planar_laplace_channel(space, epsilon=epsilon)
 
@@ -86,7 +86,7 @@ def _tight(space, epsilon, prior=None, progress=None):
 
     if isinstance(space, GridSpace) and space.n > STRUCTURED_MIN_CELLS:
         return _tight_grid(space, epsilon, progress)
-    from .tight import tight_constraints
+    from ..mechanisms.tight import tight_constraints
 
     r = tight_constraints(space, epsilon=epsilon)
     details = {k: getattr(r, k) for k in ("residual", "condition", "margin") if hasattr(r, k)}
@@ -124,7 +124,7 @@ def _tight_grid(space, epsilon, progress=None):
 
 
 def _optimal(space, epsilon, prior=None, **lp):
-    from .optimal import optimal_mechanism
+    from ..mechanisms.optimal import optimal_mechanism
 
     r = optimal_mechanism(space, prior, epsilon=epsilon, **lp)
     details = {
@@ -151,7 +151,7 @@ def _optimal(space, epsilon, prior=None, **lp):
 
 
 def _symmetric(space, epsilon, prior=None):
-    from .symmetric import symmetric_mechanism
+    from ..mechanisms.symmetric import symmetric_mechanism
 
     r = symmetric_mechanism(space, epsilon=epsilon)
     return Outcome("symmetric", bool(r.exists), r.channel if r.exists else None, getattr(r, "reason", ""))

@@ -20,7 +20,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .spaces import MetricSpace
+    from ..spaces import MetricSpace
 
 SPEC_HELP = (
     "line:N, ring:N, clique:N, grid:WxH[:euclidean|manhattan|chebyshev][:step=S], hamming:U,V, "
@@ -46,7 +46,7 @@ def _check_points(spec: str, log10_n: float) -> None:
     """Refuse, before building, a space whose dense n×n distance matrix would not fit."""
     import math
 
-    from .spaces import DENSE_LIMIT_BYTES
+    from ..spaces import DENSE_LIMIT_BYTES
 
     limit = math.log10(DENSE_LIMIT_BYTES / 8) / 2
     if log10_n > limit:
@@ -63,7 +63,7 @@ def parse_space(spec: str) -> "MetricSpace":
     ValueError
         For an unknown kind or malformed parameters; the message lists the accepted specs.
     """
-    from . import spaces
+    from .. import spaces
 
     if not isinstance(spec, str) or ":" not in spec:
         raise ValueError(f"bad SPACE spec {spec!r}: expected KIND:PARAMS, one of {SPEC_HELP}")
@@ -80,7 +80,7 @@ def parse_space(spec: str) -> "MetricSpace":
             return spaces.ring(n, name=spec)
         if kind == "clique":
             return spaces.clique(n, name=spec)
-        from .queries import count_space
+        from ..queries import count_space
 
         return count_space(n)
     if kind in ("hamming", "sum", "kcount"):
@@ -91,10 +91,10 @@ def parse_space(spec: str) -> "MetricSpace":
         if kind == "hamming":
             return spaces.hamming(a, b, name=spec)
         if kind == "sum":
-            from .queries import sum_space
+            from ..queries import sum_space
 
             return sum_space(a, b)
-        from .queries import kcount_space
+        from ..queries import kcount_space
 
         return kcount_space(a, b)
     if kind == "grid":

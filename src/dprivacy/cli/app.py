@@ -31,7 +31,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _load_array(path: str, what: str):
-    from .spaces import load_array
+    from ..spaces import load_array
 
     return load_array(path, what, ndmin=2 if what == "channel matrix" else 1)
 
@@ -41,7 +41,7 @@ def _channel(path: str, normalize: bool):
     the report), anything further is still an error."""
     import numpy as np
 
-    from .channels import Channel
+    from ..channels import Channel
 
     h = _load_array(path, "channel matrix")
     if normalize:
@@ -61,7 +61,7 @@ def _channel(path: str, normalize: bool):
 def _prior(arg: str | None, n: int) -> np.ndarray:
     import numpy as np
 
-    from ._validate import as_prior, uniform_prior
+    from .._validate import as_prior, uniform_prior
 
     if arg is None or arg == "uniform":
         return uniform_prior(n)
@@ -75,7 +75,7 @@ def _emit(report: dict, as_json: bool, title: str) -> None:
     import numpy as np
 
     if as_json:
-        from .results import dumps
+        from ..results import dumps
 
         print(dumps(report))
         return
@@ -103,8 +103,8 @@ SPOT_ROWS = 64
 def _privacy_figures(ch, space, epsilon) -> dict:
     import numpy as np
 
-    from . import measures
-    from .spaces import MetricSpace
+    from .. import measures
+    from ..spaces import MetricSpace
 
     pairs = space.constraint_pairs()[0].size
     if pairs * ch.n_outputs <= FULL_CHECK_WORK:
@@ -131,7 +131,7 @@ def _privacy_figures(ch, space, epsilon) -> dict:
 def _channel_figures(ch, space, epsilon, prior) -> dict:
     import numpy as np
 
-    from . import measures
+    from .. import measures
 
     priv = _privacy_figures(ch, space, epsilon)
     pc = priv.pop("_result")
@@ -155,7 +155,7 @@ def _channel_figures(ch, space, epsilon, prior) -> dict:
 
 def _implicit_figures(mech, prior_arg, prior) -> dict:
     """Figures of a matrix-free mechanism: privacy by seed 000 Prop 6 plus a spot check of rows."""
-    from . import measures
+    from .. import measures
 
     spot = mech.spot_check(rng=0)
     cert = mech.certificate
@@ -205,7 +205,7 @@ def _lp_options(args, space) -> dict:
     """The optimal-mechanism options given on the command line (only those given)."""
     import numpy as np
 
-    from .spaces import load_array
+    from ..spaces import load_array
 
     lp = {}
     if args.method is not None:
@@ -264,15 +264,15 @@ class _lp_progress:
 def cmd_design(args) -> None:
     import numpy as np
 
-    from ._validate import check_epsilon
-    from .mechanisms.registry import build
+    from .._validate import check_epsilon
+    from .registry import build
     from .specs import parse_space
 
     t0 = time.perf_counter()
     eps = check_epsilon(args.epsilon)
     space = parse_space(args.space)
     prior = _prior(args.prior, space.n)
-    from .spaces import DENSE_LIMIT_BYTES, GridSpace
+    from ..spaces import DENSE_LIMIT_BYTES, GridSpace
 
     implicit_ok = args.mechanism == "tight-constraints" and isinstance(space, GridSpace)
     if not implicit_ok and 8 * space.n * space.n > DENSE_LIMIT_BYTES:
@@ -311,9 +311,9 @@ def cmd_design(args) -> None:
 
 
 def cmd_check(args) -> None:
-    from . import measures
-    from ._validate import check_epsilon
-    from .channels import Channel
+    from .. import measures
+    from .._validate import check_epsilon
+    from ..channels import Channel
     from .specs import parse_space
 
     t0 = time.perf_counter()
@@ -336,8 +336,8 @@ def cmd_check(args) -> None:
 
 
 def cmd_leakage(args) -> None:
-    from . import measures
-    from .channels import Channel
+    from .. import measures
+    from ..channels import Channel
 
     t0 = time.perf_counter()
     h = _channel(args.matrix, args.normalize)
@@ -359,7 +359,7 @@ def cmd_leakage(args) -> None:
 
 def cmd_threshold(args) -> None:
     from .specs import parse_space
-    from .threshold import tight_threshold
+    from ..threshold import tight_threshold
 
     t0 = time.perf_counter()
     space = parse_space(args.space)
@@ -384,9 +384,9 @@ def cmd_threshold(args) -> None:
 
 
 def cmd_prior(args) -> None:
-    from . import bounds
-    from ._validate import check_epsilon
-    from .priors import RegularityTester
+    from .. import bounds
+    from .._validate import check_epsilon
+    from ..priors import RegularityTester
     from .specs import parse_space
 
     t0 = time.perf_counter()
@@ -424,10 +424,10 @@ def cmd_prior(args) -> None:
 
 
 def cmd_reproduce(args) -> int:
-    from .experiments.report import run
+    from ..experiments.report import run
 
     if args.list:
-        from .experiments.registry import load_all
+        from ..experiments.registry import load_all
 
         for exp in load_all().values():
             print(f"{exp.id:<24} seed {exp.paper}  {exp.title}")
@@ -480,7 +480,7 @@ class _RowProgress:
 
 
 def cmd_obfuscate(args) -> int:
-    from .data.locations import epsilon_for_accuracy, obfuscate_file, parse_accuracy
+    from ..data.locations import epsilon_for_accuracy, obfuscate_file, parse_accuracy
 
     if (args.epsilon is None) == (args.accuracy is None):
         raise CliError("dprivacy obfuscate: error: give exactly one of --epsilon E or --accuracy R@P (e.g. 500m@95%)")
@@ -510,9 +510,9 @@ def cmd_obfuscate(args) -> int:
         raise CliError(f"dprivacy obfuscate: error: {args.output} exists (use --force to replace it)")
     try:
         if args.mechanism != "planar-laplace":
-            from .data.grid_release import build_grid_release
-            from .data.location_grid import LocationGrid
-            from .data.locations import epsilon_per_metre
+            from ..data.grid_release import build_grid_release
+            from ..data.location_grid import LocationGrid
+            from ..data.locations import epsilon_per_metre
 
             if show:
                 status.update(f"building {args.mechanism} on the grid")
@@ -524,7 +524,7 @@ def cmd_obfuscate(args) -> int:
                       skip_invalid=args.skip_invalid, release=release, user=args.user, budget=args.budget, key=args.key,
                       coords=args.coords)
         if args.engine == "dask":
-            from .data.dask_engine import obfuscate_dask
+            from ..data.dask_engine import obfuscate_dask
 
             if show:
                 status.update("obfuscating on Dask (row groups)")
@@ -545,8 +545,8 @@ def cmd_obfuscate(args) -> int:
 
 
 def cmd_series(args) -> int:
-    from .data.io import write_json_atomic
-    from .data.series import release_series
+    from ..data.io import write_json_atomic
+    from ..data.series import release_series
 
     show = not args.json and sys.stderr.isatty()
     progress = None
@@ -583,7 +583,7 @@ def cmd_series(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from .data.evaluation import evaluate_release, parse_sweep
+    from ..data.evaluation import evaluate_release, parse_sweep
 
     sweep = parse_sweep(args.sweep) if args.sweep is not None else None
     mechanisms = [m.strip() for m in args.mechanisms.split(",") if m.strip()] if args.mechanisms else None
@@ -614,8 +614,8 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_query(args) -> int:
-    from ._validate import check_epsilon
-    from .data.tables import parse_query, run_query
+    from .._validate import check_epsilon
+    from ..data.tables import parse_query, run_query
 
     eps = check_epsilon(args.epsilon)
     q = parse_query(args.query)
@@ -637,7 +637,7 @@ def cmd_query(args) -> int:
                          prior=args.prior)
 
     if args.budget_file is not None:
-        from .data.budget import charge
+        from ..data.budget import charge
 
         budget = check_epsilon(args.budget, name="budget")
         res, spent, left = charge(args.budget_file, args.table, epsilon=eps, budget=budget, what=q.name, run=run)
@@ -669,7 +669,7 @@ def cmd_query(args) -> int:
 
 
 def make_parser() -> argparse.ArgumentParser:
-    from .mechanisms.registry import BUILDERS
+    from .registry import BUILDERS
     from .specs import SPEC_HELP
 
     p = _Parser(prog="dprivacy", description="Metric differential privacy and quantitative information flow.")
@@ -825,7 +825,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from . import __version__
+    from .. import __version__
 
     return __version__
 
@@ -874,5 +874,5 @@ def main(argv=None) -> int:
         return EXIT_USAGE
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # python -m dprivacy.cli.app
     sys.exit(main())
