@@ -20,8 +20,8 @@ from dprivacy.channels import Channel
 from dprivacy.experiments import report
 from dprivacy.experiments.seed000 import (
     GRID,
-    _first_true_on_grid,
-    _formula_where_absent,
+    first_true_on_grid,
+    formula_where_absent,
     _product_prior,
     region_fraction_3,
     region_fraction_4,
@@ -141,7 +141,7 @@ def test_first_true_on_grid_finds_the_first_grid_point_above_a_threshold(t):
         calls.append(e)
         return e >= t - 1e-12
 
-    g, seen = _first_true_on_grid(pred, 0.01, 1.0)
+    g, seen = first_true_on_grid(pred, 0.01, 1.0)
     k = math.ceil(t / GRID - 1e-9)
     assert g == pytest.approx(k * GRID)
     assert pred(g) and not pred(g - GRID)
@@ -149,13 +149,13 @@ def test_first_true_on_grid_finds_the_first_grid_point_above_a_threshold(t):
 
 
 def test_first_true_on_grid_when_nothing_passes():
-    g, seen = _first_true_on_grid(lambda e: False, 0.1, 0.5)
+    g, seen = first_true_on_grid(lambda e: False, 0.1, 0.5)
     assert g is None and seen
 
 
 def test_formula_where_absent_joins_at_the_first_existing_point():
-    assert _formula_where_absent([1, 2, 3, 4], [None, None, 3.5, 4.5]) == [1, 2, 3.5, None]
-    assert _formula_where_absent([1, 2], [1.5, 2.5]) == [None, None]
+    assert formula_where_absent([1, 2, 3, 4], [None, None, 3.5, 4.5]) == [1, 2, 3.5, None]
+    assert formula_where_absent([1, 2], [1.5, 2.5]) == [None, None]
 
 
 def test_product_prior_follows_the_hamming_labels():

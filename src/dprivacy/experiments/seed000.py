@@ -53,7 +53,7 @@ MU_TOL = 1e-4
 
 
 # ---------------------------------------------------------------------------------------------
-# Small helpers
+# Small helpers (the public ones are shared with seed000_fig7 and seed004)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -61,7 +61,7 @@ def _on_grid(e: float) -> float:
     return round(round(e / GRID) * GRID, 10)
 
 
-def _grid(a: float, b: float, step: float) -> np.ndarray:
+def epsilon_grid(a: float, b: float, step: float) -> np.ndarray:
     k = int(round((b - a) / step))
     return np.round(a + step * np.arange(k + 1), 10)
 
@@ -75,7 +75,7 @@ def _product_prior(p, u: int) -> np.ndarray:
     return out
 
 
-def _first_true_on_grid(pred, lo: float, hi: float) -> tuple[float | None, list]:
+def first_true_on_grid(pred, lo: float, hi: float) -> tuple[float | None, list]:
     """Smallest multiple g of GRID in [lo, hi] with pred(g) True, by bisection over grid indices,
     assuming pred is monotone (False then True); the two neighbours of the answer are evaluated
     directly, so the answer's own claim ("g passes, g − 0.01 fails") does not rest on the assumption.
@@ -127,7 +127,7 @@ def _plt():
     return plt
 
 
-def _curves(ctx: Context, *, id: str, where: str, x, series: dict, xlabel: str, ylabel: str, title: str,
+def curves(ctx: Context, *, id: str, where: str, x, series: dict, xlabel: str, ylabel: str, title: str,
             caption: str, vlines: dict | None = None, paper: str = P) -> Figure:
     """Line plot where each series has its own style: ``series[label] = (ys, style_dict)``; None is a
     gap (a mechanism that does not exist there). ``vlines``: label → x of a labelled vertical line."""
@@ -180,7 +180,7 @@ def region_fraction_4(corners: np.ndarray) -> float:
     return _hull_measure(corners[:, :3]) * 6.0
 
 
-def _simplex_panels(ctx: Context, id: str, where: str, panels, title: str, caption: str, paper: str = P) -> Figure:
+def simplex_panels(ctx: Context, id: str, where: str, panels, title: str, caption: str, paper: str = P) -> Figure:
     """Four 2-D barycentric panels: the simplex, the region (hull of the corners), the corners, u."""
     from matplotlib.patches import Polygon
 
@@ -247,7 +247,7 @@ def fig2(ctx: Context) -> Outcome:
     closed = {e: ((1 - math.exp(-e)) / (1 + 2 * math.exp(-e))) ** 2 for e in EX1_EPS}
     big = 40.0
     limit = min(region_fraction_3(priors.corner_priors(sp, epsilon=big)) for sp in cases.values())
-    fig = _simplex_panels(
+    fig = simplex_panels(
         ctx, "000-fig2", "Fig 2 (Example 1)", panels,
         "Seed 000 Fig 2: regions of ε·d-regular priors (convex hull of the corner priors)",
         "Regular priors of the 3-node line (top) and ring (bottom) at ε = 0.7 and 1.6, in the barycentric "
@@ -283,7 +283,7 @@ def fig2(ctx: Context) -> Outcome:
     return Outcome(claims, [fig], notes)
 
 
-def _tetra_panels(ctx: Context, id: str, where: str, panels, title: str, caption: str, paper: str = P) -> Figure:
+def tetra_panels(ctx: Context, id: str, where: str, panels, title: str, caption: str, paper: str = P) -> Figure:
     """2×2 3-D panels: the projected 3-simplex (wireframe) and the projected region of regular priors."""
     from itertools import combinations
 
@@ -341,7 +341,7 @@ def fig3(ctx: Context) -> Outcome:
     closed = [((1 - math.exp(-D)) / (1 + 3 * math.exp(-D))) ** 3 for D in EX2_D]
     big = region_fraction_4(priors.corner_priors(spaces.clique(4, distance=40.0), epsilon=1.0))
     seq = [frac[D] for D in EX2_D]
-    fig = _tetra_panels(
+    fig = tetra_panels(
         ctx, "000-fig3", "Fig 3 (Example 2)", panels,
         "Seed 000 Fig 3: regular priors of the 4-point discrete metric, projected on (π₁, π₂, π₃)",
         f"Regions of regular priors for d = D on 4 points, D ∈ {{{', '.join(f'{d:g}' for d in EX2_D)}}} (our choice: the "
@@ -381,7 +381,7 @@ def example3(ctx: Context) -> Outcome:
         return cache[e]
 
     # 1. The published check: regularity on the 0.01 grid of [0.48, 1].
-    grid = _grid(*EX3_RANGE, GRID)
+    grid = epsilon_grid(*EX3_RANGE, GRID)
     # A grid point counts unless π is certainly not regular there: points on the boundary of the region
     # within rounding (just above ln 2, where the smallest μ is ~1e-15) are undecided in floating point.
     tested = [(float(e), at(e)[0].regular or at(e)[0].boundary, at(e)[0]) for e in grid]
@@ -391,14 +391,14 @@ def example3(ctx: Context) -> Outcome:
     all_above = first is not None and all(ok for e, ok, _ in tested if e >= first)
     below = max((e for e, ok, _ in tested if not ok and (first is None or e < first)), default=None)
     # 2. Other readings of "regular".
-    tol_first, tol_seen = _first_true_on_grid(lambda e: float(at(e)[0].mu.min()) >= -MU_TOL, 0.30, 1.0)
+    tol_first, tol_seen = first_true_on_grid(lambda e: float(at(e)[0].mu.min()) >= -MU_TOL, 0.30, 1.0)
     ratio_eps = measures.check_prior_privacy(pi, space, epsilon=1.0).smallest_epsilon  # Prop 1 condition only
 
     def prop2_ok(e):
         low, up = priors.probability_bounds(space, epsilon=float(e))
         return bool(np.all(pi >= low * (1 - 1e-12)) and np.all(pi <= up * (1 + 1e-12)))
 
-    prop2_first, _ = _first_true_on_grid(prop2_ok, 0.01, 1.0)
+    prop2_first, _ = first_true_on_grid(prop2_ok, 0.01, 1.0)
     mu_048 = at(0.48)[0].mu.min()
     margin_first = at(first)[0].margin if first else None
 
@@ -406,9 +406,9 @@ def example3(ctx: Context) -> Outcome:
     lb05 = at(EX3_EPS)[1]
     thm3_05 = bounds.database_leakage_bound(EX3_U, len(EX3_P), epsilon=EX3_EPS).value
     if ctx.quick:
-        xs = np.unique(np.concatenate([_grid(0.2, 0.4, 0.1), grid[::2], _grid(1.1, 1.5, 0.1)]))
+        xs = np.unique(np.concatenate([epsilon_grid(0.2, 0.4, 0.1), grid[::2], epsilon_grid(1.1, 1.5, 0.1)]))
     else:
-        xs = _grid(0.2, 1.5, GRID)
+        xs = epsilon_grid(0.2, 1.5, GRID)
     valid, formula_only, thm3, tight_leak = [], [], [], []
     for e in xs:
         b = at(e)[1]
@@ -427,7 +427,7 @@ def example3(ctx: Context) -> Outcome:
     uni = priors.regularity(space, np.full(space.n, 1.0 / space.n), epsilon=EX3_EPS)
     mu_closed = (math.exp(EX3_EPS) / (4 * (3 + math.exp(EX3_EPS)))) ** EX3_U
 
-    fig = _curves(
+    fig = curves(
         ctx, id="000-fig4", where="Fig 4 (Example 3)", x=xs,
         series={
             "Prop 5 with this π (π regular: a valid bound)": (valid, {"color": "tab:blue"}),
@@ -495,11 +495,11 @@ def _threshold(space, ctx: Context):
     lo, hi = th.bracket if th.bracket else (None, th.epsilon_star)
     g = None
     if hi is not None:
-        g, _ = _first_true_on_grid(_exists_fn(space), (lo or GRID) - GRID, hi + GRID)
+        g, _ = first_true_on_grid(_exists_fn(space), (lo or GRID) - GRID, hi + GRID)
     return th, g
 
 
-def _formula_where_absent(formula, tight):
+def formula_where_absent(formula, tight):
     """Σμ where the mechanism does not exist, joined to the first point where it does (Σμ is continuous
     in ε and equals the mechanism's utility there, Thm 4), so the dashed and solid lines meet."""
     out = [f if t is None else None for f, t in zip(formula, tight)]
@@ -530,19 +530,19 @@ def _case_study(ctx: Context, *, space, key: str, where: str, star_pub: float, r
     th, g = _threshold(space, ctx)
     lo, hi = th.bracket if th.bracket else (None, th.epsilon_star)
     step = 0.05 if ctx.quick else GRID
-    xs = sorted(set(_grid(rng[0], rng[1], step).tolist()) | ({float(hi)} if hi else set()))
+    xs = sorted(set(epsilon_grid(rng[0], rng[1], step).tolist()) | ({float(hi)} if hi else set()))
     tight, status, formula, geo = _utilities(space, xs, geo_fns)
-    tol_first, _ = _first_true_on_grid(_mu_tolerance_fn(space), 0.5, (g or hi) + GRID)
+    tol_first, _ = first_true_on_grid(_mu_tolerance_fn(space), 0.5, (g or hi) + GRID)
     series = {"tight-constraints mechanism (absent where it does not exist)": (tight, {"color": "tab:blue", "lw": 1.6})}
     series["Σμ with μΦ = u where μ < 0 (no mechanism)"] = (
-        _formula_where_absent(formula, tight), {"color": "tab:blue", "ls": "--", "marker": None, "lw": 0.9})
+        formula_where_absent(formula, tight), {"color": "tab:blue", "ls": "--", "marker": None, "lw": 0.9})
     styles = [{"color": "tab:red"}, {"color": "tab:red", "ls": ":", "marker": "^", "markersize": 3}]
     for (k, v), st in zip(geo.items(), styles):
         series[k] = (v, st)
     vl = {f"published ε* = {star_pub}": star_pub}
     if hi:
         vl[f"certified ε* ≈ {hi:.4f}"] = hi
-    fig = _curves(ctx, id=fig_id, where=where, x=xs, series=series, xlabel="ε", ylabel="utility, uniform prior (optimal remap)",
+    fig = curves(ctx, id=fig_id, where=where, x=xs, series=series, xlabel="ε", ylabel="utility, uniform prior (optimal remap)",
                   title=title, caption=caption, vlines=vl)
     # Claims.
     both = [(t, gg) for t, gg in zip(tight, geo[geo_main]) if t is not None]
@@ -621,12 +621,12 @@ def fig6a(ctx: Context) -> Outcome:
         readings=readings, extra_claims=extra, fig_id="000-fig6a")
     # The alternative reading's curves, for comparison with the published figure.
     step = 0.05 if ctx.quick else GRID
-    xs = sorted(set(_grid(0.75, SUM_RANGE[1], step).tolist()) | ({float(hi_a)} if hi_a else set()))
+    xs = sorted(set(epsilon_grid(0.75, SUM_RANGE[1], step).tolist()) | ({float(hi_a)} if hi_a else set()))
     t, _, f, geo = _utilities(alt, xs, {"truncated geometric, ε/(v−1) per unit step (ε-DP)": lambda e: truncated_geometric(alt, epsilon=e)})
-    out.figures.append(_curves(
+    out.figures.append(curves(
         ctx, id="000-fig6a-values-1-to-v", where="§7.1 sum query / Fig 6a (reading: values 1..v)", x=xs,
         series={"tight-constraints mechanism (absent where it does not exist)": (t, {"color": "tab:blue", "lw": 1.6}),
-                "Σμ with μΦ = u where μ < 0 (no mechanism)": (_formula_where_absent(f, t),
+                "Σμ with μΦ = u where μ < 0 (no mechanism)": (formula_where_absent(f, t),
                                                               {"color": "tab:blue", "ls": "--", "marker": None, "lw": 0.9}),
                 **{k: (v, {"color": "tab:red"}) for k, v in geo.items()}},
         xlabel="ε", ylabel="utility, uniform prior (optimal remap)",

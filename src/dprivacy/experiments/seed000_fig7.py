@@ -35,7 +35,7 @@ from ..spaces import GridSpace, MetricSpace
 from ..structured import ImplicitTightMechanism, max_convolution, tight_constraints_grid, tight_threshold_grid
 from .claims import Claim
 from .registry import Context, Outcome, experiment
-from .seed000 import GRID, MU_TOL, P, _curves, _first_true_on_grid, _formula_where_absent, _grid
+from .seed000 import GRID, MU_TOL, P, curves, first_true_on_grid, formula_where_absent, epsilon_grid
 
 # Seed 000 §7.2: "a grid of 100 × 100 locations, with step size 1 km"; "ε ranging from 0.4 to 1.3";
 # uniform prior; d_2 the Euclidean distance.
@@ -64,7 +64,7 @@ def sweep(quick: bool) -> np.ndarray:
     """The ε values of Fig 7: the authors' 0.02 sweep of [0.4, 1.3], or 6 of its points when quick."""
     if quick:
         return np.round(np.linspace(*EPS_RANGE, QUICK_POINTS), 10)
-    return _grid(EPS_RANGE[0], EPS_RANGE[1], SWEEP_STEP)
+    return epsilon_grid(EPS_RANGE[0], EPS_RANGE[1], SWEEP_STEP)
 
 
 def farthest_distances(grid: GridSpace) -> np.ndarray:
@@ -139,7 +139,7 @@ def _threshold_readings(ctx: Context, grid: GridSpace, lo: float, hi: float) -> 
 
     # 1. The tolerance that reproduces Fig 6's thresholds: accept μ = z/n ≥ −MU_TOL.
     step = 0.05 if ctx.quick else GRID
-    scan = _grid(GRID if not ctx.quick else 0.05, math.floor(lo / GRID) * GRID, step)
+    scan = epsilon_grid(GRID if not ctx.quick else 0.05, math.floor(lo / GRID) * GRID, step)
     mins = np.array([tight_constraints_grid(grid, epsilon=float(e)).min_z / n for e in scan])
     passed = mins >= -MU_TOL
     facts["tol_scan"] = (scan, mins)
@@ -185,7 +185,7 @@ def fig7(ctx: Context) -> Outcome:
     t0 = time.perf_counter()
     th = tight_threshold_grid(grid, tol=1e-4, scan=4 if ctx.quick else 10)
     lo, hi = th.bracket
-    g, _ = _first_true_on_grid(lambda e: tight_constraints_grid(grid, epsilon=e).exists, lo - GRID, hi + GRID)
+    g, _ = first_true_on_grid(lambda e: tight_constraints_grid(grid, epsilon=e).exists, lo - GRID, hi + GRID)
     r_start = tight_constraints_grid(grid, epsilon=PUBLISHED_START)
     neg_cells = r_start.negative[0]
     row, col = neg_cells // SIZE, neg_cells % SIZE
@@ -251,12 +251,12 @@ def fig7(ctx: Context) -> Outcome:
     times["cross-checks"] = time.perf_counter() - t0
 
     # 4. The figure.
-    fig = _curves(
+    fig = curves(
         ctx, id="000-fig7", where="§7.2 / Fig 7", x=xs,
         series={
             "tight-constraints mechanism (where it exists)": (tight, {"color": "tab:blue", "lw": 1.6}),
             "Φz=1 solution with negative entries (not a mechanism)": (
-                _formula_where_absent(formula, tight), {"color": "tab:blue", "ls": "--", "marker": None, "lw": 0.9}),
+                formula_where_absent(formula, tight), {"color": "tab:blue", "ls": "--", "marker": None, "lw": 0.9}),
             "planar Laplace, discretized and truncated (exact channel)": (pl, {"color": "tab:red"}),
         },
         xlabel="ε (per km)", ylabel="utility (P[correct guess], uniform prior)",

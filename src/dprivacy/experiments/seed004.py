@@ -19,7 +19,7 @@ from ..mechanisms.tight import tight_constraints
 from ..queries import kcount_space
 from .claims import Claim
 from .registry import PAPERS, Context, Outcome, experiment
-from .seed000 import _curves, _simplex_panels, _tetra_panels, region_fraction_3, region_fraction_4
+from .seed000 import curves, simplex_panels, tetra_panels, region_fraction_3, region_fraction_4
 
 P = PAPERS["004"]
 
@@ -93,7 +93,7 @@ def appendix_b(ctx: Context) -> Outcome:
                      and tc.channel is not None and np.abs(h2 - tc.channel.matrix).max() > 0.01)
     dd = 4 * float(ALPHA_INVERTIBLE_UP_TO) + 3 * float(ALPHA_INVERTIBLE_UP_TO) ** 2
 
-    fig = _curves(
+    fig = curves(
         ctx, id="004-appB", where="Appendix B", x=alphas, paper=P,
         series={"smallest singular value of Φ": (smin.tolist(), {"color": "tab:blue", "marker": None}),
                 "det Φ": (dets, {"color": "tab:red", "marker": None, "ls": "--"})},
@@ -140,7 +140,7 @@ def examples_1_2(ctx: Context) -> Outcome:
             c = priors.corner_priors(sp, epsilon=-math.log(al))
             frac[name, al] = region_fraction_3(c)
             panels.append((f"{name.split(' (')[0]}, e^(−ε) = {al}", c, frac[name, al]))
-    fig2 = _simplex_panels(ctx, "004-fig2", "Fig 2 (Example 1)", panels,
+    fig2 = simplex_panels(ctx, "004-fig2", "Fig 2 (Example 1)", panels,
                            "Seed 004 Fig 2: ε-regular priors of queries f1 (line) and f2 (cycle), e^(−ε) = 0.5 and 0.2",
                            "Regions of ε-regular priors (hull of the corner priors) for the 3-node line and cycle; seed 000 "
                            "Fig 2 draws the same at ε = 0.7 ≈ ln 2 and 1.6 ≈ ln 5.", paper=P)
@@ -151,7 +151,7 @@ def examples_1_2(ctx: Context) -> Outcome:
         c = priors.corner_priors(k4, epsilon=-math.log(al))
         frac4[al] = region_fraction_4(c)
         panels4.append((f"e^(−ε) = {al}", c, frac4[al]))
-    fig3 = _tetra_panels(ctx, "004-fig3", "Fig 3 (Example 2)", panels4,
+    fig3 = tetra_panels(ctx, "004-fig3", "Fig 3 (Example 2)", panels4,
                          "Seed 004 Fig 3: ε-regular priors of the 2-count query on one record (4 answers)",
                          "Regions for several e^(−ε) (our choice: the values are only in the figure), projected on the first "
                          "three coordinates.", paper=P)
