@@ -19,7 +19,7 @@ _NAMES = {
     "MetricSpace": "spaces", "GridSpace": "spaces", "Channel": "channels", "uniform_prior": "_validate",
     # the Mechanism object and the result vocabulary
     "Mechanism": "mechanisms.base", "DenseMechanism": "mechanisms.base", "PrivacyCertificate": "mechanisms.base",
-    "Result": "results",
+    "Result": "results", "TightResult": "mechanisms.tight",
     # constructors
     "truncated_geometric": "mechanisms.geometric", "exponential": "mechanisms.exponential",
     "randomized_response": "mechanisms.randomized_response", "laplace_channel": "mechanisms.laplace",

@@ -73,8 +73,51 @@ STRUCTURED_MIN_CELLS = 256
 
 
 @dataclass(frozen=True)
-class TightConstraintsResult(Result):
-    """Outcome of :func:`tight_constraints`.
+class TightResult(Result):
+    """What every solve of Φ z = 1 returns (seed 000 Def 6, Prop 6–8): whether the tight-constraints
+    mechanism exists at ε, its diagonal z and the certificate of the decision. The dense solver returns
+    a :class:`TightConstraintsResult` and the grid solver a
+    :class:`~dprivacy.structured.GridTightResult`; both are TightResults with the fields below, and
+    ``.mechanism`` (None when it does not exist). The fields are documented on
+    :class:`TightConstraintsResult`.
+    """
+
+    exists: bool
+    epsilon: float
+    z: np.ndarray = field(repr=False)
+    negative: tuple = field(repr=False)
+    reason: str
+    residual: float
+    condition: float | None
+    error_bound: float
+    margin: float
+    certainty: str
+    singular: bool | None
+    nullity: int | None
+    method: str
+
+    @property
+    def decided(self) -> bool:
+        """True unless rounding (or an unconverged solve) could change the answer."""
+        return self.certainty != "undecided"
+
+    @property
+    def min_z(self) -> float:
+        """The smallest entry of z."""
+        return float(self.z.min()) if self.z.size else math.inf
+
+    @property
+    def ok(self) -> bool:
+        """The common flag of :class:`dprivacy.results.Result` (here: ``exists``)."""
+        return bool(self.exists)
+
+    def __bool__(self) -> bool:
+        return bool(self.exists)
+
+
+@dataclass(frozen=True)
+class TightConstraintsResult(TightResult):
+    """Outcome of :func:`tight_constraints` on a dense space (a :class:`TightResult`).
 
     Attributes
     ----------
@@ -122,31 +165,8 @@ class TightConstraintsResult(Result):
         ``"eigh+linprog"`` (singular Φ), ``"eigh"`` (singular and inconsistent).
     """
 
-    exists: bool
-    epsilon: float
-    z: np.ndarray = field(repr=False)
-    channel: Channel | None = field(repr=False)
-    negative: tuple[np.ndarray, np.ndarray] = field(repr=False)
-    reason: str
-    residual: float
-    condition: float | None
-    error_bound: float
-    margin: float
-    certainty: str
-    singular: bool | None
-    nullity: int | None
-    method: str
+    channel: Channel | None = field(default=None, repr=False)
     space: MetricSpace | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def decided(self) -> bool:
-        """True unless rounding could change the answer."""
-        return self.certainty != "undecided"
-
-    @property
-    def min_z(self) -> float:
-        """The smallest entry of z."""
-        return float(self.z.min()) if self.z.size else math.inf
 
     @property
     def mechanism(self):
@@ -170,21 +190,13 @@ class TightConstraintsResult(Result):
             object.__setattr__(self, "_mechanism", m)
         return m
 
-    @property
-    def ok(self) -> bool:
-        """The common flag of :class:`dprivacy.results.Result` (here: ``exists``)."""
-        return bool(self.exists)
-
-    def __bool__(self) -> bool:
-        return bool(self.exists)
-
 
 # ---------------------------------------------------------------------------------------------
 # Public functions
 # ---------------------------------------------------------------------------------------------
 
 
-def tight_constraints(space: MetricSpace, *, epsilon: float, method: str = "auto") -> TightConstraintsResult:
+def tight_constraints(space: MetricSpace, *, epsilon: float, method: str = "auto") -> TightResult:
     r"""The tight-constraints mechanism for ε·d on ``space``, or why there is none.
 
     Solves Φ z = 1 with Φ_{yy'} = e^{−ε d(y,y')} (seed 000 Prop 7) and, when z ≥ 0, returns the
@@ -211,7 +223,9 @@ def tight_constraints(space: MetricSpace, *, epsilon: float, method: str = "auto
 
     Returns
     -------
-    TightConstraintsResult
+    TightResult
+        A :class:`TightConstraintsResult` (dense paths) or a :class:`~dprivacy.structured.GridTightResult`
+        (the grid solver): the same fields and ``.mechanism``.
 
     Notes
     -----

@@ -31,8 +31,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..results import Result
 from .._validate import check_epsilon
+from ..mechanisms.tight import TightResult
 from ..spaces import GridSpace
 from .krylov import KrylovOutcome, pcg
 from .operator import GridConstraintsOperator
@@ -53,9 +53,9 @@ DEFAULT_TOL = 1e-10
 
 
 @dataclass(frozen=True)
-class GridTightResult(Result):
-    """Outcome of :func:`tight_constraints_grid`. Field names follow
-    :class:`dprivacy.mechanisms.tight.TightConstraintsResult` where they apply.
+class GridTightResult(TightResult):
+    """Outcome of :func:`tight_constraints_grid`: a :class:`dprivacy.mechanisms.tight.TightResult`
+    (the fields of the dense result) with the grid solver's own below.
 
     Attributes
     ----------
@@ -101,36 +101,14 @@ class GridTightResult(Result):
         Relative residual after each iteration.
     """
 
-    exists: bool
-    epsilon: float
     grid: GridSpace = field(repr=False)
-    z: np.ndarray = field(repr=False)
-    negative: tuple[np.ndarray, np.ndarray] = field(repr=False)
-    reason: str
-    residual: float
     residual_norm: float
-    condition: float | None
-    error_bound: float
-    margin: float
-    certainty: str
-    singular: bool | None
-    nullity: int | None
-    method: str
     preconditioner: str
     iterations: int
     converged: bool
     eigenvalue_bound: EigenvalueBound = field(repr=False)
     elapsed: float = 0.0
     history: tuple = field(repr=False, default=())
-
-    @property
-    def decided(self) -> bool:
-        """True unless rounding or an unconverged solve could change the answer."""
-        return self.certainty != "undecided"
-
-    @property
-    def min_z(self) -> float:
-        return float(self.z.min())
 
     @property
     def z_grid(self) -> np.ndarray:
@@ -154,14 +132,6 @@ class GridTightResult(Result):
         certified. Use :attr:`mechanism` on large grids."""
         m = self.mechanism
         return None if m is None else m.channel
-
-    @property
-    def ok(self) -> bool:
-        """The common flag of :class:`dprivacy.results.Result` (here: ``exists``)."""
-        return bool(self.exists)
-
-    def __bool__(self) -> bool:
-        return bool(self.exists)
 
 
 def _empty_negative():
