@@ -37,7 +37,8 @@ import scipy
 
 from dprivacy import spaces
 from dprivacy.mechanisms.optimal import optimal_mechanism
-from dprivacy.mechanisms.spanner import build_spanner, optimal_mechanism_spanner
+from dprivacy.mechanisms.spanner import optimal_mechanism_spanner
+from dprivacy.spanners import build_spanner
 
 HERE = Path(__file__).resolve().parent
 

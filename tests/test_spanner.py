@@ -25,14 +25,8 @@ from hypothesis import strategies as st
 
 from dprivacy import spaces
 from dprivacy.mechanisms.optimal import optimal_mechanism
-from dprivacy.mechanisms.spanner import (
-    SpannerResult,
-    build_spanner,
-    greedy_spanner,
-    grid_offset_spanner,
-    optimal_mechanism_spanner,
-    spanner_dilation,
-)
+from dprivacy.mechanisms.spanner import optimal_mechanism_spanner
+from dprivacy.spanners import SpannerResult, build_spanner, greedy_spanner, grid_offset_spanner, spanner_dilation
 
 #: HiGHS solves to a feasibility/optimality tolerance of about 1e-7; compare LP values with this.
 LP_TOL = 1e-7
