@@ -154,3 +154,10 @@ def test_optimal_with_a_prior_is_the_lp_optimum_for_the_absolute_error(tmp_path)
         run_query(str(t), parse_query("count"), epsilon=1.1, mechanism="optimal")
     with pytest.raises(ValueError, match="expected 7"):
         run_query(str(t), parse_query("count"), epsilon=1.1, mechanism="optimal", prior=np.ones(5))
+
+
+def test_kcount_refuses_numbers_that_are_not_flags(tmp_path):
+    t = tmp_path / "n.csv"
+    t.write_text("a,b\n0,1\n1,0\n0.2,1\n")
+    with pytest.raises(ValueError, match=r"non-boolean.*the first at row 3"):
+        run_query(str(t), parse_query("kcount:a,b"), epsilon=1)

@@ -656,7 +656,8 @@ def cmd_query(args) -> int:
         t.add_column(c)
     for a in res.answers:
         noisy = ", ".join(f"{v:.6g}" for v in a.noisy) if isinstance(a.noisy, list) else f"{a.noisy:.6g}"
-        t.add_row(str(a.group), noisy, f"{a.expected_abs_error:.4g}", f"{a.within:.4g}")
+        t.add_row("(all rows)" if a.group is None and res.group_by is None else str(a.group), noisy,
+                  f"{a.expected_abs_error:.4g}", f"{a.within:.4g}")
     con = Console()
     con.print(t)
     con.print(res.guarantee + "; " + res.theorem)

@@ -188,17 +188,21 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _first_bad_row(con, rel: str, sel: str, bad: str, column: str) -> str:
+def _first_bad_row(con, rel: str, sel: str, bad: str, columns) -> str:
     """', the first at row K (value V)' for the error message: K counts data rows from 1 in file
     order (DuckDB keeps insertion order); empty when it cannot be found."""
+    columns = [columns] if isinstance(columns, str) else list(columns)
     try:
-        got = con.execute(f"SELECT __row, {_quote(column)} FROM (SELECT row_number() OVER () AS __row, * FROM {rel}) "
-                          f"WHERE {sel} AND ({bad}) ORDER BY __row LIMIT 1").fetchone()
+        got = con.execute(f"SELECT __row, {', '.join(_quote(c) for c in columns)} FROM "
+                          f"(SELECT row_number() OVER () AS __row, * FROM {rel}) WHERE {sel} AND ({bad}) "
+                          "ORDER BY __row LIMIT 1").fetchone()
     except Exception:  # the count above already says what is wrong
         return ""
     if not got:
         return ""
-    return f", the first at row {int(got[0])} ({'empty' if got[1] is None else repr(got[1])})"
+    show = lambda v: "empty" if v is None else repr(v)  # noqa: E731
+    vals = show(got[1]) if len(columns) == 1 else ", ".join(f"{c} = {show(v)}" for c, v in zip(columns, got[1:]))
+    return f", the first at row {int(got[0])} ({vals})"
 
 
 def _as_type(col: str, sql_type: str, target: str) -> str:
@@ -208,6 +212,11 @@ def _as_type(col: str, sql_type: str, target: str) -> str:
     if any(t in sql_type for t in ("VARCHAR", "TEXT", "STRING", "BLOB")):
         return f"TRY_CAST(trim({col}) AS {target})"
     return f"TRY_CAST({col} AS {target})"
+
+
+def _is_numeric(sql_type: str) -> bool:
+    """A DuckDB numeric type (whose values other than 0 and 1 are not true/false flags)."""
+    return any(t in sql_type for t in ("INT", "DOUBLE", "FLOAT", "DECIMAL", "REAL", "NUMERIC"))
 
 
 def _as_double(col: str, sql_type: str) -> str:
@@ -318,7 +327,8 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         checks.append(f"count(*) FILTER (WHERE {sel} AND {col} IS NOT NULL AND ({val} IS NULL OR isnan({val})))")
         checks.append(f"count(*) FILTER (WHERE {sel} AND {col} IS NULL)")
     elif query.kind == "kcount":
-        bad = " OR ".join(f"({_quote(c)} IS NULL OR {_as_type(_quote(c), types[c], 'BOOLEAN')} IS NULL)" for c in query.columns)
+        bad = " OR ".join(f"({_quote(c)} IS NULL OR {_as_type(_quote(c), types[c], 'BOOLEAN')} IS NULL"
+                          + (f" OR {_quote(c)} NOT IN (0, 1))" if _is_numeric(types[c]) else ")") for c in query.columns)
         checks.append(f"count(*) FILTER (WHERE {sel} AND ({bad}))")
         checks.append("0")
     try:
@@ -335,11 +345,13 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     if invalid and not skip_invalid:
         what = f"column {query.column!r}" if query.column else "columns " + ", ".join(map(repr, query.columns))
         expect = "numbers" if query.column else "true/false or 0/1 values"
-        parts = [f"{wrong} non-numeric" if query.column else f"{wrong} missing or non-boolean"] if wrong else []
-        parts += [f"{empty} empty"] if empty else []
-        first = _first_bad_row(con, rel, sel, bad, query.column or query.columns[0])
-        raise ValueError(f"{what} has {' and '.join(parts)} value(s) among the selected rows (expected {expect}){first}; "
-                         "--skip-invalid leaves them out as null values and counts them")
+        first = _first_bad_row(con, rel, sel, bad, query.column or query.columns)
+        if query.column:
+            parts = ([f"{wrong} non-numeric"] if wrong else []) + ([f"{empty} empty"] if empty else [])
+            found = f"{what} has {' and '.join(parts)} value(s) among the selected rows"
+        else:
+            found = f"{what}: {wrong} selected row(s) have a missing or non-boolean value"
+        raise ValueError(f"{found} (expected {expect}){first}; --skip-invalid leaves them out as null values and counts them")
     delta, theorem = _sensitivity(query, privacy, bounds, total)
     if skip_invalid and query.kind == "sum":
         lo, hi = bounds
