@@ -314,9 +314,6 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
         if src.release:
             raise ValueError("--key makes each record's noise a function of --seed and its key (reproducible research mode): "
                              "give --seed too, or drop --key for a release")
-        if release is not None and release.mechanism.name == "tight-constraints":
-            raise ValueError("--key is not available with tight-constraints yet: its rejection sampler draws a varying "
-                             "number of values per record")
     if release is None:
         name = "planar-laplace (geodesic, WGS84)"
         guarantee = (f"geo-indistinguishability: for any two true locations at distance d metres, the probability of any "

@@ -16,8 +16,8 @@ row itself, since (Φz)_y = 1 (the row sum is 1 + r_y with r the solver's residu
 draws from the normalized row, which differs from the stored row by at most |r_y|).
 
 The offset table stores one quadrant, (|dx|, |dy|) with weight k·(2 if dx ≠ 0)(2 if dy ≠ 0), as
-**integers**: w(o) = ⌊2^62 · weight(o)/Σ weight⌋, drawn by an exact uniform integer below Σw and an
-integer searchsorted, then independent random signs for the non-zero components; the acceptance test
+**integers**: w(o) = ⌊2^62 · weight(o)/Σ weight⌋ (the remainder to 2^62 added to the heaviest), drawn
+by an exact uniform 62-bit integer and an integer searchsorted, then independent random signs for the non-zero components; the acceptance test
 compares a uniform integer below 2^62 with ⌊2^62 · z_z/z_max⌋. No floating-point rounding enters a draw:
 the sampled row is the row of the integer-quantised kernel, whose entries differ from k(o)/K by less
 than 2^-62 in absolute value.
@@ -86,6 +86,9 @@ class KernelRejectionSampler:
         weight = (k * mult).ravel()
         self._kernel_total = float(weight.sum())
         wq = np.floor(weight / self._kernel_total * one).astype(np.int64)
+        # Make the weights sum to exactly 2^62 (the remainder, fewer than one unit per offset, goes to the
+        # heaviest offset): draws are then uniform 62-bit integers, the same in release and keyed mode.
+        wq[int(np.argmax(wq))] += (1 << self.BITS) - int(wq.sum())
         # Heaviest offsets first (a short search for most draws); zero weights cannot be drawn anyway.
         order = np.argsort(-wq, kind="stable")
         order = order[wq[order] > 0]
@@ -127,27 +130,40 @@ class KernelRejectionSampler:
             raise ValueError(f"secret indices must lie in 0..{n - 1}, got range {ys.min()}..{ys.max()}")
         flat = ys.ravel().astype(np.int64)
         out = np.empty(flat.size, dtype=np.int64)
-        mix = gen.integers(0, 1 << self.mixture_bits, size=flat.size) == 0
+        from ..sampling.keyed import KeyedStream
+
+        keyed = isinstance(gen, KeyedStream)
+
+        def draw(bits: int, idx: np.ndarray) -> np.ndarray:
+            # A keyed stream gives every record its own draws: draw for all records, keep the pending
+            # ones, so that a record's values depend on its key and the round only.
+            if keyed:
+                return gen.integers(0, 1 << bits, size=flat.size, dtype=np.int64)[idx]
+            return gen.integers(0, 1 << bits, size=idx.size, dtype=np.int64)
+
+        everyone = np.arange(flat.size)
+        mix = draw(self.mixture_bits, everyone) == 0
+        u = draw(62, everyone)
         if mix.any():
-            out[mix] = gen.integers(0, n, size=int(mix.sum()))  # independent of the secret: any law keeps privacy
+            # a cell independent of the secret (any law keeps privacy; this one is uniform to n·2^-53)
+            out[mix] = np.minimum((u[mix].astype(np.float64) * (n * 2.0**-62)).astype(np.int64), n - 1)
             self.mixed += int(mix.sum())
         pending = np.flatnonzero(~mix)
         yr, yc = flat // w, flat % w
-        total = int(self._cum[-1])
         for _ in range(MAX_ROUNDS):
             m = pending.size
             if m == 0:
                 break
-            j = np.searchsorted(self._cum, gen.integers(0, total, size=m, dtype=np.int64), side="right")
+            j = np.searchsorted(self._cum, draw(self.BITS, pending), side="right")
             ady, adx = self._ady[j], self._adx[j]
-            signs = gen.integers(0, 4, size=m)
+            signs = draw(2, pending)
             odx = np.where(signs & 1, -adx, adx)
             ody = np.where(signs & 2, -ady, ady)
             r = yr[pending] + ody
             c = yc[pending] + odx
             inside = (r >= 0) & (r < h) & (c >= 0) & (c < w)
             zc = np.where(inside, r * w + c, 0)
-            ok = inside & (gen.integers(0, 1 << self.BITS, size=m, dtype=np.int64) < self._accept[zc])
+            ok = inside & (draw(self.BITS, pending) < self._accept[zc])
             self.proposals += m
             self.accepted += int(ok.sum())
             out[pending[ok]] = zc[ok]
