@@ -89,6 +89,18 @@ class KeyedStream:
         self.calls += 1
         return philox4x32((self.keys & _MASK, self.keys >> _S32, np.uint64(j), np.uint64(0)), self.key)
 
+    def integers_at(self, idx: np.ndarray, bits: int) -> np.ndarray:
+        """Draw j (this call) of the records ``idx`` only: uniform integers below 2^bits. Rejection
+        samplers use it for the records still pending; the others' draw j is skipped, not shifted."""
+        if not 1 <= bits <= 63:
+            raise ValueError(f"bits must lie in 1..63, got {bits}")
+        j = self.calls
+        self.calls += 1
+        k = self.keys[np.asarray(idx)]
+        w = philox4x32((k & _MASK, k >> _S32, np.uint64(j), np.uint64(0)), self.key)
+        u64 = (w[0] << _S32) | w[1]
+        return (u64 >> np.uint64(64 - bits)).astype(np.int64)
+
     def random(self, size=None) -> np.ndarray:
         """Uniform doubles in [0, 1) on the 2^-53 lattice, one per record."""
         w = self._words(self.n if size is None else size)

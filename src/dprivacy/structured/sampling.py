@@ -135,10 +135,10 @@ class KernelRejectionSampler:
         keyed = isinstance(gen, KeyedStream)
 
         def draw(bits: int, idx: np.ndarray) -> np.ndarray:
-            # A keyed stream gives every record its own draws: draw for all records, keep the pending
-            # ones, so that a record's values depend on its key and the round only.
+            # A keyed stream gives every record its own draws: draw j of the pending records, so that a
+            # record's values depend on its key and the round only, whatever else is in the batch.
             if keyed:
-                return gen.integers(0, 1 << bits, size=flat.size, dtype=np.int64)[idx]
+                return gen.integers_at(idx, bits)
             return gen.integers(0, 1 << bits, size=idx.size, dtype=np.int64)
 
         everyone = np.arange(flat.size)
