@@ -562,7 +562,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         where_cols = check_where(con, where, rel)
         where = where.strip()
     public_cols = sorted(where_cols | ({group_by} if group_by is not None else set()))
-    if privacy in VALUE_METRICS and query.column in public_cols:
+    if privacy in VALUE_METRICS and query.column is not None and query.column.lower() in {c.lower() for c in public_cols}:
         raise ValueError(f"under --privacy {privacy} the columns of --where/--group-by are treated as public, but "
                          f"{query.column!r} is the protected column: filter or group by other columns, or use --privacy standard")
     sel = f"({where})" if where else "TRUE"
