@@ -1,4 +1,4 @@
-"""Tests for dprivacy.structured: the FFT operator, the certified CG solver, the grid threshold, the
+"""Tests for dprivacy._kernels: the FFT operator, the certified CG solver, the grid threshold, the
 implicit tight-constraints mechanism (utility, leakage, privacy) and its exact sampler.
 
 Every structured result is compared with an independent dense computation on small grids (≤ 30×30):
@@ -20,7 +20,7 @@ from dprivacy import measures
 from dprivacy.mechanisms.geometric import truncated_geometric
 from dprivacy.mechanisms.tight import TightConstraintsResult, tight_constraints
 from dprivacy.spaces import GridSpace, line
-from dprivacy.structured import (
+from dprivacy._kernels import (
     GridConstraintsOperator,
     GridTightResult,
     ImplicitTightMechanism,

@@ -566,7 +566,7 @@ def regularity(space: MetricSpace, prior, *, epsilon: float, method: str = "auto
 
     ``method``: ``"dense"`` factorizes Φ (:class:`RegularityTester`; for many priors on the same space
     build one tester); ``"structured"`` solves Φμ = π by conjugate gradients on the FFT operator of a
-    grid (:func:`dprivacy.structured.regularity.regularity_grid`, no n×n matrix); ``"auto"`` takes the
+    grid (:func:`dprivacy._kernels.regularity.regularity_grid`, no n×n matrix); ``"auto"`` takes the
     structured solver on grids above the same size as :func:`dprivacy.mechanisms.tight.tight_constraints`.
     """
     from .spaces import GridSpace
@@ -580,7 +580,7 @@ def regularity(space: MetricSpace, prior, *, epsilon: float, method: str = "auto
     if method == "structured":
         if not isinstance(space, GridSpace):
             raise ValueError(f"method='structured' needs a grid (GridSpace), got {space.name}")
-        from .structured.regularity import regularity_grid
+        from ._kernels.regularity import regularity_grid
 
         return regularity_grid(space, prior, epsilon=epsilon)
     return RegularityTester(space, epsilon).test(prior)

@@ -211,7 +211,7 @@ def tight_threshold(
             "mechanism exists for every ε > 0 (the truncated geometric diagonal; seed 000 §6.1, Prop 7-8)",
         )
     if isinstance(space, GridSpace) and space.n > STRUCTURED_MIN_CELLS:
-        from .structured import tight_threshold_grid
+        from ._kernels import tight_threshold_grid
 
         return tight_threshold_grid(space, lo=lo, hi=hi, tol=tol, scan=min(scan, 10), scan_factor=scan_factor, eps_min=eps_min)
     d = space.distances

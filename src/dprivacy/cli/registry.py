@@ -26,7 +26,7 @@ class Outcome:
     channel: Channel | None
     reason: str = ""
     details: dict[str, Any] = field(default_factory=dict)
-    #: A matrix-free mechanism (e.g. :class:`dprivacy.structured.ImplicitTightMechanism`) when the
+    #: A matrix-free mechanism (e.g. :class:`dprivacy._kernels.ImplicitTightMechanism`) when the
     #: n×n channel is too large to build; ``channel`` is then None.
     implicit: Any = None
 
@@ -104,7 +104,7 @@ def _tight(space, epsilon, prior=None, progress=None):
 def _tight_grid(space, epsilon, progress=None):
     import numpy as np
 
-    from ..structured import tight_constraints_grid
+    from .._kernels import tight_constraints_grid
 
     r = tight_constraints_grid(space, epsilon=epsilon, progress=progress)
     details = {

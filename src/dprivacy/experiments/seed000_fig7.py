@@ -10,7 +10,7 @@ mechanism exists — the plotted curve starts at 0.4, so the paper reads as "it 
 (d) the privacy of the planar Laplace channel used.
 
 The finding: on the 100×100 Euclidean grid the tight-constraints mechanism does not exist below
-ε* ≈ 0.6654 (certified both ways by :func:`dprivacy.structured.tight_threshold_grid`). Below it the
+ε* ≈ 0.6654 (certified both ways by :func:`dprivacy.tight_threshold` (method="structured")). Below it the
 solution z of Φz = 1 is negative at the four cells diagonally next to the corners (from ε ≈ 0.6 down)
 and, lower still, along the second row and column of every edge. The grid's size does not matter
 (the same ε* on 10×10 … 200×200); a larger step would (ε* scales as 1/step); a Manhattan metric would
@@ -32,7 +32,7 @@ import numpy as np
 from .. import bounds, measures, spaces
 from ..mechanisms.planar_laplace import ccs_adjusted_epsilon, planar_laplace_grid
 from ..spaces import GridSpace, MetricSpace
-from ..structured import ImplicitTightMechanism, max_convolution, tight_constraints_grid, tight_threshold_grid
+from .._kernels import ImplicitTightMechanism, max_convolution, tight_constraints_grid, tight_threshold_grid
 from .claims import Claim
 from .registry import Context, Outcome, experiment
 from .seed000 import GRID, MU_TOL, P, curves, first_true_on_grid, formula_where_absent, epsilon_grid
@@ -284,7 +284,7 @@ def fig7(ctx: Context) -> Outcome:
               "Euclidean grid (published: read off the plot, whose tight-constraints curve starts at the left end of the "
               "plotted range ε = 0.4; agrees iff ε* ≤ 0.4 + one sweep step)", PUBLISHED_START, float(hi), START_TOL,
               agrees=bool(hi <= PUBLISHED_START + START_TOL),
-              note=(f"Certified by dprivacy.structured.tight_threshold_grid: {th.reason}. The first ε on a 0.01 grid with a "
+              note=(f"Certified by dprivacy.tight_threshold (structured): {th.reason}. The first ε on a 0.01 grid with a "
                     f"mechanism is {g}. At ε = {PUBLISHED_START} non-existence is certified ({r_start.reason.split(';')[0].removeprefix('does not exist: ')}): "
                     f"{neg_cells.size} entries of z are negative, all within {int(edge_dist.max())} cell(s) of an edge (the second "
                     f"row/column along each edge); just below ε* (ε = {lo:.5f}) only {r_lo.negative[0].size} are, the cells "

@@ -77,7 +77,7 @@ class TightResult(Result):
     """What every solve of Φ z = 1 returns (seed 000 Def 6, Prop 6–8): whether the tight-constraints
     mechanism exists at ε, its diagonal z and the certificate of the decision. The dense solver returns
     a :class:`TightConstraintsResult` and the grid solver a
-    :class:`~dprivacy.structured.GridTightResult`; both are TightResults with the fields below, and
+    :class:`~dprivacy._kernels.GridTightResult`; both are TightResults with the fields below, and
     ``.mechanism`` (None when it does not exist). The fields are documented on
     :class:`TightConstraintsResult`.
     """
@@ -213,7 +213,7 @@ def tight_constraints(space: MetricSpace, *, epsilon: float, method: str = "auto
         ``"auto"``: a closed form where the theory gives one (equally spaced points on a line and
         Manhattan grids, :func:`path_structure`; ball-size symmetric spaces, Prop 9), the structured
         FFT + CG solver on grids above :data:`STRUCTURED_MIN_CELLS` cells (it returns a
-        :class:`~dprivacy.structured.GridTightResult` with the same fields and an implicit
+        :class:`~dprivacy._kernels.GridTightResult` with the same fields and an implicit
         ``.mechanism``), else ``"dense"``.
         ``"dense"``: factorize Φ (Cholesky when positive definite, else LU), refine, bound the error,
         and fall back to exact arithmetic (n ≤ :data:`EXACT_LIMIT`) when a sign is in doubt; a singular
@@ -224,7 +224,7 @@ def tight_constraints(space: MetricSpace, *, epsilon: float, method: str = "auto
     Returns
     -------
     TightResult
-        A :class:`TightConstraintsResult` (dense paths) or a :class:`~dprivacy.structured.GridTightResult`
+        A :class:`TightConstraintsResult` (dense paths) or a :class:`~dprivacy._kernels.GridTightResult`
         (the grid solver): the same fields and ``.mechanism``.
 
     Notes
@@ -253,7 +253,7 @@ def tight_constraints(space: MetricSpace, *, epsilon: float, method: str = "auto
                                   and path_structure(space) is None):
         if not isinstance(space, GridSpace):
             raise ValueError(f"method='structured' needs a grid (GridSpace), got {space.name}")
-        from ..structured import tight_constraints_grid
+        from .._kernels import tight_constraints_grid
 
         return tight_constraints_grid(space, epsilon=e)
     d = space.distances

@@ -125,7 +125,7 @@ def tight_threshold_grid(
             monotone_checked=MonotoneCheck(np.zeros(0), (), (), True, "by the closed form"),
             always_exists=True, tol=tol,
             reason="Manhattan grid: Φ = T_H ⊗ T_W and z = (T_H⁻¹1) ⊗ (T_W⁻¹1) > 0 in closed form, so a "
-            "tight-constraints mechanism exists for every ε > 0 (dprivacy.structured.closed_form)",
+            "tight-constraints mechanism exists for every ε > 0 (closed form)",
         )
     start = 1.0 / grid.step
     eps_min = check_epsilon(DEFAULT_EPS_MIN_FACTOR * start if eps_min is None else eps_min, name="eps_min")
