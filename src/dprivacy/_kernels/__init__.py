@@ -1,19 +1,11 @@
-"""Fast solvers for grid metrics (seed 000 §6 and §7.2 at a million cells): the privacy-constraints
-matrix as an FFT operator, conjugate gradients with a certified sign test, the threshold ε, and the
-implicit (matrix-free) tight-constraints mechanism with its utility, leakage, privacy certificate and
-exact sampler."""
+"""Private kernels behind the front doors (:func:`dprivacy.tight_constraints`, :func:`dprivacy.regularity`,
+:func:`dprivacy.tight_threshold`): the one certified solve of Φ x = b and its sign decision
+(:mod:`.phi_solve`), the front doors' choice of path (:mod:`.dispatch`), the closed forms
+(:mod:`.closed_form`), and the grid solvers of seed 000 §6 and §7.2 at a million cells: Φ as an FFT
+operator (:mod:`.operator`), conjugate gradients with a certified sign test (:mod:`.solve`,
+:mod:`.spectrum`), the threshold search on grids (:mod:`.threshold`), regularity on grids
+(:mod:`.regularity`), and the implicit (matrix-free) tight-constraints mechanism with its utility,
+leakage, privacy certificate and exact sampler (:mod:`.implicit`, :mod:`.maxplus`, :mod:`.sampling`).
 
-from .closed_form import manhattan_diagonal
-from .implicit import ImplicitTightMechanism, PrivacyCertificate
-from .maxplus import max_convolution
-from .operator import GridConstraintsOperator
-from .sampling import KernelRejectionSampler
-from .solve import GridTightResult, tight_constraints_grid
-from .spectrum import EigenvalueBound, eigenvalue_lower_bound, symbol_lower_bound
-from .threshold import tight_threshold_grid
-
-__all__ = [
-    "EigenvalueBound", "GridConstraintsOperator", "GridTightResult", "ImplicitTightMechanism",
-    "KernelRejectionSampler", "PrivacyCertificate", "eigenvalue_lower_bound", "manhattan_diagonal",
-    "max_convolution", "symbol_lower_bound", "tight_constraints_grid", "tight_threshold_grid",
-]
+Nothing is imported here: import the submodule you need (the front doors import them lazily).
+"""
