@@ -195,17 +195,7 @@ def tight_threshold(
         raise TypeError(f"space must be a MetricSpace, got {type(space).__name__}")
     if tol is None:
         tol = DEFAULT_TOL / _min_positive_distance(space)
-    tol = check_epsilon(tol, name="tol")
-    scan = check_positive_int(scan, name="scan", minimum=0)
-    scan_factor = check_epsilon(scan_factor, name="scan_factor")
-    if scan > 0 and scan_factor <= 1:
-        raise ValueError(f"scan_factor must exceed 1 to scan above hi, got {scan_factor}")
-    if lo is not None:
-        lo = check_epsilon(lo, name="lo")
-    if hi is not None:
-        hi = check_epsilon(hi, name="hi")
-    if lo is not None and hi is not None and not lo < hi:
-        raise ValueError(f"lo must be below hi, got lo={lo} and hi={hi}")
+    tol, scan, scan_factor, lo, hi = check_search(tol, scan, scan_factor, lo, hi)
 
     if method not in ("auto", "dense", "structured"):
         raise ValueError(f"method must be one of 'auto', 'dense', 'structured'; got {method!r}")
@@ -239,6 +229,20 @@ def tight_threshold(
                              scan_factor=scan_factor)
 
 
+def check_search(tol, scan, scan_factor, lo, hi):
+    """The threshold search's arguments, checked once for every solver: (tol, scan, scan_factor, lo, hi)."""
+    tol = check_epsilon(tol, name="tol")
+    scan = check_positive_int(scan, name="scan", minimum=0)
+    scan_factor = check_epsilon(scan_factor, name="scan_factor")
+    if scan > 0 and scan_factor <= 1:
+        raise ValueError(f"scan_factor must exceed 1 to scan above hi, got {scan_factor}")
+    lo = None if lo is None else check_epsilon(lo, name="lo")
+    hi = None if hi is None else check_epsilon(hi, name="hi")
+    if lo is not None and hi is not None and not lo < hi:
+        raise ValueError(f"lo must be below hi, got lo={lo} and hi={hi}")
+    return tol, scan, scan_factor, lo, hi
+
+
 def _always_exists(tol: float, note: str, reason: str) -> ThresholdResult:
     """ε* = 0 by a theorem or a closed form: the mechanism exists for every ε > 0, no solve."""
     return ThresholdResult(
@@ -258,21 +262,12 @@ def bracket_threshold(probe, *, lo, hi, start: float, eps_min: float, tol: float
     until it certainly does not; then :func:`_narrow` closes the bracket to ``tol`` and
     :func:`_finish` scans above hi. ``suffix(probe)`` adds solver figures to the reason.
     """
-    if lo is not None:
-        s = probe(lo)
-        if s != "absent":
-            raise ValueError(
-                f"lo={lo} is not a lower end: non-existence is not certified there "
-                f"({s}, min z = {probe.probes[-1].min_z:.3g})"
-            )
-    if hi is not None:
-        s = probe(hi)
-        if s != "exists":
-            raise ValueError(
-                f"hi={hi} is not an upper end: existence is not certified there "
-                f"({s}, min z = {probe.probes[-1].min_z:.3g})"
-            )
-    else:
+    for name, value, want, what in (("lo", lo, "absent", "a lower end: non-existence"),
+                                    ("hi", hi, "exists", "an upper end: existence")):
+        if value is not None and (s := probe(value)) != want:
+            raise ValueError(f"{name}={value} is not {what} is not certified there "
+                             f"({s}, min z = {probe.probes[-1].min_z:.3g})")
+    if hi is None:
         e = start if lo is None else max(start, 2 * lo)
         for _ in range(MAX_DOUBLINGS):
             s = probe(e)

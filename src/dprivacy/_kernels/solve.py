@@ -376,31 +376,19 @@ def _result(grid, e, gs: GridSolution, elapsed: float) -> GridTightResult:
         f"{gs.iterations} iterations, ‖1 − Φz‖₂ = {gs.rnorm:.3g}, λ_min(Φ) ≥ {bound.value:.4g} "
         f"(from the {bound.source})"
     )
+    from ..mechanisms.tight import tight_reason
+
     w = grid.width
-    min_z = float(z.min())
     if status == "exists":
-        reason = (
-            f"exists: every entry of z exceeds the error bound {eb:.3g} (min z = {min_z:.6g}, "
-            f"margin {margin:.3g}); {how}"
-        )
-    elif status == "absent":
-        i = int(np.argmin(z))
-        reason = (
-            f"does not exist: z has {neg_idx.size} negative entr{'y' if neg_idx.size == 1 else 'ies'}, the "
-            f"smallest z[{i}] (row {i // w}, col {i % w}) = {z[i]:.6g} < −{eb:.3g} (the uniform prior is "
-            f"not ε·d-regular, seed 000 Prop 8); {how}"
-        )
-    elif not pd:
-        reason = (
-            "undecided: Φ is not certified positive definite (no positive lower bound on λ_min from the "
-            f"symbol, {bound.symbol:.3g}, or the circulant embedding, {bound.embedding:.3g}), so the "
-            f"residual does not bound the error of z (min z = {min_z:.6g}); {how}"
-        )
+        how = f"every entry of z exceeds the error bound {eb:.3g} (margin {margin:.3g}); " + how
+    if not pd:
+        why = ("Φ is not certified positive definite: no positive lower bound on λ_min from the symbol, "
+               f"{bound.symbol:.3g}, or the circulant embedding, {bound.embedding:.3g}, so the residual does not "
+               "bound the error of z")
     else:
-        reason = (
-            f"undecided: min z = {min_z:.3g} is within the error bound {eb:.3g} of 0 "
-            f"(residual at its rounding floor or iteration budget spent); {how}"
-        )
+        why = "residual at its rounding floor or iteration budget spent"
+    reason = tight_reason(status, z, neg_idx.size, eb, how, undecided_why=why,
+                          where=lambda i: f" (row {i // w}, col {i % w})")
     resid = gs.residual
     return GridTightResult(
         exists=status == "exists", epsilon=e, grid=grid, z=z,

@@ -21,9 +21,9 @@ from typing import Callable
 
 import numpy as np
 
-from .._validate import check_epsilon, check_positive_int
+from .._validate import check_epsilon
 from ..spaces import GridSpace
-from ..threshold import Probe, ThresholdResult, bracket_threshold
+from ..threshold import Probe, ThresholdResult, bracket_threshold, check_search
 from .solve import DEFAULT_TOL, tight_constraints_grid
 
 #: Default lower limit of the downward search, as a fraction of the first ε tried (1/step).
@@ -111,15 +111,7 @@ def tight_threshold_grid(
     """
     if not isinstance(grid, GridSpace):
         raise TypeError(f"grid must be a GridSpace, got {type(grid).__name__}")
-    tol = check_epsilon(tol, name="tol")
-    scan = check_positive_int(scan, name="scan", minimum=0)
-    scan_factor = check_epsilon(scan_factor, name="scan_factor")
-    if scan > 0 and scan_factor <= 1:
-        raise ValueError(f"scan_factor must exceed 1 to scan above hi, got {scan_factor}")
-    lo = None if lo is None else check_epsilon(lo, name="lo")
-    hi = None if hi is None else check_epsilon(hi, name="hi")
-    if lo is not None and hi is not None and not lo < hi:
-        raise ValueError(f"lo must be below hi, got lo={lo} and hi={hi}")
+    tol, scan, scan_factor, lo, hi = check_search(tol, scan, scan_factor, lo, hi)
     start = 1.0 / grid.step
     eps_min = check_epsilon(DEFAULT_EPS_MIN_FACTOR * start if eps_min is None else eps_min, name="eps_min")
     probe = _GridProber(grid, dict(tol=solver_tol, max_iter=max_iter, workers=workers), progress)

@@ -423,6 +423,20 @@ def _empty_negative():
     return np.zeros(0, dtype=np.intp), np.zeros(0)
 
 
+def tight_reason(status: str, z: np.ndarray, n_negative: int, error_bound: float, how: str, *,
+                 undecided_why: str, where=lambda i: "") -> str:
+    """The one sentence of every tight-constraints result (dense and grid): exists / does not exist (the
+    most negative entry of z, seed 000 Prop 8) / undecided, then how it was decided. ``where(i)`` names
+    entry i further (a grid gives its row and column)."""
+    if status == "exists":
+        return f"exists: Φz = 1 has a non-negative solution (min z = {z.min():.6g}); {how}"
+    if status == "absent":
+        i = int(np.argmin(z))
+        return (f"does not exist: z has {n_negative} negative entr{'y' if n_negative == 1 else 'ies'}, the smallest "
+                f"z[{i}]{where(i)} = {z[i]:.6g} (the uniform prior is not ε·d-regular, seed 000 Prop 8); {how}")
+    return f"undecided: min z = {z.min():.3g} is within the error bound {error_bound:.3g} of 0 ({undecided_why}); {how}"
+
+
 def _result(space: MetricSpace, phi: np.ndarray, e: float, sol: _ps.PhiSolution) -> TightConstraintsResult:
     z = sol.x
     # An inconsistent system has no solution at all: the least-squares z's signs explain nothing.
@@ -431,23 +445,11 @@ def _result(space: MetricSpace, phi: np.ndarray, e: float, sol: _ps.PhiSolution)
     exists = sol.status == "exists"
     channel = Channel._trusted(phi * z[None, :], space.labels, space.labels) if exists else None
     how = _ps.how_decided(sol.certainty, sol.margin, sol.nullity, x="z")
-    if sol.status == "exists":
-        reason = f"exists: Φz = 1 has a non-negative solution (min z = {z.min():.6g}); {sol.note}{how}"
-    elif sol.status == "absent":
-        worst = int(np.argmin(z))
-        reason = (
-            f"does not exist: z has {neg_idx.size} negative entr{'y' if neg_idx.size == 1 else 'ies'}, "
-            f"the smallest z[{worst}] = {z[worst]:.6g} (the uniform prior is not ε·d-regular, "
-            f"seed 000 Prop 8); {sol.note}{how}"
-        )
-    elif sol.status == "inconsistent":
+    if sol.status == "inconsistent":
         reason = f"does not exist: Φz = 1 has no solution: {sol.note}{_ps.describe_singular(sol.nullity)}"
     else:
-        reason = (
-            f"undecided: min z = {z.min():.3g} is within the error bound {sol.error_bound:.3g} of 0 "
-            f"(condition estimate {sol.condition if sol.condition is not None else float('nan'):.3g}); "
-            f"{sol.note}{how}"
-        )
+        cond = f"condition estimate {sol.condition if sol.condition is not None else float('nan'):.3g}"
+        reason = tight_reason(sol.status, z, neg_idx.size, sol.error_bound, sol.note + how, undecided_why=cond)
     return TightConstraintsResult(
         exists=exists, epsilon=e, z=z, channel=channel, negative=negative, reason=reason,
         residual=sol.residual, condition=sol.condition, error_bound=sol.error_bound,
