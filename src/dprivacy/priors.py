@@ -300,8 +300,8 @@ class RegularityTester:
     def test_many(self, priors) -> RegularityBatch:
         """Decide regularity of each row of ``priors`` (k × n) with one multi-right-hand-side solve.
 
-        The same decision as :meth:`test` row by row: rows the float solve cannot decide (priors within
-        rounding of the boundary), corner priors, and every row when Φ is singular go through :meth:`test`.
+        The same decision as :meth:`test` row by row: corner priors, rows the float solve cannot decide
+        (priors within rounding of the boundary), and every row when Φ is singular go through :meth:`test`.
         """
         P = as_float_matrix(priors, name="priors")
         if P.shape[1] != self.n:
@@ -321,9 +321,8 @@ class RegularityTester:
             regular = (status == "exists") & ~below
             boundary = np.zeros(k, dtype=bool)
             res, err, margin = resid.copy(), B.max(axis=0), margins.copy()
-            absent = np.flatnonzero((status == "absent") & ~below)
-            corners = [j for j in absent if corner_of(P[j], lambda y: self.phi[y]) is not None]
-            rows = sorted(set(np.flatnonzero((status == "undecided") & ~below).tolist()) | set(corners))
+            corners = _corner_rows(P, self.phi) & ~below
+            rows = np.flatnonzero(((status == "undecided") & ~below) | corners)
         for j in rows:  # the full decision of test(): corners, exact re-solve, linear programs
             r = self.test(P[j])
             M[j], regular[j], boundary[j] = r.mu, r.regular, r.boundary
@@ -357,13 +356,24 @@ def corner_of(p: np.ndarray, row) -> int | None:
     return y if np.all(np.abs(p - c) <= tol * np.maximum(c, np.finfo(np.float64).tiny)) else None
 
 
+def _corner_rows(P: np.ndarray, phi: np.ndarray) -> np.ndarray:
+    """:func:`corner_of` for every row of P at once (dense Φ)."""
+    y = np.argmax(P, axis=1)
+    rows = phi[y]
+    c = rows / rows.sum(axis=1, keepdims=True)
+    tol = 8 * P.shape[1] * _EPS
+    return np.all(np.abs(P - c) <= tol * np.maximum(c, np.finfo(np.float64).tiny), axis=1)
+
+
 def decide_prior(p: np.ndarray, sol, *, row, row_sums: np.ndarray, lower: np.ndarray | None, rcond: float,
-                 exact=None, mu_sum_error: float | None = None) -> RegularityResult:
+                 exact=None, mu_sum_error: float | None = None, corners: bool = True) -> RegularityResult:
     """The regularity decision and its reason from a solve of Φμ = π (:class:`~dprivacy._kernels.phi_solve.PhiSolution`),
-    whichever solver produced it: the Prop 2 test, the corner test when the solve cannot decide, then
-    ``exact()`` (a rational re-solve) if given, then the sign decision."""
+    whichever solver produced it: the Prop 2 test, the corner test (seed 000 Def 5: a corner is regular by
+    construction), then, when the float solve cannot decide, ``exact()`` (a rational re-solve) if given,
+    then the sign decision. ``corners=False``: the decision of ``sol`` stands (the uniform prior, decided
+    by the tight-constraints solve: Prop 8)."""
     below = bool(_below_prop2(p[None, :], lower)[0])
-    if sol.status in ("undecided", "absent") and not below:
+    if not below and corners:
         # A rounded corner prior lies within rounding of the boundary, on either side of it: recognise it
         # before the sign of its μ (which only says on which side the rounding fell) decides.
         y = corner_of(p, row)
@@ -530,11 +540,12 @@ def _uniform_regularity(space: MetricSpace, p: np.ndarray, e: float, method: str
 
         row_sums = GridConstraintsOperator(space, e).matvec(np.ones(n))
         return decide_prior(p, sol, row=lambda y: np.exp(-e * space.distances_from(y)), row_sums=row_sums,
-                            lower=None, rcond=math.nan, mu_sum_error=math.sqrt(n) * sol.error_bound)
+                            lower=None, rcond=math.nan, mu_sum_error=math.sqrt(n) * sol.error_bound, corners=False)
     phi = constraints_matrix(space, epsilon=e)
     rcond = 1.0 / t.condition if t.condition else math.nan
     return decide_prior(p, sol, row=lambda y: phi[y], row_sums=phi.sum(axis=1),
-                        lower=probability_bounds(space, epsilon=e)[0], rcond=rcond, mu_sum_error=n * sol.error_bound)
+                        lower=probability_bounds(space, epsilon=e)[0], rcond=rcond, mu_sum_error=n * sol.error_bound,
+                        corners=False)
 
 
 def sample_regular_priors(space: MetricSpace, *, epsilon: float, size: int | None = None, rng=None,
