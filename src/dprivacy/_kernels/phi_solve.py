@@ -61,6 +61,11 @@ EXACT_LIMIT = 40
 INVERSE_LIMIT = 2000
 ESTIMATE_SAFETY = 10.0
 
+#: Closed forms (ball-size symmetric spaces, seed 000 Prop 9) examine Φ's nullity with this module's
+#: factorization up to this many points (one Cholesky, O(n³/3), on top of an O(n²) answer); above, the
+#: nullity is reported as not examined (None).
+EXAMINE_LIMIT = 512
+
 #: Steps of iterative refinement.
 REFINE_STEPS = 3
 
@@ -245,7 +250,7 @@ class PhiFactor:
             self._eig = (lam, vec, null)
             if self._f is None:
                 self.rcond = float(np.abs(lam).min() / np.abs(lam).max())
-        self._inverse = None
+        self._inverse = self._abs_inverse = None
 
     # -- the factorization ---------------------------------------------------------------------
     @property
@@ -335,7 +340,9 @@ class PhiFactor:
         slack = np.abs(R) + gamma * (np.abs(Bn) + np.abs(self.phi) @ np.abs(X)) + beta
         if self.rigorous:
             try:
-                bounds = np.abs(self.inverse()) @ slack
+                if self._abs_inverse is None:
+                    self._abs_inverse = np.abs(self.inverse())
+                bounds = self._abs_inverse @ slack
             except sla.LinAlgError:
                 bounds = np.full_like(slack, np.inf)
         else:
@@ -492,4 +499,5 @@ class _ExactOnly(PhiFactor):
         self.phi = np.asarray(phi, dtype=np.float64)
         self.n = self.phi.shape[0]
         self.anorm = float(np.abs(self.phi).sum(axis=0).max()) if self.n else 0.0
-        self.kind, self.rcond, self._f, self.nullity, self._eig, self._inverse = "exact", 0.0, None, 0, None, None
+        self.kind, self.rcond, self._f, self.nullity, self._eig = "exact", 0.0, None, 0, None
+        self._inverse = self._abs_inverse = None

@@ -130,7 +130,7 @@ class TightConstraintsResult(TightResult):
     nullity : int or None
         dim ker Φ (numerically). When Φz = 1 is consistent its solutions form an affine space of this
         dimension (0: the solution is unique). None when not examined (ball-size symmetric spaces above
-        :data:`~dprivacy._kernels.phi_solve.INVERSE_LIMIT` points). The regularity tester reports the
+        :data:`~dprivacy._kernels.phi_solve.EXAMINE_LIMIT` points). The regularity tester reports the
         same number for the same Φ (:func:`dprivacy._kernels.phi_solve.describe_singular`).
     method : str
         How z was computed: ``"closed-form"``, ``"cholesky"``, ``"lu"``, ``"eigh"``, ``"exact"``,
@@ -336,7 +336,7 @@ def ball_size_symmetric_tight(space: MetricSpace, *, epsilon: float) -> TightCon
     Def 6, give e^{−d}.) Distance-regular and vertex-transitive graphs are ball-size symmetric; on a
     clique this is randomized response. Whether Φ is singular (then there are other tight-constraints
     mechanisms, seed 004 App. B) is examined with the shared factorization of
-    :mod:`dprivacy._kernels.phi_solve` up to its ``INVERSE_LIMIT`` points (``nullity``, as the
+    :mod:`dprivacy._kernels.phi_solve` up to its ``EXAMINE_LIMIT`` points (``nullity``, as the
     regularity tester reports it); above, ``nullity`` is None (not examined).
 
     Raises
@@ -394,7 +394,7 @@ def _closed_form(space: MetricSpace, d: np.ndarray, profile, e: float) -> TightC
     residual = float(np.abs(_ps.residual(phi, z)).max())
     bound = (n + 2) * _ps.UNIT_ROUNDOFF / s  # rounding in the sum s and its reciprocal
     nullity = condition = None
-    if n <= _ps.INVERSE_LIMIT:  # the same factorization, and so the same nullity, as the regularity tester
+    if n <= _ps.EXAMINE_LIMIT:  # the same factorization, and so the same nullity, as the regularity tester
         fac = _ps.PhiFactor(phi)
         nullity, condition = fac.nullity, fac.condition
     reason = (
