@@ -252,4 +252,6 @@ def grid_guarantee(grid: LocationGrid, epsilon: float, unit: str, mechanism: str
             f"{list(grid.region)}: for true points x, x' in cells c, c', the probability of any released cell differs by "
             f"at most a factor e^(ε·d(c, c')) ≤ e^(ε·(d(x, x') + {diag:.4g} m)), ε = {epsilon:g} per {unit}, d the distance "
             f"in the region's equal-area projection (scale factors {lo:.6f}–{hi:.6f} of the ground distance); "
-            "points in one cell are indistinguishable; each row is one report and reports compose (ε adds up)")
+            "points in one cell are indistinguishable; the grid tiles the projected bounding rectangle of the region, so "
+            f"{grid.extent()['cells_with_centre_outside_region']} of its cells have centres outside the lon/lat box and can be "
+            "released; each row is one report and reports compose (ε adds up)")
