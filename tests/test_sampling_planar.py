@@ -41,33 +41,34 @@ def _exp_exact(x: Fraction) -> Fraction:
 
 
 @pytest.mark.parametrize("beta", [1 / 32, 0.0221, 0.17677669513200073, 0.70710678])
-def test_fast_geometric_decisions_are_never_wrong_next_to_the_bin_edges(beta):
-    """Words within a few units of 2^64·e^{−βm} (the bin edges, where a float error would flip M) are
-    either undecided or decided as the exact comparison says."""
+@pytest.mark.parametrize("bits", [32, 52])
+def test_fast_geometric_decisions_are_never_wrong_next_to_the_bin_edges(beta, bits):
+    """Prefixes of U (``bits`` bits, as the sampler uses) within a few units of 2^bits·e^{−βm} (the bin
+    edges, where a float error would flip M) are either undecided or decided as the exact comparison says."""
     b = Fraction(beta)
-    us, truth = [], []
-    for m in list(range(0, 40)) + [200, 1000]:
-        edge = _exp_exact(b * m) * (1 << 64)  # U ≤ e^{−βm} ⇔ M ≥ m
-        if edge < 2**20:
+    vs, truth, far = [], [], []
+    for m in list(range(0, 40)) + [200, 600]:
+        edge = _exp_exact(b * m) * (1 << bits)  # U ≤ e^{−βm} ⇔ M ≥ m
+        if edge < 2**12:
             continue
         base = math.floor(edge)
-        for d in list(range(-3, 4)) + [-(1 << 12), 1 << 12, -(1 << 30), 1 << 30, -(1 << 44), 1 << 44]:
-            u = base + d
-            if not 0 < u < (1 << 64):
+        for d in list(range(-3, 4)) + [-(1 << 8), 1 << 8, -(1 << (bits - 20)), 1 << (bits - 20)]:
+            v = base + d
+            if not 0 < v < (1 << bits):
                 continue
-            us.append(u)
-            # U ∈ [u, u+1)/2^64 entirely ≤ edge ⇒ M ≥ m; entirely > edge ⇒ M < m; else undetermined
-            truth.append(m if u + 1 <= edge else (m - 1 if u > edge else None))
-    u = np.array(us, dtype=np.uint64)
-    got, dec = _geometric_fast(u, beta)
-    for g, d, t, uu in zip(got, dec, truth, us):
+            vs.append(v)
+            far.append(abs(d) == 1 << (bits - 20))
+            # U ∈ [v, v+1)/2^bits entirely ≤ edge ⇒ M ≥ m; entirely > edge ⇒ M < m; else undetermined
+            truth.append(m if v + 1 <= edge else (m - 1 if v > edge else None))
+    got, dec = _geometric_fast(np.array(vs, dtype=np.float64) * 2.0**-bits, beta, bits)
+    for g, d, t, v in zip(got, dec, truth, vs):
         if t is None:
-            assert not d, uu  # an edge inside the word's interval can never be decided
+            assert not d, v  # an edge inside the prefix's interval can never be decided
         elif d:
-            lo = _exp_exact(b * (g + 1)) * (1 << 64)
-            hi = _exp_exact(b * g) * (1 << 64)
-            assert lo < uu and uu + 1 <= hi  # decided: the word's whole interval lies in bin g
-    assert dec.sum() >= 0.2 * len(us)  # words far from the edges (±2^44) are decided by the fast path
+            lo = _exp_exact(b * (g + 1)) * (1 << bits)
+            hi = _exp_exact(b * g) * (1 << bits)
+            assert lo < v and v + 1 <= hi  # decided: the prefix's whole interval lies in bin g
+    assert dec[np.array(far)].mean() > 0.9  # prefixes far from the edges (a relative 2^-20) are decided
 
 
 def test_fast_acceptance_decisions_are_never_wrong_next_to_the_threshold():
@@ -246,16 +247,12 @@ class _Scripted:
 
 
 def _words_for(spec: LatticeLaplace, w1: int, w2: int) -> list[int]:
-    """Words that make the sampler propose and accept the offset (w1, w2) in one round."""
+    """Words that make the sampler propose and accept the offset (w1, w2) in one round: the two 32-bit
+    prefixes of U inside bins M₁, M₂; J₁, J₂ and the signs; an acceptance uniform below 2^-52."""
     n, kb, beta = spec.block, spec.block_bits, Fraction(spec.beta)
-    out = []
-    for w in (w1, w2):
-        m = abs(w) // n
-        out.append(int(_exp_exact(beta * m + beta / 2) * (1 << 64)))  # U inside bin m
+    u = [int(_exp_exact(beta * (abs(w) // n) + beta / 2) * (1 << 32)) for w in (w1, w2)]
     j1, j2 = abs(w1) % n, abs(w2) % n
-    out.append(j1 | (j2 << kb) | (int(w1 < 0) << 62) | (int(w2 < 0) << 63))
-    out.append(0)  # U < 2^-64: accepted whenever e^{−γ} ≥ 2^-52
-    return out
+    return [(u[0] << 32) | u[1], j1 | (j2 << kb) | (int(w1 < 0) << 62) | (int(w2 < 0) << 63), 0]
 
 
 def test_default_sampler_outputs_are_all_reachable_from_the_neighbour():

@@ -129,7 +129,9 @@ def planar_laplace_displacements(n: int, *, epsilon: float, generator, lattice: 
 
     if n == 0:
         return np.zeros(0), np.zeros(0)
-    z_east, z_north = LatticeLaplace.build(epsilon, lattice).offsets(n, generator)
+    import os
+
+    z_east, z_north = LatticeLaplace.build(epsilon, lattice).offsets(n, generator, threads=os.cpu_count() or 1)
     east, north = z_east * lattice, z_north * lattice  # exact (|z| < 2^53)
     return np.hypot(east, north), np.degrees(np.arctan2(east, north))
 

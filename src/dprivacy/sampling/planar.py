@@ -24,18 +24,18 @@ a' = ε·Λ is an exact dyadic rational: the delivered ε is ε itself, with no 
    probability ∝ e^{−a'‖z‖₂}, exactly. Acceptance ≈ π(1 − e^{−β})²/(4β²)·(…) ≈ 0.77.
 
 **Exact decisions.** Both random decisions compare a uniform real U with an irrational number
-(U ≤ e^{−βm} for the geometric, U < e^{−γ} for the acceptance). U is generated lazily: its first 64 bits
-are one word w of the random source, so U ∈ [w/2⁶⁴, (w+1)/2⁶⁴). The comparison is first made in
-float64 with a rigorous error bound (:data:`GUARD` = 2⁻⁴⁰ relative on logarithms, exponentials and the
-arithmetic, where IEEE double and numpy's exp/log err by a few 2⁻⁵³); it is **decided** only when the
-whole interval of U lies on one side of the whole error interval of the threshold, which the code
-checks in integers (thresholds converted to exact uint64). The rare undecided draws (about 10⁻¹⁰ of
-them) go to a fallback that computes the threshold with :mod:`decimal` at increasing precision
-(correctly rounded ln, exp, sqrt; error bound 10^{3−P}) and extends U by further 64-bit words until the
-comparison is decided. Every decision therefore equals the comparison of an exactly uniform real U with
-the exact threshold: the draws follow the law above exactly (given uniform random words), and the
-fallback is tested by forcing it (``force_fallback``), which must give the same output for the same
-words.
+(U ≤ e^{−βm} for the geometric, U < e^{−γ} for the acceptance). U is generated lazily: its first bits
+come from the random source (32 bits of a word for each geometric, 52 for the acceptance), so U lies in
+an interval [V, V + 2^-b). The comparison is first made in float64 with a rigorous error bound
+(:data:`GUARD` = 2⁻⁴⁰ relative on logarithms, exponentials and the arithmetic, where IEEE double and
+numpy's exp/log err by a few 2⁻⁵³); it is **decided** only when the whole interval of U lies on one
+side of the whole error interval of the threshold (exact comparisons of doubles on the 2^-b grid).
+The rare undecided draws (below 10⁻⁶ of them) go to a fallback that computes the threshold with
+:mod:`decimal` at increasing precision (correctly rounded ln, exp, sqrt; error bound 10^{3−P}) and
+extends U by further 64-bit words until the comparison is decided. Every decision therefore equals the
+comparison of an exactly uniform real U with the exact threshold: the draws follow the law above
+exactly (given uniform random words), and the fallback is tested by forcing it (``force_fallback``),
+which must give the same output for the same words.
 
 The work is vectorised over all pending proposals; only undecided draws run Python code. The random
 words come from a numpy Generator (the release ChaCha20 source) or, in keyed research mode, from a
@@ -65,6 +65,8 @@ MIN_RATE = 2.0**-50
 MAX_RATE = 64.0
 
 _TWO64 = 2.0**64
+#: Parts of a parallel draw have at least this many offsets.
+PARALLEL_MIN_PART = 1 << 15
 _LN2_64 = 64.0 * math.log(2.0)
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _MAX_ROUNDS = 10_000
@@ -142,11 +144,34 @@ class LatticeLaplace:
                            "uniform with the exact threshold (float64 with a 2^-40 error bound, Decimal fallback)",
                 "block_bits": self.block_bits}
 
-    def offsets(self, size: int, rng, *, force_fallback: bool = False, stats: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def offsets(self, size: int, rng, *, force_fallback: bool = False, stats: dict | None = None,
+                threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """``size`` independent offsets (z₁, z₂) ∈ Z² (int64 arrays, lattice steps) of the discrete planar
         Laplace with P(z) ∝ e^{−ε Λ ‖z‖₂}. ``rng``: a numpy Generator, a KeyedStream (one offset per
-        record) or a word source (tests)."""
-        return _sample(self, int(size), _words_of(rng), force_fallback=force_fallback, stats=stats)
+        record) or a word source (tests).
+
+        ``threads`` > 1 splits a large draw into that many parts drawn in parallel (numpy releases the
+        GIL): a Generator gives each part its own ChaCha20 generator keyed with 256 bits drawn from it
+        (so release mode stays cryptographic and seeded mode reproducible), a KeyedStream each part its
+        own records (the output is the same as with one thread)."""
+        size = int(size)
+        threads = max(1, min(int(threads), size // PARALLEL_MIN_PART))
+        if threads == 1 or not _splittable(rng):
+            return _sample(self, size, _words_of(rng), force_fallback=force_fallback, stats=stats)
+        from concurrent.futures import ThreadPoolExecutor
+
+        bounds = np.linspace(0, size, threads + 1).astype(int)
+        parts = [_part_source(rng, bounds[t], bounds[t + 1]) for t in range(threads)]
+        z1 = np.empty(size, dtype=np.int64)
+        z2 = np.empty(size, dtype=np.int64)
+
+        def run(t):
+            a, b = _sample(self, int(bounds[t + 1] - bounds[t]), _words_of(parts[t]), force_fallback=force_fallback)
+            z1[bounds[t]:bounds[t + 1]], z2[bounds[t]:bounds[t + 1]] = a, b
+
+        with ThreadPoolExecutor(threads) as ex:
+            list(ex.map(run, range(threads)))
+        return z1, z2
 
 
 def _inv_sqrt2_lower() -> Fraction:
@@ -163,6 +188,27 @@ def _float_down(x: Fraction) -> float:
 
 
 # -- random words ---------------------------------------------------------------------------------
+
+
+def _splittable(rng) -> bool:
+    from .keyed import KeyedStream
+
+    return isinstance(rng, (KeyedStream, np.random.Generator))
+
+
+def _part_source(rng, a: int, b: int):
+    """The source of part [a, b) of a parallel draw (see :meth:`LatticeLaplace.offsets`)."""
+    from .keyed import KeyedStream
+
+    if isinstance(rng, KeyedStream):
+        part = KeyedStream.__new__(KeyedStream)
+        part.key, part.keys, part.n, part.calls = rng.key, rng.keys[a:b], b - a, rng.calls
+        return part
+    from randomgen import ChaCha
+
+    key = int.from_bytes(rng.integers(0, 1 << 64, size=4, dtype=np.uint64, endpoint=False).tobytes(), "little")
+    return np.random.Generator(ChaCha(key=key, counter=0, rounds=20))
+
 
 
 class _GeneratorWords:
@@ -220,21 +266,22 @@ def _unit52(u: np.ndarray) -> np.ndarray:
     return ((u >> _S12) | _ONE_BITS).view(np.float64) - 1.0
 
 
-def _geometric_fast(u: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
-    """M = ⌊−ln U/β⌋ for U in [V, V + 2^-52) (V = the top 52 bits of u): (M, decided). Decided iff the
-    whole interval of −ln U, widened by the float error bound, lies in one bin [βM, β(M+1))."""
-    v = _unit52(u)
+def _geometric_fast(v: np.ndarray, beta: float, bits: int = 52) -> tuple[np.ndarray, np.ndarray]:
+    """M = ⌊−ln U/β⌋ for U in [V, V + 2^-bits) (``v`` = V as exact doubles on the 2^-bits grid):
+    (M, decided). Decided iff the whole interval of −ln U, widened by the float error bound, lies in one
+    bin [βM, β(M+1))."""
     inv_beta = 1.0 / beta
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         L = -np.log(v)  # −ln V: the upper end of −ln U (inf for V = 0: undecided)
-        # ln(V + 2^-52) ≥ ln V − … : the interval of −ln U is (L − 2^-52/V, L]; float errors of the log
-        # and of x = L/β are below GUARD·(1 + L) in −ln U.
-        tol = (GUARD * (1.0 + L) + _ULP52 / v) * inv_beta
+        # the interval of −ln U is (L − 2^-bits/V, L]; float errors of the log and of x = L/β are below
+        # GUARD·(1 + L) in −ln U
+        tol = (GUARD * (1.0 + L) + 2.0**-bits / v) * inv_beta
         x = L * inv_beta
         m = np.floor(x)
         frac = x - m  # exact
         decided = (frac >= tol) & (frac <= 1.0 - tol) & (v > 0.0)
-    return np.where(decided, m, 0.0).astype(np.int64), decided
+    m[~decided] = 0.0
+    return m.astype(np.int64), decided
 
 
 def _accept_fast(u: np.ndarray, gamma: np.ndarray, one: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -253,10 +300,10 @@ def _ctx(prec: int) -> Context:
     return Context(prec=prec, Emin=-10**8, Emax=10**8)
 
 
-def _geometric_exact(words, record: int, call: int, u: int, beta: float) -> int:
+def _geometric_exact(words, record: int, call: int, u: int, beta: float, bits: int = 64, slot: int = 0) -> int:
     """The fallback of :func:`_geometric_fast`: M = ⌊−ln U/β⌋ decided in Decimal, U extended lazily
-    (U ∈ [k/2^b, (k+1)/2^b) with k the first b bits)."""
-    k, bits, prec, ext = int(u), 64, 50, 0
+    (U ∈ [k/2^b, (k+1)/2^b) with k = ``u`` its first b = ``bits`` bits; extension words from ``slot``)."""
+    k, prec, ext = int(u), 50, 0
     b = Fraction(beta)
     while True:
         if k > 0:
@@ -269,7 +316,7 @@ def _geometric_exact(words, record: int, call: int, u: int, beta: float) -> int:
             c = max(0, math.floor(lo_f / b))
             if b * c <= lo_f and hi_f < b * (c + 1):
                 return c
-        k = (k << 64) | words.extend(record, call, ext)
+        k = (k << 64) | words.extend(record, call, ext + (slot << 20))
         ext += 1
         bits += 64
         prec += 25
@@ -314,6 +361,9 @@ def _accept_exact(words, record: int, call: int, u: int, z1: int, z2: int, m_sum
 
 
 def _sample(spec: LatticeLaplace, size: int, words, *, force_fallback: bool = False, stats: dict | None = None):
+    """The rejection loop of the module notes. Words per proposal: one for both geometrics (32 bits each,
+    the high half for M₁), one for J₁, J₂ and the two signs (two when 2k + 2 > 64), one for the
+    acceptance (its top 52 bits); every round draws them for every pending proposal."""
     z1 = np.zeros(size, dtype=np.int64)
     z2 = np.zeros(size, dtype=np.int64)
     pending = np.arange(size)
@@ -323,9 +373,13 @@ def _sample(spec: LatticeLaplace, size: int, words, *, force_fallback: bool = Fa
     a, ap = spec.proposal, spec.rate
     g = float(Fraction(ap) * _inv_sqrt2_lower() - Fraction(a))  # a'/√2 − a > 0 to full relative precision
     packed = 2 * kb + 2 <= 64
-    nwords = 4 if packed else 5
+    nwords = 3 if packed else 4
     mask = np.uint64((1 << kb) - 1)
+    lo32 = np.uint64(0xFFFFFFFF)
+    s32, s62, s63, ukb = np.uint64(32), np.uint64(62), np.uint64(63), np.uint64(kb)
+    one_u = np.uint64(1)
     limit = (1 << 62) // n
+    half_ap = 0.5 * ap
     count = {"rounds": 0, "proposals": 0, "fallback_geometric": 0, "fallback_accept": 0}
     for _ in range(_MAX_ROUNDS):
         m = pending.size
@@ -335,42 +389,55 @@ def _sample(spec: LatticeLaplace, size: int, words, *, force_fallback: bool = Fa
         count["proposals"] += m
         # A fixed number of words per round for every pending record (keyed streams stay aligned).
         w, calls = words.main(pending, nwords)
+        w0 = w[0]
+        v1 = (w0 >> s32).astype(np.float64) * 2.0**-32  # exact: 32-bit integers
+        v2 = (w0 & lo32).astype(np.float64) * 2.0**-32
         if packed:
-            w3 = w[2]
-            j1 = (w3 & mask).astype(np.int64)
-            j2 = ((w3 >> np.uint64(kb)) & mask).astype(np.int64)
-            s1 = (w3 >> np.uint64(62)) & np.uint64(1)
-            s2 = w3 >> np.uint64(63)
+            w3 = w[1]
+            j1 = (w3 & mask).view(np.int64)
+            j2 = ((w3 >> ukb) & mask).view(np.int64)
+            s1 = ((w3 >> s62) & one_u).astype(bool)
+            s2 = (w3 >> s63).astype(bool)
         else:
-            j1 = (w[2] & mask).astype(np.int64)
-            j2 = (w[3] & mask).astype(np.int64)
-            s1 = w[2] >> np.uint64(63)
-            s2 = w[3] >> np.uint64(63)
+            j1 = (w[1] & mask).view(np.int64)
+            j2 = (w[2] & mask).view(np.int64)
+            s1 = (w[1] >> s63).astype(bool)
+            s2 = (w[2] >> s63).astype(bool)
         w_acc, acc_call = w[nwords - 1], calls[nwords - 1]
-        m1, d1 = _geometric_fast(w[0], beta)
-        m2, d2 = _geometric_fast(w[1], beta)
+        m1, d1 = _geometric_fast(v1, beta, 32)
+        m2, d2 = _geometric_fast(v2, beta, 32)
         if force_fallback:
             d1[:] = False
             d2[:] = False
-        for arr, dec, ww, call in ((m1, d1, w[0], calls[0]), (m2, d2, w[1], calls[1])):
+        for arr, dec, shift, slot in ((m1, d1, s32, 0), (m2, d2, np.uint64(0), 1)):
             for i in np.flatnonzero(~dec):
-                arr[i] = _geometric_exact(words, int(pending[i]), call, int(ww[i]), beta)
+                u32 = int((w0[i] >> shift) & lo32)
+                arr[i] = _geometric_exact(words, int(pending[i]), calls[0], u32, beta, bits=32, slot=slot)
                 count["fallback_geometric"] += 1
         if int(max(m1.max(initial=0), m2.max(initial=0))) >= limit:
             raise OverflowError("discrete planar Laplace: an offset beyond 2^62 lattice steps (probability below e^-2000)")
-        a1 = m1 * n + j1
-        a2 = m2 * n + j2
+        a1 = m1 * n
+        a1 += j1
+        a2 = m2 * n
+        a2 += j2
         zero1, zero2 = a1 == 0, a2 == 0
-        zero_bad = (zero1 & (s1 == 1)) | (zero2 & (s2 == 1))
+        zero_bad = (zero1 & s1) | (zero2 & s2)
         one = zero1 & zero2
         # γ = a'(‖z‖₂ − ‖z‖₁/√2) + (a'/√2 − a)‖z‖₁ + a(J₁ + J₂): three non-negative terms, each with a
         # relative float error of a few 2^-53 (no cancellation: ‖z‖₂ − ‖z‖₁/√2 = (|z₁| − |z₂|)²/2 / (‖z‖₂ + ‖z‖₁/√2)).
         f1, f2 = a1.astype(np.float64), a2.astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             l1 = f1 + f2
-            den = np.hypot(f1, f2) + l1 * _INV_SQRT2
+            den = np.sqrt(f1 * f1 + f2 * f2)
+            den += l1 * _INV_SQRT2
             diff = f1 - f2
-            gamma = (0.5 * ap) * (diff * diff) / den + g * l1 + a * (j1 + j2).astype(np.float64)
+            diff *= diff
+            diff *= half_ap
+            diff /= den
+            gamma = l1
+            gamma *= g
+            gamma += diff
+            gamma += a * (j1 + j2).astype(np.float64)
         gamma[one] = 0.0
         acc, dec = _accept_fast(w_acc, gamma, one)
         if force_fallback:
@@ -380,9 +447,13 @@ def _sample(spec: LatticeLaplace, size: int, words, *, force_fallback: bool = Fa
                                    int(m1[i] + m2[i]), spec)
             count["fallback_accept"] += 1
         ok = acc & ~zero_bad
-        idx = pending[ok]
-        z1[idx] = np.where(s1[ok] == 1, -a1[ok], a1[ok])
-        z2[idx] = np.where(s2[ok] == 1, -a2[ok], a2[ok])
+        if m == size and count["rounds"] == 1:  # the first round: every record pending, in order
+            np.copyto(z1, np.where(s1, -a1, a1), where=ok)
+            np.copyto(z2, np.where(s2, -a2, a2), where=ok)
+        else:
+            idx = pending[ok]
+            z1[idx] = np.where(s1[ok], -a1[ok], a1[ok])
+            z2[idx] = np.where(s2[ok], -a2[ok], a2[ok])
         pending = pending[~ok]
     else:
         raise RuntimeError(f"discrete planar Laplace: rejection did not finish in {_MAX_ROUNDS} rounds")
