@@ -133,10 +133,16 @@ def test_forced_fallback_gives_the_same_draws_for_the_same_words():
         assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1])
 
 
-def test_keyed_offsets_do_not_depend_on_the_batch():
+def test_keyed_offsets_do_not_depend_on_the_batch_the_chunks_or_the_threads():
+    from dprivacy.sampling.planar import CHUNK, _sample, _words_of
+
     spec = LatticeLaplace.build(1e-3, 2.0**-22)
-    keys = np.arange(5000, dtype=np.uint64) * np.uint64(2654435761)
-    whole = spec.offsets(keys.size, KeyedStream(8, keys))
+    keys = np.arange(2 * CHUNK + 5000, dtype=np.uint64) * np.uint64(2654435761)
+    whole = _sample(spec, keys.size, _words_of(KeyedStream(8, keys)))  # one pass, no chunks
+    for threads in (1, 2):
+        s = KeyedStream(8, keys)
+        z = spec.offsets(keys.size, s, threads=threads)
+        assert np.array_equal(z[0], whole[0]) and np.array_equal(z[1], whole[1])
     part = spec.offsets(700, KeyedStream(8, keys[1000:1700]))
     assert np.array_equal(whole[0][1000:1700], part[0]) and np.array_equal(whole[1][1000:1700], part[1])
 

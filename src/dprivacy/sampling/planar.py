@@ -67,6 +67,8 @@ MAX_RATE = 64.0
 _TWO64 = 2.0**64
 #: Parts of a parallel draw have at least this many offsets.
 PARALLEL_MIN_PART = 1 << 15
+#: Offsets drawn per pass of the rejection loop (arrays of 512 KiB: in cache, below the mmap threshold).
+CHUNK = 1 << 16
 _LN2_64 = 64.0 * math.log(2.0)
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _MAX_ROUNDS = 10_000
@@ -145,33 +147,61 @@ class LatticeLaplace:
                 "block_bits": self.block_bits}
 
     def offsets(self, size: int, rng, *, force_fallback: bool = False, stats: dict | None = None,
-                threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+                threads: int = 1, consume=None) -> tuple[np.ndarray, np.ndarray] | None:
         """``size`` independent offsets (z₁, z₂) ∈ Z² (int64 arrays, lattice steps) of the discrete planar
         Laplace with P(z) ∝ e^{−ε Λ ‖z‖₂}. ``rng``: a numpy Generator, a KeyedStream (one offset per
         record) or a word source (tests).
 
-        ``threads`` > 1 splits a large draw into that many parts drawn in parallel (numpy releases the
-        GIL): a Generator gives each part its own ChaCha20 generator keyed with 256 bits drawn from it
-        (so release mode stays cryptographic and seeded mode reproducible), a KeyedStream each part its
-        own records (the output is the same as with one thread)."""
-        size = int(size)
-        threads = max(1, min(int(threads), size // PARALLEL_MIN_PART))
-        if threads == 1 or not _splittable(rng):
-            return _sample(self, size, _words_of(rng), force_fallback=force_fallback, stats=stats)
-        from concurrent.futures import ThreadPoolExecutor
+        Large draws are made in chunks of :data:`CHUNK` (the arrays stay in cache and below the
+        allocator's mmap threshold). ``threads`` > 1 splits them into that many parts drawn in parallel
+        (numpy releases the GIL): a Generator gives each part its own ChaCha20 generator keyed with 256
+        bits drawn from it (release mode stays cryptographic, seeded mode reproducible), a KeyedStream
+        each part its own records (the output is the same as with one thread). ``consume(a, b, z₁, z₂)``:
+        if given, each chunk [a, b) is handed to it (in its thread) instead of being returned."""
+        from .keyed import KeyedStream
 
+        size = int(size)
+        if not _splittable(rng):
+            out = _sample(self, size, _words_of(rng), force_fallback=force_fallback, stats=stats)
+            if consume is None:
+                return out
+            consume(0, size, *out)
+            return None
+        threads = max(1, min(int(threads), size // PARALLEL_MIN_PART))
+        returned = consume is None
+        if consume is None:
+            z1 = np.empty(size, dtype=np.int64)
+            z2 = np.empty(size, dtype=np.int64)
+
+            def consume(a, b, x1, x2):
+                z1[a:b], z2[a:b] = x1, x2
+        keyed = isinstance(rng, KeyedStream)
         bounds = np.linspace(0, size, threads + 1).astype(int)
-        parts = [_part_source(rng, bounds[t], bounds[t + 1]) for t in range(threads)]
-        z1 = np.empty(size, dtype=np.int64)
-        z2 = np.empty(size, dtype=np.int64)
+        sources = [rng] if threads == 1 else [_part_source(rng, bounds[t], bounds[t + 1]) for t in range(threads)]
+        calls = [rng.calls] if keyed else []
+        counts: list = [{} for _ in range(threads)]
 
         def run(t):
-            a, b = _sample(self, int(bounds[t + 1] - bounds[t]), _words_of(parts[t]), force_fallback=force_fallback)
-            z1[bounds[t]:bounds[t + 1]], z2[bounds[t]:bounds[t + 1]] = a, b
+            src, a, b = sources[t], int(bounds[t]), int(bounds[t + 1])
+            for c0 in range(a, b, CHUNK):
+                c1 = min(c0 + CHUNK, b)
+                part = _part_source(rng, c0, c1) if keyed else src
+                consume(c0, c1, *_sample(self, c1 - c0, _words_of(part), force_fallback=force_fallback,
+                                         stats=counts[t]))
+                if keyed:
+                    calls.append(part.calls)
 
-        with ThreadPoolExecutor(threads) as ex:
-            list(ex.map(run, range(threads)))
-        return z1, z2
+        if threads == 1:
+            run(0)
+        else:
+            list(_pool(threads).map(run, range(threads)))
+        if keyed:  # as one call on the whole batch: the stream advances by the longest record's draws
+            rng.calls = max(calls)
+        if stats is not None:
+            for c in counts:
+                for k, v in c.items():
+                    stats[k] = stats.get(k, 0) + v
+        return (z1, z2) if returned else None
 
 
 def _inv_sqrt2_lower() -> Fraction:
@@ -188,6 +218,19 @@ def _float_down(x: Fraction) -> float:
 
 
 # -- random words ---------------------------------------------------------------------------------
+
+
+_POOL = None
+
+
+def _pool(threads: int):
+    """A thread pool kept for the life of the process (new threads cost fresh malloc arenas: page faults)."""
+    global _POOL
+    from concurrent.futures import ThreadPoolExecutor
+
+    if _POOL is None or _POOL._max_workers < threads:
+        _POOL = ThreadPoolExecutor(threads, thread_name_prefix="dprivacy-planar")
+    return _POOL
 
 
 def _splittable(rng) -> bool:
