@@ -27,7 +27,7 @@ geodesic distance d and any released point y within distance r of both,
   diagonal ≤ δ = 1.58 cm) contains between (A − P s)/Λ² and (A + P s + π s²)/Λ² noise-lattice points
   (s = Λ/√2 + 20 nm, the lattice's covering radius plus the geodesic computation's error), each of
   weight between e^{−ε·dmax} and e^{−ε·dmin}, and dmax(x', y) − dmin(x, y) ≤ d + δ. With the defaults
-  ln κ ≤ 8.5·10⁻⁴ (at the 1 mm cells near the poles; 1.4·10⁻⁴ at the equator), so σ ≈ ε·0.0158 m + 0.00085.
+  ln κ ≤ 8.3·10⁻⁴ (at the 1 mm cells near the poles; 1.4·10⁻⁴ at the equator), so σ ≈ ε·0.0158 m + 0.00082.
   Every cell contains at least one lattice point from every input: **every output is reachable from
   every true point** (Mironov's condition), so no output singles out an input.
 * d·r/(3R²) (R = 6,335 km, the smallest radius of curvature of WGS84) is the first-order difference
