@@ -138,7 +138,8 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
             raise
         finally:
             _shutdown(client, cluster, quiet=interrupted, started=_clusters() - known)
-            _restore_loggers(saved_levels)
+            if not interrupted:  # after Ctrl-C the process is ending: Dask's loggers stay silent to the end
+                _restore_loggers(saved_levels)
         for r in results:
             report.rows_read += r["rows_read"]
             report.rows_written += r["rows_written"]
