@@ -40,11 +40,15 @@ def make_file(path: Path, n: int, seed: int = 0) -> None:
     w.close()
 
 
-def run_cli(args: list[str]) -> tuple[float, float]:
-    """(seconds, peak RSS of the child in MiB) for one ``dprivacy`` command."""
+def run_cli(args: list[str], src: str | None = None) -> tuple[float, float]:
+    """(seconds, peak RSS of the child in MiB) for one ``dprivacy`` command (``src``: run that source
+    tree's dprivacy instead, e.g. an older checkout, for a baseline in the same run)."""
+    import os
+
+    env = dict(os.environ, PYTHONPATH=src) if src else None
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "dprivacy.cli", *args], capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "-m", "dprivacy.cli", *args], capture_output=True, text=True, env=env)
     dt = time.perf_counter() - t0
     if p.returncode:
         raise RuntimeError(p.stderr)
@@ -90,6 +94,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
     ap.add_argument("--skip-dask", action="store_true")
+    ap.add_argument("--baseline-src", metavar="DIR", help="also run the end-to-end cases with the dprivacy of this source "
+                    "tree (e.g. a checkout before a change), interleaved in the same run")
     args = ap.parse_args()
     out: dict = {"core_points_per_s": core(1_000_000), "end_to_end": [], "grid": [], "dask": []}
     print(f"core (noise + geodesic, in memory, 1e6 points): {out['core_points_per_s'] / 1e6:.2f} M points/s", flush=True)
@@ -105,8 +111,12 @@ def main() -> None:
             make_file(src, n)
             dt, rss = run_cli(["obfuscate", str(src), "-o", str(d / f"out-{n}.parquet"), "--epsilon", "1"])
             rec = {"points": n, "seconds": dt, "points_per_s": n / dt, "peak_rss_mib": rss}
-            out["end_to_end"].append(rec)
             print(f"end to end, {n:>11,} points: {dt:6.2f} s, {n / dt / 1e6:.2f} M points/s, peak RSS {rss:.0f} MiB", flush=True)
+            if args.baseline_src:
+                bt, brss = run_cli(["obfuscate", str(src), "-o", str(d / f"base-{n}.parquet"), "--epsilon", "1"], args.baseline_src)
+                rec["baseline"] = {"src": args.baseline_src, "seconds": bt, "points_per_s": n / bt}
+                print(f"  baseline ({args.baseline_src}): {bt:6.2f} s, {n / bt / 1e6:.2f} M points/s", flush=True)
+            out["end_to_end"].append(rec)
             if not args.skip_dask and n == max(args.sizes):
                 for engine in ("local", "dask"):
                     o = d / f"{engine}-{n}.parquet"

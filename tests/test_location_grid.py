@@ -109,7 +109,11 @@ def test_tight_constraints_release_frequencies_match_the_rows():
     ol, oo = g.centre_of(cells)
     assert np.array_equal(ol, out_lat) and np.array_equal(oo, out_lon)  # outputs are cell centres
     row = rel.mechanism.rows(y)
-    assert _chi2_pvalue(np.bincount(cells, minlength=g.n).astype(float), row / row.sum()) > 1e-4
+    counts = np.bincount(cells, minlength=g.n).astype(float)
+    assert _chi2_pvalue(counts, row / row.sum()) > 1e-4
+    # power: the same counts reject the row of the mechanism at 1.2·ε
+    other = build_grid_release(g, "tight-constraints", epsilon_m=1.2 / 1500).mechanism.rows(y)
+    assert _chi2_pvalue(counts, other / other.sum()) < 1e-4
     assert rel.info["optimal_for_prior"]["regular"] is True  # the uniform prior is regular when the mechanism exists
 
 
@@ -334,11 +338,16 @@ def test_tight_sampler_mixture_matches_the_mixed_rows_and_reaches_every_cell():
     assert default["uniform_mixture"] == 2.0**-20 and default["estimated_epsilon_excess"] < 1e-6
 
 
-def test_planar_grid_sampler_mixes_in_the_uniform_distribution():
+def test_planar_grid_sampler_is_exact_on_its_lattice_and_states_its_epsilon():
+    """The grid sampler draws the exact discrete planar Laplace on (cell/K)Z² (K odd) and snaps it: its
+    frequencies match the rows (chi-square, power at 1.25ε, including a corner secret whose boundary
+    cells take the tails), and it reports the ε it delivers (≤ ε, exactly)."""
     g = GridSpace(40, 40)
-    m = planar_laplace_grid_mechanism(g, epsilon=3.0)
-    m.MIXTURE_BITS = 3  # γ = 1/8 on this instance, to see the mixture
-    draws = m.sample_indices(np.full(100_000, 0), rng=1)
-    counts = np.bincount(draws, minlength=g.n).astype(float)
-    mixed = 0.875 * m.rows(0) + 0.125 / g.n
-    assert _chi2_pvalue(counts, mixed) > 1e-4 and counts[g.n - 1] > 0
+    m = planar_laplace_grid_mechanism(g, epsilon=0.6)
+    assert m.lattice_k % 2 == 1 and m.lattice_k >= 1025
+    info = m.exact_sampler.to_dict()
+    assert info["delivered_epsilon"] <= 0.6 and info["epsilon_slack"] <= 0 and info["every_cell_reachable"]
+    for y in (0, 820):
+        counts = np.bincount(m.sample_indices(np.full(100_000, y), rng=1 + y), minlength=g.n).astype(float)
+        assert _chi2_pvalue(counts, m.rows(y)) > 1e-4
+        assert _chi2_pvalue(counts, planar_laplace_grid(g, epsilon=0.75).channel.matrix[y]) < 1e-4

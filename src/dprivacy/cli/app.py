@@ -478,8 +478,58 @@ class _RowProgress:
             self._p.update(self._task, completed=what, **({"total": total} if total else {}))
 
 
+class _SolveStatus:
+    """Progress of a long solve on stderr: a rich status line on a terminal; otherwise (unless --json)
+    a plain line after the first 5 s and then every 30 s, so that a long run is never silent."""
+
+    def __init__(self, show_tty: bool, plain: bool, what: str):
+        self.what = what
+        self.plain = plain and not show_tty
+        self._status = None
+        self._t0 = time.perf_counter()
+        self._last = None
+        if show_tty:
+            from rich.console import Console
+
+            self._status = Console(stderr=True).status(f"{what}... (Ctrl-C stops)")
+            self._status.start()
+
+    def update(self, r) -> None:
+        self._text = (f"{self.what}: round {r.round}, {r.rows:,} constraints, utility {r.certified:.6g} certified, bound "
+                      f"{r.bound:.6g}, gap {r.gap:.2g}" if hasattr(r, "round") else f"{self.what}: {r}")
+        if self._status is not None:
+            self._status.update(self._text + " (Ctrl-C stops)")
+        self.tick()
+
+    def tick(self) -> None:
+        """A plain line on stderr after 5 s and then every 30 s (not on a terminal, not with --json)."""
+        if not self.plain:
+            return
+        now = time.perf_counter() - self._t0
+        if now >= 5 and (self._last is None or now - self._last >= 30):
+            self._last = now
+            print(f"dprivacy: {getattr(self, '_text', self.what)}, {now:.0f} s (Ctrl-C stops)", file=sys.stderr, flush=True)
+
+    def stop(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+
+
+def _same_file(a, b) -> bool:
+    """True when paths a and b name the same file (or folder), existing or not."""
+    import os
+
+    pa, pb = Path(a), Path(b)
+    try:
+        if pa.exists() and pb.exists():
+            return os.path.samefile(pa, pb)
+    except OSError:
+        pass
+    return pa.resolve() == pb.resolve()
+
+
 def cmd_obfuscate(args) -> int:
-    from ..data.locations import epsilon_for_accuracy, obfuscate_file, parse_accuracy
+    from ..data.locations import check_sane_epsilon, epsilon_for_accuracy, epsilon_per_metre, obfuscate_file, parse_accuracy
 
     if (args.epsilon is None) == (args.accuracy is None):
         raise CliError("dprivacy obfuscate: error: give exactly one of --epsilon E or --accuracy R@P (e.g. 500m@95%)")
@@ -488,12 +538,11 @@ def cmd_obfuscate(args) -> int:
         eps, unit = epsilon_for_accuracy(radius, prob), "m"
     else:
         eps, unit = args.epsilon, args.unit
+    if _same_file(args.input, args.output):
+        raise CliError(f"dprivacy obfuscate: error: OUTPUT {args.output} is the input file: write the release to a new file "
+                       "(--force never overwrites the input)")
+    check_sane_epsilon(epsilon_per_metre(eps, unit), what="--accuracy" if args.accuracy is not None else "--epsilon")
     show = not args.json and sys.stderr.isatty()
-    progress = None
-    if show:
-        status = _RowProgress(args.input, "obfuscating")
-        status.start()
-        progress = status.update
     grid_flags = [f for f, v in (("--cell", args.cell), ("--region", args.region), ("--prior", args.prior),
                                  ("--prior-from", args.prior_from), ("--remap", args.remap or None)) if v is not None]
     release = None
@@ -505,29 +554,49 @@ def cmd_obfuscate(args) -> int:
         if args.cell is None or args.region is None:
             raise CliError(f"dprivacy obfuscate: error: --mechanism {args.mechanism} needs --cell (e.g. 500m) and --region "
                            "LON_MIN,LAT_MIN,LON_MAX,LAT_MAX (a public bounding box, not the data's own)")
+    if args.time_limit is not None and args.mechanism != "optimal":
+        raise CliError(f"dprivacy obfuscate: error: --time-limit applies to --mechanism optimal, not {args.mechanism}")
     if args.mechanism != "planar-laplace" and args.output and Path(args.output).exists() and not args.force:
         raise CliError(f"dprivacy obfuscate: error: {args.output} exists (use --force to replace it)")
-    try:
-        if args.mechanism != "planar-laplace":
-            from ..data.grid_release import build_grid_release
-            from ..data.location_grid import LocationGrid
-            from ..data.locations import epsilon_per_metre
+    if args.mechanism != "planar-laplace":
+        from ..data.grid_release import DEFAULT_OPTIMAL_TIME_LIMIT, build_grid_release, check_optimal_size
+        from ..data.location_grid import LocationGrid
 
-            if show:
-                status.update(f"building {args.mechanism} on the grid")
-            grid = LocationGrid.build(args.region, args.cell)
-            release = build_grid_release(grid, args.mechanism, epsilon_m=epsilon_per_metre(eps, unit), prior=args.prior,
-                                         prior_from=args.prior_from, remap=args.remap, lat=args.lat, lon=args.lon,
-                                         time_limit=args.time_limit)
+        grid = LocationGrid.build(args.region, args.cell)
+        build = dict(epsilon_m=epsilon_per_metre(eps, unit), prior=args.prior, prior_from=args.prior_from, remap=args.remap,
+                     lat=args.lat, lon=args.lon)
+        if args.mechanism == "optimal":
+            from ..data.interruptible import call_in_child
+
+            check_optimal_size(grid)
+            limit = args.time_limit if args.time_limit is not None else DEFAULT_OPTIMAL_TIME_LIMIT
+            status = _SolveStatus(show, not args.json, f"optimal mechanism on {grid.n:,} cells (time limit {limit:g} s)")
+            try:
+                release = call_in_child(build_grid_release, grid, args.mechanism, time_limit=limit, progress=status.update,
+                                        tick=status.tick, **build)
+            finally:
+                status.stop()
+        else:
+            status = _SolveStatus(show, False, f"building {args.mechanism} on the grid")
+            try:
+                release = build_grid_release(grid, args.mechanism, **build)
+            finally:
+                status.stop()
+    progress = None
+    if show:
+        bar = _RowProgress(args.input, "obfuscating")
+        bar.start()
+        progress = bar.update
+    try:
         common = dict(epsilon=eps, unit=unit, lat=args.lat, lon=args.lon, rng=args.seed, force=args.force,
                       skip_invalid=args.skip_invalid, release=release, user=args.user, budget=args.budget, key=args.key,
-                      coords=args.coords)
+                      coords=args.coords, accuracy=args.accuracy)
         if args.engine == "dask":
             from ..data.dask_engine import obfuscate_dask
 
             if show:
-                status.update("obfuscating on Dask (row groups)")
-                progress = lambda done, total: status.update(done, total)  # noqa: E731
+                bar.update("obfuscating on Dask (row groups)")
+                progress = lambda done, total: bar.update(done, total)  # noqa: E731
             rep = obfuscate_dask(args.input, args.output, scheduler=args.scheduler, workers=args.workers,
                                  progress=progress, **common)
         else:
@@ -536,7 +605,7 @@ def cmd_obfuscate(args) -> int:
             rep = obfuscate_file(args.input, args.output, progress=progress, **common)
     finally:
         if show:
-            status.stop()
+            bar.stop()
     report = rep.to_dict()
     report["sidecar"] = str(args.output) + ".dprivacy.json"
     _emit(report, args.json, f"obfuscated {rep.rows_written:,} points")
@@ -586,21 +655,14 @@ def cmd_evaluate(args) -> int:
 
     sweep = parse_sweep(args.sweep) if args.sweep is not None else None
     mechanisms = [m.strip() for m in args.mechanisms.split(",") if m.strip()] if args.mechanisms else None
-    show = not args.json and sys.stderr.isatty()
-    progress = None
-    if show:
-        from rich.console import Console
-
-        status = Console(stderr=True).status("evaluating...")
-        status.start()
-        progress = status.update
+    status = _SolveStatus(not args.json and sys.stderr.isatty(), not args.json, "evaluating")
     try:
         rep = evaluate_release(args.original, args.released, lat=args.lat, lon=args.lon, key=args.key, coords=args.coords,
                                cell=args.cell, region=args.region, prior=args.prior, prior_from=args.prior_from, sweep=sweep,
-                               mechanisms=mechanisms, png=args.png, html=args.html, time_limit=args.time_limit, progress=progress)
+                               mechanisms=mechanisms, png=args.png, html=args.html, time_limit=args.time_limit,
+                               progress=status.update, force=args.force)
     finally:
-        if show:
-            status.stop()
+        status.stop()
     if not args.json and "grid" in rep:
         g = rep.pop("grid")
         rep["grid"] = f"{g['grid']['width']}×{g['grid']['height']} cells of {g['grid']['cell_m']:g} m"
@@ -770,7 +832,8 @@ def make_parser() -> argparse.ArgumentParser:
     ob.add_argument("--prior-from", metavar="FILE", help="instead of --prior: estimate it from a public file of points")
     ob.add_argument("--remap", action="store_true", help="grid mechanisms: replace each output by the cell that minimises "
                     "the expected distance for the prior (post-processing: same ε, smaller error)")
-    ob.add_argument("--time-limit", type=float, help="optimal: stop the linear program after this many seconds with its certified gap")
+    ob.add_argument("--time-limit", type=float, help="optimal: stop the linear program after this many seconds (default 300) "
+                    "and use the best certified mechanism found, its gap recorded; grids over 600 cells are refused")
     ob.add_argument("--user", metavar="COL", help="the column identifying the person of each row (with --budget)")
     ob.add_argument("--budget", type=float, help="total ε per user (units of --epsilon): rows beyond ⌊budget/ε⌋ per user are suppressed and counted")
     ob.add_argument("--coords", choices=["degrees", "semicircles"], default="degrees",
@@ -812,9 +875,11 @@ def make_parser() -> argparse.ArgumentParser:
     ev.add_argument("--prior-from", metavar="FILE", help="grid measures: the prior estimated from a file of points")
     ev.add_argument("--sweep", metavar="LO:HI:N", help="privacy–utility curve over N values of ε from LO to HI (the release's unit)")
     ev.add_argument("--mechanisms", metavar="A,B", help="mechanisms of the sweep: planar-laplace-grid, tight-constraints, optimal (default: the release's)")
-    ev.add_argument("--time-limit", type=float, help="optimal: seconds per linear program")
+    ev.add_argument("--time-limit", type=float, help="optimal: seconds per linear program (default 300; the best certified "
+                    "mechanism found by then is measured); grids over 600 cells are refused")
     ev.add_argument("--png", metavar="FILE", help="write the figure (map on a land/sea base layer, displacement, sweep)")
     ev.add_argument("--html", metavar="FILE", help="write a self-contained HTML page (figure embedded, no network needed)")
+    ev.add_argument("--force", action="store_true", help="replace existing --png/--html files")
     ev.add_argument("--json", action="store_true")
     ev.set_defaults(func=cmd_evaluate)
 

@@ -16,9 +16,13 @@ the file is split.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
+import signal
+import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -103,13 +107,22 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
         report.random_source = dict(report.random_source, per_task="each task keys its own ChaCha20 from the worker's OS")
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
     try:
-        cluster = None
-        if scheduler is None:
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
-            client = Client(cluster)
-        else:
-            client = Client(scheduler)
+        cluster = client = None
+        interrupted = False
+        saved_levels = _quiet_loggers() if scheduler is None else {}
+        known = _clusters()
         try:
+            if scheduler is None:
+                # Ctrl-C in a terminal (or `timeout -s INT`) reaches the whole process group: each worker
+                # process would print its own traceback, and Dask's loggers the teardown. The workers
+                # inherit a standard error sent to the null device (their failures come back to us as the
+                # tasks' exceptions), and Dask's loggers here say nothing below CRITICAL during the run.
+                with _stderr_to_null():
+                    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                                           silence_logs=logging.CRITICAL)
+                    client = Client(cluster)
+            else:
+                client = Client(scheduler)
             tasks = [dask.delayed(_run_piece)(ob, p, i, str(tmp), src.release) for i, p in enumerate(pieces)]
             futures = client.compute(tasks)
             from distributed import as_completed
@@ -120,10 +133,13 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
                 if progress is not None:
                     progress(done, len(futures))
             results = client.gather(futures)
+        except KeyboardInterrupt:
+            interrupted = True
+            raise
         finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
+            _shutdown(client, cluster, quiet=interrupted, started=_clusters() - known)
+            if not interrupted:  # after Ctrl-C the process is ending: Dask's loggers stay silent to the end
+                _restore_loggers(saved_levels)
         for r in results:
             report.rows_read += r["rows_read"]
             report.rows_written += r["rows_written"]
@@ -153,6 +169,81 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
         report.notes.append("reproducible run (seeded): NOT for release")
     write_json_atomic(str(out) + ".dprivacy.json", report.to_dict())
     return report
+
+
+_LOGGERS = ("distributed", "tornado", "asyncio", "bokeh")
+
+
+def _quiet_loggers() -> dict:
+    saved = {}
+    for name in _LOGGERS:
+        lg = logging.getLogger(name)
+        saved[name] = lg.level
+        lg.setLevel(logging.CRITICAL)
+    return saved
+
+
+def _restore_loggers(saved: dict) -> None:
+    for name, level in saved.items():
+        logging.getLogger(name).setLevel(level)
+
+
+@contextlib.contextmanager
+def _stderr_to_null():
+    """File descriptor 2 on the null device while the body runs (processes started meanwhile keep it)."""
+    try:
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001
+        pass
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        os.close(null)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _clusters() -> set:
+    """The LocalClusters alive in this process (Dask's registry, closed by its exit hook)."""
+    try:
+        from distributed.deploy.spec import SpecCluster
+
+        return set(SpecCluster._instances)
+    except Exception:  # noqa: BLE001
+        return set()
+
+
+def _shutdown(client, cluster, *, quiet: bool, started=()) -> None:
+    """Close the client and the LocalCluster; after an interrupt quickly and silently (a second Ctrl-C
+    meanwhile is ignored), and unregistered, so that Dask's exit hook has nothing left to report."""
+    if not quiet:
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+        return
+    for name in _LOGGERS:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN) if threading.current_thread() is threading.main_thread() else None
+    try:
+        with _stderr_to_null():
+            with contextlib.suppress(BaseException):
+                if client is not None:
+                    client.close(timeout=2)
+            # the cluster, or one interrupted while it started (then it is only in Dask's registry)
+            for c in {cluster, *started} - {None}:
+                with contextlib.suppress(BaseException):
+                    c.close(timeout=5)
+                with contextlib.suppress(BaseException):
+                    from distributed.deploy.spec import SpecCluster
+
+                    SpecCluster._instances.discard(c)
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGINT, old)
 
 
 def _umask() -> int:

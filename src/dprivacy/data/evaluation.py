@@ -42,8 +42,13 @@ def grid_mechanism(grid, name: str, epsilon_m: float, prior, *, time_limit: floa
         return (res.mechanism, None) if res.ok else (None, res.reason)
     if name == "optimal":
         from ..mechanisms.optimal import optimal_mechanism
+        from .grid_release import DEFAULT_OPTIMAL_TIME_LIMIT, check_optimal_size
+        from .interruptible import call_in_child
 
-        res = optimal_mechanism(space, prior, epsilon=epsilon_m, time_limit=time_limit)
+        check_optimal_size(grid)
+        # in a child process: Ctrl-C stops the LP at once (HiGHS runs in C++), and its memory goes with it
+        res = call_in_child(optimal_mechanism, space, prior, epsilon=epsilon_m,
+                            time_limit=DEFAULT_OPTIMAL_TIME_LIMIT if time_limit is None else time_limit)
         return (res.mechanism, None) if res.ok else (None, res.reason)
     raise ValueError(f"unknown mechanism {name!r}: expected planar-laplace, planar-laplace-grid, tight-constraints or optimal")
 
@@ -204,12 +209,13 @@ def _base_name(mechanism: str | None) -> str | None:
 
 def evaluate_release(original, released, *, lat=None, lon=None, key=None, coords=None, cell=None, region=None,
                      prior=None, prior_from=None, sweep=None, mechanisms=None, png=None, html=None,
-                     time_limit=None, progress=None) -> dict:
+                     time_limit=None, progress=None, force: bool = False) -> dict:
     """``dprivacy evaluate``: the displacement between the two files; on a grid (the release's own, or
     ``cell``/``region``) the measures of :func:`grid_measures` at the release's ε and over ``sweep``
     (ε values in the release's unit) for ``mechanisms`` (default: the release's); a PNG and a
-    self-contained HTML page on request. The prior is ``prior``/``prior_from``, else the original
-    points binned on the grid."""
+    self-contained HTML page on request (an existing PNG or HTML file is replaced only with ``force``).
+    The prior is ``prior``/``prior_from``, else the original points binned on the grid. ``optimal`` runs
+    with a default time limit of 300 s and is refused above 600 cells (:data:`~dprivacy.data.grid_release.OPTIMAL_MAX_CELLS`)."""
     import os
     import tempfile
     from pathlib import Path
@@ -218,6 +224,11 @@ def evaluate_release(original, released, *, lat=None, lon=None, key=None, coords
     from .location_grid import LocationGrid
     from .locations import UNITS, evaluate_files
 
+    for out_path, flag in ((png, "--png"), (html, "--html")):
+        if out_path is not None and Path(out_path).exists() and not force:
+            raise FileExistsError(f"{flag} {out_path} exists; use --force to replace it")
+        if out_path is not None and any(Path(out_path).resolve() == Path(f).resolve() for f in (original, released)):
+            raise ValueError(f"{flag} {out_path} is one of the input files")
     res, meta, (la0, lo0), (la1, lo1), d = evaluate_files(original, released, lat=lat, lon=lon, key=key, coords=coords,
                                                           return_points=True)
     eps_m = meta.get("epsilon_per_metre")

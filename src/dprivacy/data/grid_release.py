@@ -32,6 +32,29 @@ from .location_grid import LocationGrid
 
 GRID_MECHANISMS = ("planar-laplace-grid", "tight-constraints", "optimal")
 
+#: The optimal mechanism's linear program on a grid of n cells has n² variables and grows fast: on the
+#: shared 2-core machine 130 cells took 3 s and 0.2 GB, 285 cells 30 s and 0.7 GB (time ~ n³, memory
+#: ~ n²); 1,110 cells ran over 12 minutes at 3.7 GB. Grids above this many cells are refused.
+OPTIMAL_MAX_CELLS = 600
+#: Default time limit of the optimal LP from the data commands (seconds): the best certified mechanism
+#: found by then is used, with its gap recorded.
+DEFAULT_OPTIMAL_TIME_LIMIT = 300.0
+
+
+def check_optimal_size(grid) -> None:
+    """Refuse the optimal mechanism on a grid too large for its linear program, with the estimate."""
+    n = grid.n
+    if n <= OPTIMAL_MAX_CELLS:
+        return
+    mem = 0.7 * (n / 285) ** 2
+    secs = 30 * (n / 285) ** 3
+    when = f"{secs / 60:.0f} minutes" if secs < 5400 else f"{secs / 3600:.1f} hours"
+    raise ValueError(f"the optimal mechanism on this {grid.width}×{grid.height} grid ({n:,} cells) is a linear program of "
+                     f"{n * n:,} variables, estimated at {mem:.1f} GB and {when} on a 2-core machine (from 285 cells: 30 s, "
+                     f"0.7 GB); the limit is {OPTIMAL_MAX_CELLS} cells: use a larger --cell, a smaller --region, or "
+                     "tight-constraints / planar-laplace-grid")
+
+
 #: Largest work |support(π)| · n² (multiply-adds) of the exact distance remap (~10 s at the 50 GFLOP/s
 #: measured on the 2-core machine), and largest |support(π)| · n (two float64 arrays of that size).
 REMAP_WORK = 5e11
@@ -183,21 +206,35 @@ def build_grid_release(grid: LocationGrid, mechanism: str, *, epsilon_m: float, 
     else:
         from ..mechanisms.optimal import optimal_mechanism
 
+        check_optimal_size(grid)
         res = optimal_mechanism(space, pi, epsilon=epsilon_m, time_limit=time_limit, progress=progress)
         if not res.ok:
             raise ValueError(f"no certified optimal mechanism: {res.reason}")
         mech = res.mechanism
         info["optimal"] = {"method": res.method, "utility": res.value, "bound": res.bound, "gap": res.gap,
-                           "meaning": "binary gain (probability that the Bayes adversary guesses the cell), seed 000 §3.4"}
+                           "time_limit_s": time_limit, "stopped_by_time_limit": res.status == 1,
+                           "meaning": "binary gain (probability that the Bayes adversary guesses the cell), seed 000 §3.4"
+                                      + ("; the time limit stopped the solve: the mechanism is certified private, its "
+                                         "utility is within the gap of optimal" if res.status == 1 else "")}
     cert = mech.certificate
     info["certificate"] = {"basis": cert.basis, "rigorous": cert.rigorous, "reason": cert.reason}
-    if hasattr(mech, "sampler"):
-        info["sampler"] = mech.sampler.to_dict()
-    elif "uniform_mixture" in mech.details:
-        info["sampler"] = {"method": "continuous planar Laplace (float64) snapped to the nearest cell",
-                           "uniform_mixture": mech.details["uniform_mixture"], "every_cell_reachable": True}
-    elif getattr(mech, "is_dense", False):
-        info["sampler"] = {"method": "exact inverse CDF on integer-quantised rows (dprivacy.sampling.exact)"}
+    if hasattr(mech, "sampler"):  # tight-constraints on a grid: the kernel rejection sampler
+        smp = mech.sampler.to_dict()
+        smp["delivered_epsilon"] = None
+        smp["epsilon_slack"] = ("not certified: the rows are H = Φ·diag(z) with z from an iterative solve (row sums within "
+                                "the solver's residual of 1, sampled normalised) and an integer kernel table of 62 bits mixed "
+                                f"with the uniform distribution at 2^-{mech.sampler.mixture_bits}; the excess of the delivered ε "
+                                f"over ε is estimated at {smp['estimated_epsilon_excess']:.3g} per metre (module notes of "
+                                "dprivacy.structured.sampling), not measured on the integers")
+        info["sampler"] = smp
+    elif hasattr(mech, "exact_sampler"):  # dense mechanisms (optimal, small tight-constraints) and planar-laplace-grid
+        smp = mech.exact_sampler.to_dict()
+        if getattr(mech, "is_dense", False):
+            smp = {"method": "exact inverse CDF on integer-quantised rows (dprivacy.sampling.exact): rows of 62-bit integer "
+                             "weights, the quantised channel's ε measured on the integers", **smp}
+            if smp.get("delivered_epsilon") is None:
+                smp["delivered_epsilon_note"] = "the space is too large for the exact check of the quantised channel"
+        info["sampler"] = smp
     rel = GridRelease(grid, mech, None, info)
     if remap:
         r, before, after = distance_remap(mech, pi, space)
@@ -215,4 +252,6 @@ def grid_guarantee(grid: LocationGrid, epsilon: float, unit: str, mechanism: str
             f"{list(grid.region)}: for true points x, x' in cells c, c', the probability of any released cell differs by "
             f"at most a factor e^(ε·d(c, c')) ≤ e^(ε·(d(x, x') + {diag:.4g} m)), ε = {epsilon:g} per {unit}, d the distance "
             f"in the region's equal-area projection (scale factors {lo:.6f}–{hi:.6f} of the ground distance); "
-            "points in one cell are indistinguishable; each row is one report and reports compose (ε adds up)")
+            "points in one cell are indistinguishable; the grid tiles the projected bounding rectangle of the region, so "
+            f"{grid.extent()['cells_with_centre_outside_region']} of its cells have centres outside the lon/lat box and can be "
+            "released; each row is one report and reports compose (ε adds up)")

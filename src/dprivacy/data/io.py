@@ -22,6 +22,8 @@ FORMATS = {".csv": "csv", ".gz": "csv", ".parquet": "parquet", ".pq": "parquet",
 
 #: Rows per batch when streaming.
 BATCH_ROWS = 1 << 18
+#: Features per batch when reading GeoJSON (each is a Python dict until converted: smaller batches).
+GEOJSON_BATCH_ROWS = 1 << 16
 
 
 def file_format(path) -> str:
@@ -80,8 +82,7 @@ def read_batches(path, *, batch_rows: int = BATCH_ROWS) -> tuple[object, Iterato
         except pa.ArrowInvalid as exc:
             raise ValueError(f"cannot read {path} as Parquet: {str(exc).splitlines()[0]}") from None
         return f.schema_arrow, f.iter_batches(batch_size=batch_rows)
-    table = read_geojson(path)
-    return table.schema, iter(table.to_batches(max_chunksize=batch_rows))
+    return geojson_batches(path, batch_rows=min(batch_rows, GEOJSON_BATCH_ROWS))
 
 
 def _csv_batches(reader, path):
@@ -94,31 +95,247 @@ def _csv_batches(reader, path):
         raise ValueError(f"cannot read {path} as CSV: {str(exc).splitlines()[0]}") from None
 
 
-def read_geojson(path):
-    """A GeoJSON FeatureCollection of Points as a pyarrow Table: the properties' columns, then
-    ``longitude`` and ``latitude`` from the geometry (GeoJSON order is [lon, lat])."""
-    import json
+#: Top-level member of the GeoJSON files written here (a foreign member, RFC 7946 §6.1): the Arrow schema
+#: of the columns (base64 of its IPC serialisation) and which columns are the coordinates and the Feature
+#: id, so that a round trip keeps every column's name, order and type (dates, timestamps, int8, ...).
+GEOJSON_SCHEMA_MEMBER = "dprivacy:schema"
+#: Schema metadata key naming the column that holds the Features' ``id``.
+GEOJSON_ID_KEY = b"geojson:id"
+_CHUNK_CHARS = 1 << 20
+_SEPARATOR = __import__("re").compile(r"[ \t\r\n]*([,\]])[ \t\r\n]*")
+
+
+class _JsonStream:
+    """Incremental reading of one JSON document: values are decoded one at a time with the C scanner of
+    :mod:`json` (``raw_decode``) from a buffer refilled in chunks, so memory stays at a chunk plus one
+    value whatever the file's size."""
+
+    def __init__(self, f, path):
+        self.f, self.path = f, path
+        self.buf, self.pos, self.eof = "", 0, False
+        self.dec = __import__("json").JSONDecoder()
+
+    def _fill(self) -> bool:
+        if self.eof:
+            return False
+        chunk = self.f.read(_CHUNK_CHARS)
+        if not chunk:
+            self.eof = True
+            return False
+        self.buf = self.buf[self.pos:] + chunk
+        self.pos = 0
+        return True
+
+    def peek(self) -> str:
+        """The next non-blank character ('' at the end)."""
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in " \t\r\n":
+                self.pos += 1
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self._fill():
+                return ""
+
+    def expect(self, ch: str) -> None:
+        got = self.peek()
+        if got != ch:
+            raise ValueError(f"cannot read {self.path} as GeoJSON: expected {ch!r} at character {self.pos}, found {got!r}")
+        self.pos += 1
+
+    def value(self):
+        """Decode the next JSON value."""
+        import json
+
+        self.peek()
+        while True:
+            try:
+                v, end = self.dec.raw_decode(self.buf, self.pos)
+                # a number at the very end of the buffer may continue in the next chunk
+                if end < len(self.buf) or self.eof or self.buf[self.pos] in "\"{[":
+                    self.pos = end
+                    return v
+            except json.JSONDecodeError as exc:
+                if self.eof:
+                    raise ValueError(f"cannot read {self.path} as GeoJSON: {exc}") from None
+            if not self._fill():
+                if not self.eof:
+                    continue
+                raise ValueError(f"cannot read {self.path} as GeoJSON: the file ends inside a value")
+
+
+def _geojson_features(path, header: dict):
+    """Stream the top-level members of a FeatureCollection into ``header`` and yield its features."""
+    with open(path, "r", encoding="utf-8-sig") as f:
+        js = _JsonStream(f, path)
+        js.expect("{")
+        if js.peek() == "}":
+            raise ValueError(f"{path} is not a GeoJSON FeatureCollection")
+        seen_features = False
+        while True:
+            key = js.value()
+            if not isinstance(key, str):
+                raise ValueError(f"cannot read {path} as GeoJSON: a member name must be a string")
+            js.expect(":")
+            if key == "features":
+                seen_features = True
+                js.expect("[")
+                if js.peek() == "]":
+                    js.pos += 1
+                else:
+                    scan, sep = js.dec.scan_once, _SEPARATOR.match
+                    while True:
+                        # fast path: the C scanner on a buffer holding at least 64 KiB beyond this feature's start
+                        if not js.eof and len(js.buf) - js.pos < 1 << 16:
+                            js._fill()
+                        try:
+                            v, end = scan(js.buf, js.pos)
+                            if end == len(js.buf) and not js.eof:
+                                raise StopIteration
+                            js.pos = end
+                        except StopIteration:
+                            v = js.value()  # a long feature or a syntax error: the careful path
+                        yield v
+                        m = sep(js.buf, js.pos)
+                        if m is not None and m.end() < len(js.buf):
+                            c = m.group(1)
+                            js.pos = m.end()
+                        else:
+                            c = js.peek()
+                            js.pos += 1
+                        if c == "]":
+                            break
+                        if c != ",":
+                            raise ValueError(f"cannot read {path} as GeoJSON: expected ',' or ']' between features, found {c!r}")
+            else:
+                header[key] = js.value()
+            c = js.peek()
+            js.pos += 1
+            if c == "}":
+                break
+            if c != ",":
+                raise ValueError(f"cannot read {path} as GeoJSON: expected ',' or '}}' between members, found {c!r}")
+        if header.get("type") != "FeatureCollection" or not seen_features:
+            raise ValueError(f"{path} is not a GeoJSON FeatureCollection")
+
+
+def _feature_rows(path, header: dict, batch_rows: int):
+    """Chunks of (properties, ids, lons, lats) lists from the features of ``path``."""
+    props, ids, lons, lats = [], [], [], []
+    for k, f in enumerate(_geojson_features(path, header)):
+        g = (f or {}).get("geometry") if isinstance(f, dict) else None
+        g = g or {}
+        c = g.get("coordinates")
+        if g.get("type") != "Point" or not isinstance(c, list) or len(c) < 2:
+            raise ValueError(f"{path}: feature {k} is not a Point (only Point features can be obfuscated)")
+        lons.append(c[0])
+        lats.append(c[1])
+        props.append(f.get("properties") or {})
+        ids.append(f.get("id"))
+        if len(lons) == batch_rows:
+            yield props, ids, lons, lats
+            props, ids, lons, lats = [], [], [], []
+    if lons or not props:
+        yield props, ids, lons, lats
+
+
+def _decode_json_columns(table, schema, path=""):
+    """Cast the columns of a table built from JSON values to ``schema`` (the writer's encodings undone:
+    temporal values and decimals travel as strings, binaries as base64)."""
+    import base64
 
     import pyarrow as pa
 
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"cannot read {path} as GeoJSON: {exc}") from None
-    if not isinstance(doc, dict) or doc.get("type") != "FeatureCollection" or not isinstance(doc.get("features"), list):
-        raise ValueError(f"{path} is not a GeoJSON FeatureCollection")
-    props, lons, lats = [], [], []
-    for k, f in enumerate(doc["features"]):
-        g = (f or {}).get("geometry") or {}
-        if g.get("type") != "Point" or not isinstance(g.get("coordinates"), list) or len(g["coordinates"]) < 2:
-            raise ValueError(f"{path}: feature {k} is not a Point (only Point features can be obfuscated)")
-        lons.append(g["coordinates"][0])
-        lats.append(g["coordinates"][1])
-        props.append(f.get("properties") or {})
-    table = pa.Table.from_pylist(props) if props and any(props) else pa.table({})
-    if table.num_rows == 0 and lons:
-        table = pa.table({"_row": list(range(len(lons)))}).drop(["_row"])
-    return table.append_column("longitude", pa.array(lons, pa.float64())).append_column("latitude", pa.array(lats, pa.float64()))
+    cols = []
+    for field in schema:
+        if field.name not in table.column_names:
+            cols.append(pa.nulls(table.num_rows, field.type))
+            continue
+        col = table.column(field.name)
+        t = field.type
+        if (pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)) and not col.type.equals(t):
+            vals = [None if v is None else base64.b64decode(v) for v in col.to_pylist()]
+            col = pa.array(vals, t)
+        elif pa.types.is_duration(t) and not col.type.equals(t):
+            col = col.cast(pa.int64()).cast(t)
+        elif not col.type.equals(t):
+            try:
+                col = col.cast(t)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+                raise ValueError(f"{path}: property {field.name!r} does not convert to {t}: {str(exc).splitlines()[0]}") from None
+        cols.append(col)
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def _rows_table(chunk, id_c: str, lon_c: str, lat_c: str):
+    import pyarrow as pa
+
+    props, ids, lons, lats = chunk
+    keys = dict.fromkeys(k for p in props for k in p)  # every property of the chunk, in first-seen order
+    t = pa.table({k: pa.array([p.get(k) for p in props]) for k in keys}) if keys else pa.table({"_": pa.nulls(len(lons))}).drop(["_"])
+    if any(i is not None for i in ids) and id_c not in t.column_names:
+        t = t.append_column(id_c, pa.array(ids))
+    return t.append_column(lon_c, pa.array(lons, pa.float64())).append_column(lat_c, pa.array(lats, pa.float64()))
+
+
+def geojson_batches(path, *, batch_rows: int = BATCH_ROWS):
+    """(schema, iterator of record batches) of a GeoJSON FeatureCollection of Points, streamed.
+
+    Columns: the properties, the Feature ``id`` (column ``id``, or ``feature_id`` when a property is
+    already called ``id``; named in the schema metadata under ``geojson:id``), then ``longitude`` and
+    ``latitude`` from the geometry. A file written by :class:`AtomicWriter` carries its Arrow schema
+    (member ``dprivacy:schema``, written before the features): its columns come back with their names,
+    order and types. Otherwise the types are inferred in a first pass that unifies the chunks' types
+    (memory stays flat; the file is read twice)."""
+    import base64
+    import itertools
+
+    import pyarrow as pa
+
+    header: dict = {}
+    rows = _feature_rows(path, header, batch_rows)
+    first = next(rows)  # reads the members written before the features, and the first chunk
+    meta = header.get(GEOJSON_SCHEMA_MEMBER)
+    schema = None
+    if isinstance(meta, dict) and isinstance(meta.get("arrow"), str) and len(meta.get("coordinates") or ()) == 2:
+        try:
+            schema = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(meta["arrow"])))
+        except Exception:  # noqa: BLE001 - a damaged member: infer the types instead
+            schema = None
+    if schema is not None:
+        lon_c, lat_c = meta["coordinates"]
+        id_c = (schema.metadata or {}).get(GEOJSON_ID_KEY, b"id").decode()
+
+        def written():
+            for chunk in itertools.chain([first], rows):
+                yield from _decode_json_columns(_rows_table(chunk, id_c, lon_c, lat_c), schema, path).to_batches(batch_rows)
+
+        return schema, written()
+    lon_c, lat_c = "longitude", "latitude"
+    id_c = "feature_id" if any("id" in p for p in first[0][:1000]) else "id"
+    unified = None
+    for chunk in itertools.chain([first], rows):  # first pass: the types of every chunk, unified
+        s = _rows_table(chunk, id_c, lon_c, lat_c).schema
+        try:
+            unified = s if unified is None else pa.unify_schemas([unified, s], promote_options="permissive")
+        except (pa.ArrowTypeError, pa.ArrowInvalid) as exc:
+            raise ValueError(f"{path}: a property has values of incompatible types across features ({exc})") from None
+    fields = [f for f in unified if f.name not in (lon_c, lat_c)]
+    fields += [pa.field(lon_c, pa.float64()), pa.field(lat_c, pa.float64())]
+    schema = pa.schema(fields, metadata={GEOJSON_ID_KEY: id_c.encode()} if id_c in unified.names else None)
+
+    def inferred():
+        for chunk in _feature_rows(path, {}, batch_rows):  # second pass
+            yield from _decode_json_columns(_rows_table(chunk, id_c, lon_c, lat_c), schema, path).to_batches(batch_rows)
+
+    return schema, inferred()
+
+
+def read_geojson(path):
+    """A GeoJSON FeatureCollection of Points as one pyarrow Table (see :func:`geojson_batches`)."""
+    import pyarrow as pa
+
+    schema, batches = geojson_batches(path)
+    return pa.Table.from_batches(list(batches), schema=schema)
 
 
 class AtomicWriter:
@@ -142,7 +359,6 @@ class AtomicWriter:
         # distinct, so the dictionary attempt only costs time — a third of the write)
         self.plain_columns = tuple(plain_columns)
         self._writer = None
-        self._features: list = []
         self.rows = 0
 
     def __enter__(self):
@@ -161,14 +377,16 @@ class AtomicWriter:
 
             dictionary = [n for n in self.schema.names if n not in self.plain_columns] if self.plain_columns else True
             self._writer = pq.ParquetWriter(str(self.tmp), self.schema, use_dictionary=dictionary)
+        else:
+            self._writer = _GeoJSONWriter(self.tmp, self.schema, self.geojson_coords)
         return self
 
     def write(self, batch) -> None:
         self.rows += batch.num_rows
-        if self.fmt == "geojson":
-            self._features.append(batch)
+        if self.fmt == "parquet":
+            self._writer.write_batch(batch)
         else:
-            self._writer.write_batch(batch) if self.fmt == "parquet" else self._writer.write(batch)
+            self._writer.write(batch)
 
     def __exit__(self, exc_type, exc, tb):
         try:
@@ -176,10 +394,8 @@ class AtomicWriter:
                 self._writer.close()
                 if not isinstance(self._sink, str):
                     self._sink.close()
-            elif self.fmt == "parquet":
+            else:
                 self._writer.close()
-            elif exc_type is None:
-                self._write_geojson()
         finally:
             if exc_type is None:
                 _chmod_like_new_file(self.tmp)
@@ -189,20 +405,98 @@ class AtomicWriter:
                     self.tmp.unlink()
         return False
 
-    def _write_geojson(self) -> None:
+
+
+class _GeoJSONWriter:
+    """A FeatureCollection written feature by feature (one batch in memory at a time): first the member
+    ``dprivacy:schema`` (the Arrow schema, so that :func:`geojson_batches` restores every type), then the
+    features, each with its Point geometry [lon, lat], its ``id`` when the schema names an id column,
+    and the other columns as properties (dates and timestamps as ISO strings, decimals as strings,
+    durations as integers, binaries as base64)."""
+
+    def __init__(self, path, schema, coords):
+        import base64
+        import json
+
+        if coords is None:
+            raise ValueError("writing GeoJSON needs the coordinate columns")
+        self.lat, self.lon = coords
+        self.schema = schema
+        id_c = (schema.metadata or {}).get(GEOJSON_ID_KEY, b"").decode()
+        self.id_c = id_c if id_c and id_c in schema.names else None
+        self.f = open(path, "w", encoding="utf-8")
+        member = {"arrow": base64.b64encode(schema.serialize().to_pybytes()).decode("ascii"),
+                  "coordinates": [self.lon, self.lat],
+                  "columns": [f"{f.name}: {f.type}" for f in schema]}
+        self.f.write('{"type": "FeatureCollection", ' + json.dumps(GEOJSON_SCHEMA_MEMBER) + ": " + json.dumps(member) +
+                     ', "features": [\n')
+        self.first = True
+
+    @staticmethod
+    def _json_text(col):
+        """The JSON text of each value of a column, as a pyarrow string array (see the class notes):
+        numbers and booleans formatted by Arrow (shortest round-trip doubles; NaN and ±Infinity as
+        Python's json writes them), strings escaped by :mod:`json`'s C encoder, null as null."""
+        import base64
         import json
 
         import pyarrow as pa
+        import pyarrow.compute as pc
 
-        lat, lon = self.geojson_coords
-        table = pa.Table.from_batches(self._features, schema=self.schema)
-        rows = table.to_pylist()
-        feats = []
-        for r in rows:
-            x, y = r.pop(lon), r.pop(lat)
-            feats.append({"type": "Feature", "geometry": {"type": "Point", "coordinates": [x, y]}, "properties": r})
-        with open(self.tmp, "w", encoding="utf-8") as f:
-            json.dump({"type": "FeatureCollection", "features": feats}, f, default=str)
+        t = col.type
+        if pa.types.is_dictionary(t):
+            col = col.cast(t.value_type)
+            t = col.type
+        if pa.types.is_boolean(t) or pa.types.is_integer(t):
+            out = pc.cast(col, pa.string())
+        elif pa.types.is_floating(t):
+            x = pc.cast(col, pa.float64())
+            out = pc.cast(x, pa.string())
+            out = pc.if_else(pc.is_nan(x), "NaN", out)
+            out = pc.if_else(pc.equal(x, float("inf")), "Infinity", out)
+            out = pc.if_else(pc.equal(x, float("-inf")), "-Infinity", out)
+        elif pa.types.is_duration(t):
+            out = pc.cast(pc.cast(col, pa.int64()), pa.string())
+        else:
+            if pa.types.is_string(t) or pa.types.is_large_string(t):
+                vals = col.to_pylist()
+            elif pa.types.is_temporal(t) or pa.types.is_decimal(t):
+                vals = pc.cast(col, pa.string()).to_pylist()
+            elif pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+                vals = [None if v is None else base64.b64encode(v).decode("ascii") for v in col.to_pylist()]
+            else:  # nested values: their JSON as json.dumps writes it
+                return pa.array(["null" if v is None else json.dumps(v, default=str, ensure_ascii=False) for v in col.to_pylist()],
+                                pa.string())
+            enc = json.encoder.encode_basestring
+            return pa.array(["null" if v is None else enc(v) for v in vals], pa.string())
+        return pc.fill_null(out, "null")
+
+    def write(self, batch) -> None:
+        import json
+
+        import pyarrow.compute as pc
+
+        if batch.num_rows == 0:
+            return
+        names = batch.schema.names
+        text = lambda name: self._json_text(batch.column(names.index(name)))  # noqa: E731
+        parts = ['{"type": "Feature", "geometry": {"type": "Point", "coordinates": [', text(self.lon), ", ", text(self.lat), "]}"]
+        if self.id_c:
+            ids = batch.column(names.index(self.id_c))
+            parts.append(pc.if_else(pc.is_null(ids), "", pc.binary_join_element_wise(', "id": ', text(self.id_c), "")))
+        keys = [n for n in names if n not in (self.lon, self.lat, self.id_c)]
+        parts.append(', "properties": {')
+        for k, name in enumerate(keys):
+            parts.append(("" if k == 0 else ", ") + json.dumps(name, ensure_ascii=False) + ": ")
+            parts.append(text(name))
+        parts.append("}}")
+        feats = pc.binary_join_element_wise(*parts, "")
+        self.f.write(("" if self.first else ",\n") + ",\n".join(feats.to_pylist()))
+        self.first = False
+
+    def close(self) -> None:
+        self.f.write("\n]}\n")
+        self.f.close()
 
 
 def write_json_atomic(path, obj) -> None:

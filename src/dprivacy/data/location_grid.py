@@ -158,10 +158,26 @@ class LocationGrid:
         h, k = np.asarray(f.meridional_scale), np.asarray(f.parallel_scale)
         return float(min(h.min(), k.min())), float(max(h.max(), k.max()))
 
+    def extent(self) -> dict:
+        """What the grid covers exactly. The cells tile the smallest rectangle of the projection (LAEA)
+        that contains the region's projected boundary, rounded up to whole cells; the region's
+        parallels are curved in the projection, so some cells near its corners lie partly or wholly
+        outside the lon/lat box, and a grid mechanism can release their centres (it releases any cell of
+        the grid). Reported: the projected rectangle, the lon/lat range of the cell centres and how many
+        centres lie outside the region."""
+        lat, lon = self.centre_of(np.arange(self.n))
+        outside = int((~self.inside(lat, lon)).sum())
+        return {"projected_rectangle_m": [self.x0, self.y0, self.x0 + self.width * self.cell_m, self.y0 + self.height * self.cell_m],
+                "cell_centres_lon": [float(lon.min()), float(lon.max())], "cell_centres_lat": [float(lat.min()), float(lat.max())],
+                "cells_with_centre_outside_region": outside,
+                "meaning": "the grid tiles the projected bounding rectangle of the region; releases can be any cell centre, "
+                           f"including the {outside} outside the lon/lat box"}
+
     def to_dict(self) -> dict:
         lo, hi = self.scale_range()
         return {"region": list(self.region), "cell_m": self.cell_m, "width": self.width, "height": self.height,
-                "cells": self.n, "projection": self.crs, "scale_factor_range": [lo, hi]}
+                "cells": self.n, "projection": self.crs, "scale_factor_range": [lo, hi],
+                **({"extent": self.extent()} if self.n <= 4_000_000 else {})}
 
     def counts(self, lat, lon) -> np.ndarray:
         """Number of points in each cell (points outside the region are not counted)."""

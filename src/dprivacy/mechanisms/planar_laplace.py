@@ -10,6 +10,13 @@ In polar coordinates around x0 the angle θ is uniform on [0, 2π) and the radiu
 ε² r e^{−εr} (a Gamma(2, 1/ε) law) with CDF C_ε(r) = 1 − (1 + εr) e^{−εr}; its inverse is
 r = −(1/ε) (W₋₁((p − 1)/e) + 1), W₋₁ the branch −1 of the Lambert W function (CCS 2013 §4).
 
+**Sampling without floating-point leaks.** The textbook sampler (θ and r = C_ε^{-1}(p) in float64) releases
+floats whose low-order bits depend on the input: of 300 outputs drawn at (1, 0) with ε = 1, only about 3%
+can be produced at all from (0, 0) (Mironov's reachability test, CCS 2012), so it is not private as
+released. :func:`planar_laplace_sample` therefore draws the *discrete* planar Laplace on a lattice ΛZ²
+exactly (:mod:`dprivacy.sampling.planar`), which is exactly ε·d₂-private between lattice points; the
+float sampler survives only in the tests, as their negative control.
+
 On a finite grid the mechanism is discretized and truncated: the noisy point is remapped to the
 nearest cell of the grid, so cell z receives the mass of its square (side ``step``) for interior z,
 and of that square extended to infinity outward for boundary z (seed 000 §7.2). Integrating the
@@ -21,11 +28,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from scipy.special import lambertw
 
-from .._validate import as_rng, check_epsilon
+from .._validate import check_epsilon
 from ..channels import Channel
 from ..spaces import GridSpace
 from ._quadrature import radial_cdf, rectangle_masses
@@ -80,32 +88,61 @@ def planar_laplace_radius(p, *, epsilon: float) -> np.ndarray:
     return np.maximum(rho, 0.0) / e
 
 
-def planar_laplace_sample(points, *, epsilon: float, rng=None) -> np.ndarray:
-    """Add planar Laplace noise to each location: the ε-geo-indistinguishable mechanism on ℝ².
+def planar_laplace_lattice(epsilon: float, lattice: float | None = None):
+    """The exact discrete planar Laplace sampler for ε (per unit length) on the lattice ΛZ²
+    (:class:`dprivacy.sampling.planar.LatticeLaplace`); Λ defaults to the power of two nearest below
+    2^-20/ε (about a millionth of the mean displacement 2/ε)."""
+    from ..sampling.planar import LatticeLaplace, default_lattice
+
+    e = check_epsilon(epsilon)
+    return LatticeLaplace.build(e, default_lattice(e) if lattice is None else lattice)
+
+
+def planar_laplace_sample(points, *, epsilon: float, rng=None, lattice: float | None = None) -> np.ndarray:
+    r"""Add planar Laplace noise to each location without floating-point leaks: the exact discrete
+    planar Laplace on the lattice ΛZ² (seed 002 §6.2 on a lattice).
+
+    Each point is first rounded to the nearest point x̄ of ΛZ² (Λ a power of two, so x̄ and every output
+    are exact doubles), then x̄ + ΛZ is released with P(Z = z) ∝ exp(−ε‖Λz‖₂) exactly
+    (:mod:`dprivacy.sampling.planar`: rejection from block geometrics with every decision exact; no
+    float value decides a draw). Outputs lie on the fixed lattice ΛZ² whatever the input, and every
+    lattice point is a possible output of every input, so no output singles out an input (the
+    reachability test of Mironov, CCS 2012).
+
+    **Guarantee.** For inputs on the lattice, P(y | x) ≤ e^{ε‖x − x'‖} P(y | x') for every y, exactly
+    (the normaliser Σ_z e^{−ε‖Λz‖} does not depend on x): ε·d₂-privacy with the ε given, no rounding of
+    ε. For arbitrary inputs the rounding moves each point by at most Λ/√2, so
+    P(y | x) ≤ e^{ε(‖x − x'‖ + √2·Λ)} P(y | x'): an additive slack ε·√2·Λ (≈ 1.35·10⁻⁶ with the default
+    Λ ≈ 2^-20/ε).
 
     Parameters
     ----------
     points : array_like, shape (k, 2) or (2,)
         True locations (Euclidean coordinates, in the units in which ε is per unit length).
     epsilon : float
-        Privacy level per unit distance, > 0: the output is ε·d₂-private (seed 002 §6.2).
-    rng : numpy Generator, int seed or None
-        Source of randomness (DESIGN.md convention).
+        Privacy level per unit distance, > 0.
+    rng : None, int seed or numpy Generator
+        Source of randomness (DESIGN.md convention: None is the release-grade ChaCha20 source).
+    lattice : float, optional
+        Λ, a power of two (default: :func:`planar_laplace_lattice`'s). ε·Λ must lie in [2^-50, 64].
 
     Returns
     -------
     numpy.ndarray, same shape as ``points``
-        points + r (cos θ, sin θ) with θ uniform on [0, 2π) and r = C_ε^{-1}(p), p uniform on [0, 1)
-        (CCS 2013 §4, Lambert W branch −1). Mean error E‖noise‖ = 2/ε.
+        x̄ + ΛZ. Mean error E‖ΛZ‖ = 2/ε up to a relative O((εΛ)²).
     """
+    from ..sampling import as_generator
+
     pts = _as_points(points)
-    e = check_epsilon(epsilon)
-    gen = as_rng(rng)
+    spec = planar_laplace_lattice(epsilon, lattice)
+    lam = spec.lattice
     flat = pts.reshape(-1, 2)
-    k = flat.shape[0]
-    theta = gen.random(k) * (2.0 * math.pi)
-    r = planar_laplace_radius(gen.random(k), epsilon=e)
-    out = flat + np.stack([r * np.cos(theta), r * np.sin(theta)], axis=1)
+    steps = np.rint(flat / lam)
+    if np.abs(steps).max(initial=0.0) >= 2.0**52:
+        raise ValueError(f"points up to {np.abs(flat).max():.6g} are too large for the lattice Λ = {lam:.3g} in float64 "
+                         "(|coordinate| must be below 2^52·Λ; choose a coarser lattice)")
+    z1, z2 = spec.offsets(flat.shape[0], as_generator(rng))
+    out = (steps + np.stack([z1, z2], axis=1).astype(np.float64)) * lam  # exact while |steps + z| < 2^53
     return out.reshape(pts.shape)
 
 
@@ -316,45 +353,60 @@ def planar_laplace_channel(space: GridSpace, *, epsilon: float, adjust: str = "n
                  details={"quadrature_max_abs_error": g.max_abs_error, "quadrature_max_rel_error": g.max_rel_error})
 
 
-def uniform_cells(gen, size: int, n: int) -> np.ndarray:
-    """``size`` cells in 0..n−1 from 62-bit uniform integers (one per record). The map is not exactly
-    uniform (relative bias ≲ n·2^-53), which does not matter where it is used: a mixture component that
-    does not depend on the secret keeps ε·d-privacy whatever its law."""
-    u = gen.integers(0, 1 << 62, size=size, dtype=np.int64)
-    return np.minimum((u.astype(np.float64) * (n * 2.0**-62)).astype(np.int64), n - 1)
+def grid_lattice(epsilon: float, step: float):
+    """(K, sampler) for the exact grid sampler: the lattice (step/K)Z² with K odd (so no lattice point
+    lies on a cell boundary) and about 2^10 lattice steps per noise scale, and the exact discrete planar
+    Laplace on it at the rate a' = the largest double ≤ ε·step/K (delivered ε' = a'K/step ≤ ε)."""
+    from ..sampling.planar import MIN_RATE, LatticeLaplace
+
+    exact = Fraction(float(epsilon)) * Fraction(float(step))
+    k = 2 * math.ceil(512 * max(1.0, float(exact))) + 1
+    if exact / k < 2 * MIN_RATE:
+        k = 1
+    if exact / k < MIN_RATE:
+        raise ValueError(f"ε·step = {float(exact):.3g} is too small: the noise would span more than 2^50 cells")
+    from ..sampling.planar import _float_down
+
+    rate = _float_down(exact / k)
+    return k, LatticeLaplace.from_rate(rate, epsilon=float(Fraction(rate) * k / Fraction(float(step))), lattice=float(step) / k)
 
 
 class PlanarLaplaceGridMechanism(Mechanism):
     r"""The planar Laplace mechanism on a grid, snapped to the nearest cell, held implicitly.
 
-    Secret cell y reports the cell nearest to y's centre + N, N of density ε'²/(2π) e^{−ε'‖·‖}
-    (seed 002 §6.2; seed 000 §7.2: truncation by remapping to the nearest cell). Sampling draws the
-    continuous point (angle and radius in float64, CCS 2013 §4) and snaps it, so no n×n matrix is
-    needed: a million cells sample as fast as nine. ε' is :func:`ccs_adjusted_epsilon`, the level at
-    which the *sampled* discretised mechanism with float angles is ε·d₂-private (CCS 2013 §4); rows
-    (:meth:`rows`, the dense :attr:`channel` on demand) are the exact masses at ε' by quadrature.
-    Sampling mixes in the uniform distribution at weight 2^-20 (:attr:`MIXTURE_BITS`): a float radius
-    is bounded, and without the mixture far cells would be reachable from some secrets only.
+    Secret cell y reports the cell nearest to y's centre + N (seed 002 §6.2; seed 000 §7.2: truncation by
+    remapping to the nearest cell, clamped to the grid). **Sampling is exact and leak-free**: N is the
+    discrete planar Laplace on the lattice (step/K)Z² (K odd, about 2^10 lattice steps per noise scale
+    1/ε), P(N = v) ∝ e^{−ε'‖v‖}, drawn with integer-exact decisions (:mod:`dprivacy.sampling.planar`);
+    cell centres are lattice points, so the sampled channel is exactly ε'·d₂-private between cell
+    centres (translation invariance; nearest cell and clamping are post-processing), with
+    ε' = a'K/step ≤ ε the delivered ε (a' the double just below ε·step/K: ε − ε' < 2^-52·ε). Every cell
+    has positive probability from every secret, and no matrix is needed: a million cells sample as fast
+    as nine. :meth:`rows` (and the dense :attr:`channel` on demand) are the masses of the *continuous*
+    planar Laplace at ε' by quadrature — what the measures and the remap use; the sampled lattice law
+    equals them up to the lattice's Riemann-sum error, a relative O((ε·step/K)²) ≈ 10⁻⁶ or less.
     """
 
-    #: Each draw is replaced by a uniform cell with probability 2^-MIXTURE_BITS (every cell reachable).
-    MIXTURE_BITS = 20
-
-    def __init__(self, space: GridSpace, *, epsilon: float, adjust: str = "ccs"):
+    def __init__(self, space: GridSpace, *, epsilon: float, adjust: str = "none"):
         if not isinstance(space, GridSpace):
             raise TypeError(f"space must be a GridSpace (spaces.grid), got {type(space).__name__}")
         e = check_epsilon(epsilon)
         if adjust not in _ADJUST:
             raise ValueError(f"adjust must be one of {', '.join(map(repr, _ADJUST))}; got {adjust!r}")
-        e_used = _epsilon_used(space, e, adjust)
-        self.epsilon_used = e_used
-        reason = (f"planar Laplace at ε' = {e_used:.15g} ≤ ε (ε·d₂-private, seed 002 §6.2; ε' absorbs the float "
-                  "angular precision of the sampler, CCS 2013 §4), snapped to the nearest cell (post-processing, "
-                  "seed 000 §7.2); each draw is replaced by a uniform cell with probability 2^-20, so that every cell "
-                  "is reachable from every secret (a mixture with the 0-private uniform row keeps ε·d-privacy)")
+        k, lat = grid_lattice(_epsilon_used(space, e, adjust), space.step)
+        self.lattice_k, self.lattice_sampler = k, lat
+        self.epsilon_used = lat.epsilon
+        reason = (f"exact discrete planar Laplace on the lattice (step/{k})Z² at ε' = {lat.epsilon:.17g} ≤ ε (exactly "
+                  "ε'·d₂-private between cell centres, which are lattice points; seed 002 §6.2 on a lattice), snapped to "
+                  "the nearest cell (post-processing, seed 000 §7.2); sampled with integer-exact decisions, every cell "
+                  "reachable from every secret")
         Mechanism.__init__(self, space, epsilon=e, name="planar-laplace-grid", certificate=by_construction(e, reason),
-                           n_outputs=space.n, details={"epsilon_used": e_used, "adjust": adjust,
-                                                                   "uniform_mixture": 2.0 ** -self.MIXTURE_BITS})
+                           n_outputs=space.n, details={"epsilon_used": lat.epsilon, "adjust": adjust, "lattice_per_cell": k})
+
+    @property
+    def exact_sampler(self):
+        """The sampler's description for reports (:meth:`sampler_info`)."""
+        return _GridSamplerInfo(self)
 
     def rows(self, secrets) -> np.ndarray:
         """Exact rows at ε' by quadrature (Gauss–Legendre edge integrals, relative error ≲ 1e-13)."""
@@ -391,7 +443,7 @@ class PlanarLaplaceGridMechanism(Mechanism):
         return ch
 
     def sample_indices(self, secrets, *, rng=None) -> np.ndarray:
-        """The cell nearest to each secret cell's centre plus a continuous planar Laplace draw at ε'."""
+        """The cell nearest to each secret cell's centre plus an exact discrete planar Laplace offset."""
         from ..sampling import as_generator
 
         ys = np.asarray(secrets)
@@ -399,25 +451,38 @@ class PlanarLaplaceGridMechanism(Mechanism):
             raise TypeError(f"secrets must be integer cell indices, got dtype {ys.dtype}")
         if ys.size and (ys.min() < 0 or ys.max() >= self.space.n):
             raise ValueError(f"secret index must lie in 0..{self.space.n - 1}")
-        flat = ys.reshape(-1)
+        flat = ys.reshape(-1).astype(np.int64)
         if not flat.size:
             return np.zeros(ys.shape, dtype=np.intp)
-        gen = as_generator(rng)
-        row, col = np.divmod(flat, self.space.width)
-        pts = np.stack([col, row], axis=1).astype(np.float64) * self.space.step
-        noisy = planar_laplace_sample(pts, epsilon=self.epsilon_used, rng=gen)
-        out = nearest_cell(noisy, self.space)
-        # A float radius is at most ~40/ε' (p < 1 − 2^-53), so far cells would be unreachable from one
-        # secret and reachable from a nearer one (Mironov): mix in the uniform distribution on the cells.
-        mix = gen.integers(0, 1 << self.MIXTURE_BITS, size=flat.size) == 0
-        other = uniform_cells(gen, flat.size, self.space.n)  # one draw per record: keyed streams stay aligned
-        out[mix] = other[mix]
-        return out.reshape(ys.shape)
+        w, h = self.space.width, self.space.height
+        row, col = np.divmod(flat, w)
+        z1, z2 = self.lattice_sampler.offsets(flat.size, as_generator(rng))
+        half = (self.lattice_k - 1) // 2  # K odd: the nearest cell offset is ⌊(z + (K−1)/2)/K⌋, no ties
+        c = np.clip(col + (z1 + half) // self.lattice_k, 0, w - 1)
+        r = np.clip(row + (z2 + half) // self.lattice_k, 0, h - 1)
+        return (r * w + c).astype(np.intp).reshape(ys.shape)
 
 
-def planar_laplace_grid_mechanism(space: GridSpace, *, epsilon: float, adjust: str = "ccs"):
+class _GridSamplerInfo:
+    """What the grid sampler delivers, as ``exact_sampler.to_dict()`` of the dense mechanisms says it."""
+
+    def __init__(self, mech: PlanarLaplaceGridMechanism):
+        self.mech = mech
+        self.delivered_epsilon = mech.epsilon_used
+
+    def to_dict(self) -> dict:
+        m = self.mech
+        return {"method": "exact discrete planar Laplace on the lattice (cell/K)Z², K = " f"{m.lattice_k}, snapped to the nearest "
+                "cell (every decision exact: float64 with a 2^-40 error bound, Decimal fallback)",
+                "delivered_epsilon": m.epsilon_used, "requested_epsilon": m.epsilon,
+                "epsilon_slack": m.epsilon_used - m.epsilon, "every_cell_reachable": True,
+                "rows_used_by_measures": "continuous planar Laplace masses at the delivered ε by quadrature (differ from "
+                                         "the lattice law by a relative O((ε·cell/K)²))"}
+
+
+def planar_laplace_grid_mechanism(space: GridSpace, *, epsilon: float, adjust: str = "none"):
     """The planar Laplace mechanism on a grid as an implicit :class:`~dprivacy.mechanisms.base.Mechanism`
-    (no n×n matrix; see the class notes): sampling by a continuous draw snapped to the nearest cell,
-    exact rows by quadrature, the dense channel on demand. ``adjust="ccs"`` (default) samples at the ε'
-    of CCS 2013 that covers the float angles of the sampler; ``"none"`` at ε."""
+    (no n×n matrix; see the class notes): exact lattice sampling snapped to the nearest cell, rows by
+    quadrature, the dense channel on demand. The sampler is exact, so no adjustment of ε is due
+    (``adjust="none"``, default); ``"ccs"`` samples at CCS 2013's smaller ε' (kept for comparison)."""
     return PlanarLaplaceGridMechanism(space, epsilon=epsilon, adjust=adjust)

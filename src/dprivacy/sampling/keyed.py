@@ -101,6 +101,22 @@ class KeyedStream:
         u64 = (w[0] << _S32) | w[1]
         return (u64 >> np.uint64(64 - bits)).astype(np.int64)
 
+    def words_at(self, idx: np.ndarray) -> np.ndarray:
+        """Draw j (this call) of the records ``idx`` only, as full 64-bit words (uint64)."""
+        j = self.calls
+        self.calls += 1
+        k = self.keys[np.asarray(idx)]
+        w = philox4x32((k & _MASK, k >> _S32, np.uint64(j), np.uint64(0)), self.key)
+        return (w[0] << _S32) | w[1]
+
+    def extension_word(self, record: int, call: int, k: int) -> int:
+        """Word k of the extension of record ``record``'s draw ``call`` (the exact samplers' rare
+        fallback): counter (key, call, k + 1), a space the main draws (last word 0) never use, so the
+        main streams stay aligned whatever needs a fallback."""
+        key = self.keys[int(record)]
+        w = philox4x32((key & _MASK, key >> _S32, np.uint64(call), np.uint64(k + 1)), self.key)
+        return (int(w[0]) << 32) | int(w[1])
+
     def random(self, size=None) -> np.ndarray:
         """Uniform doubles in [0, 1) on the 2^-53 lattice, one per record."""
         w = self._words(self.n if size is None else size)

@@ -1,0 +1,142 @@
+"""The location commands as a user runs them: refusals (one stderr line, exit 2, nothing written),
+Ctrl-C during the optimal LP and on Dask (one line, exit 130, nothing at OUTPUT), what the sidecar
+records (issue 11 audit)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+pytest.importorskip("pyproj")
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def _cli(*args, cwd, timeout=300):
+    env = dict(os.environ, PYTHONPATH=SRC)
+    return subprocess.run([sys.executable, "-m", "dprivacy.cli", *map(str, args)], capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=timeout)
+
+
+def _interrupt_after(args, seconds, *, cwd):
+    """Run the command in its own process group and send SIGINT to the whole group after ``seconds``
+    (what Ctrl-C in a terminal does); (return code, stderr, seconds until it ended after the signal)."""
+    env = dict(os.environ, PYTHONPATH=SRC)
+    p = subprocess.Popen([sys.executable, "-m", "dprivacy.cli", *map(str, args)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=cwd, env=env, start_new_session=True)
+    time.sleep(seconds)
+    os.killpg(p.pid, signal.SIGINT)
+    t0 = time.perf_counter()
+    out, err = p.communicate(timeout=120)
+    return p.returncode, err, time.perf_counter() - t0
+
+
+@pytest.fixture(scope="module")
+def pts(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli")
+    rng = np.random.default_rng(0)
+    n = 3000
+    (d / "pts.csv").write_text("user,lat,lon\n" + "".join(f"u{k % 50},{48.8 + 0.1 * a:.6f},{2.25 + 0.2 * b:.6f}\n"
+                                                            for k, (a, b) in enumerate(rng.random((n, 2)))))
+    return d
+
+
+def _one_line(p, code=2):
+    assert p.returncode == code, (p.returncode, p.stderr)
+    assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
+
+
+def test_budget_below_one_report_is_refused(pts):
+    p = _cli("obfuscate", "pts.csv", "-o", "b.csv", "--epsilon", "3", "--budget", "2", "--user", "user", cwd=pts)
+    _one_line(p)
+    assert "below the ε of one report" in p.stderr and not (pts / "b.csv").exists()
+
+
+def test_output_equal_to_the_input_is_refused_even_with_force(pts):
+    before = (pts / "pts.csv").read_bytes()
+    for out in ("pts.csv", "./pts.csv", str(pts / "pts.csv")):
+        p = _cli("obfuscate", "pts.csv", "-o", out, "--epsilon", "1", "--force", cwd=pts)
+        _one_line(p)
+        assert "is the input file" in p.stderr
+    assert (pts / "pts.csv").read_bytes() == before
+
+
+@pytest.mark.parametrize("eps, needle", [("1e300", "below the"), ("1e-300", "beyond half the Earth")])
+def test_absurd_epsilon_is_refused_with_the_accuracy_it_implies(pts, eps, needle):
+    p = _cli("obfuscate", "pts.csv", "-o", "a.csv", "--epsilon", eps, cwd=pts)
+    _one_line(p)
+    assert "95%" in p.stderr and needle in p.stderr and not (pts / "a.csv").exists()
+
+
+def test_accuracy_is_recorded_in_the_sidecar(pts):
+    p = _cli("obfuscate", "pts.csv", "-o", "acc.csv", "--accuracy", "500m@95%", "--seed", "1", "--json", cwd=pts)
+    assert p.returncode == 0, p.stderr
+    side = json.loads((pts / "acc.csv.dprivacy.json").read_text())
+    assert side["accuracy"] == "500m@95%" and side["unit"] == "m"
+    assert abs(side["epsilon_per_metre"] * 500 - 4.743864518390695) < 1e-9
+
+
+def test_evaluate_does_not_overwrite_figures_without_force(pts):
+    assert _cli("obfuscate", "pts.csv", "-o", "rel.csv", "--epsilon", "2", "--seed", "3", cwd=pts).returncode == 0
+    (pts / "fig.png").write_bytes(b"mine")
+    p = _cli("evaluate", "pts.csv", "rel.csv", "--png", "fig.png", cwd=pts)
+    _one_line(p)
+    assert "--force" in p.stderr and (pts / "fig.png").read_bytes() == b"mine"
+    p = _cli("evaluate", "pts.csv", "rel.csv", "--png", "fig.png", "--force", "--json", cwd=pts)
+    assert p.returncode == 0, p.stderr
+    assert (pts / "fig.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_grid_sidecar_states_the_extent_and_the_delivered_epsilon(pts):
+    p = _cli("obfuscate", "pts.csv", "-o", "g.csv", "--epsilon", "2", "--mechanism", "planar-laplace-grid", "--cell", "1km",
+             "--region", "2.2,48.75,2.5,48.95", "--seed", "1", "--json", cwd=pts)
+    assert p.returncode == 0, p.stderr
+    side = json.loads((pts / "g.csv.dprivacy.json").read_text())
+    ext = side["grid"]["grid"]["extent"]
+    assert ext["cells_with_centre_outside_region"] >= 0 and "outside the lon/lat box" in side["guarantee"]
+    smp = side["grid"]["sampler"]
+    assert smp["delivered_epsilon"] <= 0.002 and smp["every_cell_reachable"]
+
+
+def test_optimal_on_a_large_grid_is_refused_with_an_estimate(pts):
+    t0 = time.perf_counter()
+    p = _cli("obfuscate", "pts.csv", "-o", "o.csv", "--epsilon", "0.05", "--mechanism", "optimal", "--cell", "100km",
+             "--region=-10,35,30,60", "--prior", "uniform", cwd=pts)
+    _one_line(p)
+    assert "1,110 cells" in p.stderr and "GB" in p.stderr and time.perf_counter() - t0 < 60
+
+
+def test_ctrl_c_stops_the_optimal_linear_program(pts):
+    """500 cells: the LP runs for minutes in HiGHS (C++); Ctrl-C after 3 s ends the command within a few
+    seconds with one line and status 130, and nothing is written."""
+    code, err, took = _interrupt_after(["obfuscate", "pts.csv", "-o", "int.csv", "--epsilon", "0.05", "--mechanism", "optimal",
+                                        "--cell", "150km", "--region=-10,35,30,60", "--prior", "uniform"], 3.0, cwd=pts)
+    assert code == 130, err
+    assert err.strip().splitlines()[-1] == "dprivacy: interrupted" and "Traceback" not in err
+    assert len(err.strip().splitlines()) <= 2  # at most one progress line before it
+    assert took < 10
+    assert not any(pts.glob("int.csv*")) and not any(pts.glob(".int.csv*"))
+
+
+def test_ctrl_c_on_dask_gives_one_line_and_leaves_nothing(tmp_path):
+    pytest.importorskip("distributed")
+    n = 2_000_000
+    rng = np.random.default_rng(1)
+    pq.write_table(pa.table({"id": np.arange(n, dtype=np.int64), "lat": 48 + rng.random(n), "lon": 2 + rng.random(n)}),
+                   tmp_path / "big.parquet", row_group_size=100_000)
+    for after in (1.0, 4.0):
+        code, err, took = _interrupt_after(["obfuscate", "big.parquet", "-o", "intd.parquet", "--epsilon", "1", "--engine", "dask",
+                                            "--seed", "1", "--key", "id"], after, cwd=tmp_path)
+        assert code == 130, err
+        assert err == "dprivacy: interrupted\n", err
+        assert not any(p.name.startswith(("intd", ".intd")) for p in tmp_path.iterdir())
