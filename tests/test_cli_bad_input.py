@@ -39,7 +39,7 @@ CASES = [
     ("design grid:3x3 --epsilon 1 --mechanism optimal --time-limit -5", 2, "time_limit must be a positive number"),
     ("design grid:3x3 --epsilon 1 --mechanism optimal --loss distance --gain binary", 2, "not both"),
     ("design grid:3x3 --epsilon 1 --mechanism optimal --loss missing.npy", 2, "loss matrix file not found"),
-    ("design grid:3x3 --epsilon 1 --mechanism geometric --time-limit 5", 2, "apply to --mechanism optimal"),
+    ("design grid:3x3 --epsilon 1 --mechanism truncated-geometric --time-limit 5", 2, "apply to --mechanism optimal"),
     ("design hamming:2000,2 --epsilon 1 --mechanism exponential", 2, "points"),
     ("design kcount:1000,200 --epsilon 1 --mechanism exponential", 2, "points"),
     ("design hamming:100000000,3 --epsilon 1 --mechanism exponential", 2, "points"),

@@ -12,13 +12,13 @@ from dprivacy.mechanisms.base import Mechanism
 
 
 def _constructors():
-    from dprivacy.mechanisms.exponential import exponential
-    from dprivacy.mechanisms.geometric import geometric, truncated_geometric
+    from dprivacy.mechanisms import exponential
+    from dprivacy.mechanisms.geometric import truncated_geometric
     from dprivacy.mechanisms.laplace import laplace_channel
     from dprivacy.mechanisms.maximal_leakage import maximal_leakage_mechanism
     from dprivacy.mechanisms.optimal import optimal_mechanism
     from dprivacy.mechanisms.planar_laplace import planar_laplace_channel
-    from dprivacy.mechanisms.randomized_response import randomized_response
+    from dprivacy.mechanisms import randomized_response
     from dprivacy.mechanisms.spanner import optimal_mechanism_spanner
     from dprivacy.mechanisms.symmetric import symmetric_mechanism
     from dprivacy.mechanisms.tight import tight_constraints
@@ -26,7 +26,6 @@ def _constructors():
     prior = np.random.default_rng(0).dirichlet(np.ones(9))
     return {
         "truncated-geometric": lambda: truncated_geometric(spaces.line(6), epsilon=0.7),
-        "geometric": lambda: geometric(spaces.line(6), epsilon=0.7),
         "exponential": lambda: exponential(spaces.grid(3, 3), epsilon=0.7),
         "randomized-response": lambda: randomized_response(5, epsilon=0.7),
         "laplace": lambda: laplace_channel(spaces.line(5), epsilon=0.7),

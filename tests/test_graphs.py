@@ -448,7 +448,7 @@ def test_mechanism_is_optimal_for_uniform_and_regular_priors(graph):
 
 def test_seed001_table1b_clique_is_randomized_response():
     """Example 30: clique on 6 cities, ε = ln 2: diagonal 2/7, elsewhere 1/7; utility 0.2857."""
-    from dprivacy.mechanisms.randomized_response import randomized_response
+    from dprivacy.mechanisms import randomized_response
 
     m = symmetric_mechanism(spaces.clique(6), epsilon=np.log(2))
     expected = np.full((6, 6), 1 / 7) + np.eye(6) / 7
@@ -489,7 +489,7 @@ def test_seed001_table2b_and_example31_remark29():
 
 def test_exponential_mechanism_with_doubled_epsilon_coincides():
     """Seed 001 §7: eq. (17) is the exponential mechanism with quality −d (which uses ε/2)."""
-    from dprivacy.mechanisms.exponential import exponential
+    from dprivacy.mechanisms import exponential
 
     for g in (spaces.hamming(2, 3), spaces.from_graph(nx.petersen_graph()), spaces.ring(8)):
         np.testing.assert_allclose(

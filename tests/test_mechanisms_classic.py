@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 
 from dprivacy import measures, spaces
 from dprivacy._validate import uniform_prior
-from dprivacy.mechanisms.exponential import exponential
-from dprivacy.mechanisms.geometric import geometric, line_epsilon, truncated_geometric
+from dprivacy.mechanisms import exponential
+from dprivacy.mechanisms.geometric import line_epsilon, truncated_geometric
 from dprivacy.mechanisms.laplace import laplace_channel, laplace_sample
 from dprivacy.mechanisms.maximal_leakage import maximal_leakage_mechanism
-from dprivacy.mechanisms.randomized_response import randomized_response
+from dprivacy.mechanisms import randomized_response
 
 LN2 = math.log(2.0)
 EPS = st.floats(min_value=0.05, max_value=4.0, allow_nan=False)
@@ -170,11 +170,6 @@ def test_truncated_geometric_follows_the_points_order(data, n, eps):
 def test_truncated_geometric_on_two_points_is_binary_randomized_response():
     for eps in (0.1, 1.0, 3.0):
         np.testing.assert_allclose(truncated_geometric(2, epsilon=eps).matrix, randomized_response(2, epsilon=eps).matrix, rtol=1e-14)
-
-
-def test_geometric_is_an_alias_of_truncated_geometric():
-    space = _sum_query_space(3, 2)
-    assert np.array_equal(geometric(space, epsilon=0.7).matrix, truncated_geometric(space, epsilon=0.7).matrix)
 
 
 def test_truncated_geometric_extremes():
@@ -535,3 +530,27 @@ def test_laplace_sample_default_is_on_a_fixed_lattice_and_exactly_private():
     assert scipy.stats.kstest(z, scipy.stats.laplace(scale=1.03 * sens / eps).cdf).pvalue < 1e-6
     with pytest.raises(ValueError, match="method"):
         laplace_sample([1.0], epsilon=1.0, method="float")
+
+
+def test_package_names_are_stable_functions_not_submodules():
+    """Issue 9: ``dprivacy.mechanisms.exponential`` was the function on first access and the submodule
+    after (a submodule of the same name replaced it). Every exported name is the same object on every
+    access and after importing every submodule, and no submodule shares an exported name."""
+    import importlib
+    import pkgutil
+
+    import dprivacy
+    import dprivacy.mechanisms as mech
+
+    first = {name: getattr(mech, name) for name in mech.__all__}
+    for info in pkgutil.iter_modules(mech.__path__):
+        importlib.import_module(f"dprivacy.mechanisms.{info.name}")
+        assert info.name not in mech.__all__, info.name
+    for name, obj in first.items():
+        assert getattr(mech, name) is obj, name
+        assert not isinstance(obj, type(mech)), name
+    from dprivacy.mechanisms import exponential, randomized_response, truncated_geometric
+
+    assert callable(exponential) and callable(randomized_response) and callable(truncated_geometric)
+    assert dprivacy.exponential is exponential and dprivacy.randomized_response is randomized_response
+    assert not hasattr(mech, "geometric") or not callable(getattr(mech, "geometric"))

@@ -21,8 +21,8 @@ _NAMES = {
     "Mechanism": "mechanisms.base", "DenseMechanism": "mechanisms.base", "PrivacyCertificate": "mechanisms.base",
     "Result": "results", "TightResult": "mechanisms.tight",
     # constructors
-    "truncated_geometric": "mechanisms.geometric", "exponential": "mechanisms.exponential",
-    "randomized_response": "mechanisms.randomized_response", "laplace_channel": "mechanisms.laplace",
+    "truncated_geometric": "mechanisms.geometric", "exponential": "mechanisms._exponential",
+    "randomized_response": "mechanisms._randomized_response", "laplace_channel": "mechanisms.laplace",
     "planar_laplace_channel": "mechanisms.planar_laplace", "tight_constraints": "mechanisms.tight",
     "optimal_mechanism": "mechanisms.optimal", "symmetric_mechanism": "mechanisms.symmetric",
     "maximal_leakage_mechanism": "mechanisms.maximal_leakage",

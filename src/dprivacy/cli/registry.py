@@ -44,20 +44,14 @@ def _truncated_geometric(space, epsilon):
     return truncated_geometric(space, epsilon=epsilon)
 
 
-def _geometric(space, epsilon):
-    from ..mechanisms.geometric import geometric
-
-    return geometric(space, epsilon=epsilon)
-
-
 def _exponential(space, epsilon):
-    from ..mechanisms.exponential import exponential
+    from ..mechanisms import exponential
 
     return exponential(space, epsilon=epsilon)
 
 
 def _randomized_response(space, epsilon):
-    from ..mechanisms.randomized_response import randomized_response
+    from ..mechanisms import randomized_response
 
     return randomized_response(space, epsilon=epsilon)
 
@@ -159,7 +153,6 @@ def _symmetric(space, epsilon, prior=None):
 
 BUILDERS: dict[str, Callable] = {
     "truncated-geometric": _always(_truncated_geometric, "truncated-geometric"),
-    "geometric": _always(_geometric, "geometric"),
     "exponential": _always(_exponential, "exponential"),
     "randomized-response": _always(_randomized_response, "randomized-response"),
     "laplace": _always(_laplace, "laplace"),
