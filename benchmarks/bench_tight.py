@@ -110,7 +110,7 @@ def bench_threshold(space: MetricSpace, published: float | None, scan: int) -> d
         out["monotone"] = {
             "scanned": int(m.epsilons.size),
             "range": [float(m.epsilons.min()), float(m.epsilons.max())] if m.epsilons.size else None,
-            "failures": [list(f) for f in m.failures], "undecided": list(m.undecided), "holds": m.holds,
+            "failures": [list(f) for f in m.failures], "undecided": list(m.undecided), "holds": m.ok,
             "note": m.note,
         }
     if r.certified and r.epsilon_star:

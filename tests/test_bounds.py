@@ -179,7 +179,7 @@ def test_example_3_published_bound_is_exceeded_at_eps_half():
     for _ in range(5):
         k = np.kron(k, k1)  # the product mechanism: changing one individual changes one factor
     space = spaces.hamming(5, 4)
-    assert check_privacy(k, space, epsilon=eps).holds
+    assert check_privacy(k, space, epsilon=eps).ok
     pi = _product_prior(P_EX3, 5)
     leak = min_entropy_leakage(k, pi)
     assert leak == pytest.approx(5 * math.log2(0.8 / ((1 + 2 * a) * 0.3)), rel=1e-9)  # ≈ 1.345
@@ -210,7 +210,7 @@ def test_bounds_hold_for_random_regular_priors_and_private_channels(space, eps, 
         assert lb.value == pytest.approx(math.log2(ub.value / p.max()), rel=1e-12)
         for _ in range(3):
             h = private_channel(d, eps, rng)
-            assert check_privacy(h, space, epsilon=eps).holds
+            assert check_privacy(h, space, epsilon=eps).ok
             assert utility(h, p).value <= ub.value * (1 + 1e-9) + 1e-12
             assert min_entropy_leakage(h, p) <= lb.value + 1e-9
             if uni.applicable:
@@ -272,7 +272,7 @@ def test_tight_constraints_mechanism_attains_thm_2(space, eps):
         pytest.skip("no tight-constraints mechanism at this ε")
     h = phi * z[None, :]  # Def 6: h_{yy'} = e^{−d(y,y')} h_{y'y'}; rows sum to 1 by Φz = 1
     t = attains_utility_bound(h, space, epsilon=eps)
-    assert t.attains and t.private.holds and t.max_slack < 1e-12
+    assert t.attains and t.private.ok and t.max_slack < 1e-12
     rng = np.random.default_rng(0)
     for p in sample_regular_priors(space, epsilon=eps, size=4, rng=rng):
         assert utility(h, p).value == pytest.approx(utility_bound(space, p, epsilon=eps).value, rel=1e-10)
@@ -290,13 +290,13 @@ def test_non_tight_and_non_private_channels():
     h = np.exp(-0.5 * eps * d)
     h /= h.sum(axis=1, keepdims=True)
     t = attains_utility_bound(h, s, epsilon=eps)
-    assert t.private.holds and not t.attains and t.slack.max() > 0.1
+    assert t.private.ok and not t.attains and t.slack.max() > 0.1
     # Lemma 1: U = Σμ − μ·s for the remap used
     p = corner_priors(s, epsilon=eps).mean(axis=0)
     reg = regularity(s, p, epsilon=eps)
     assert utility(h, p).value == pytest.approx(reg.mu_sum - reg.mu @ t.slack, rel=1e-10)
     ident = attains_utility_bound(np.eye(5), s, epsilon=eps)
-    assert not ident.private.holds and not ident.attains
+    assert not ident.private.ok and not ident.attains
     with pytest.raises(ValueError, match="remap"):
         attains_utility_bound(h, s, epsilon=eps, remap=np.array([0, 1, 2]))
     with pytest.raises(ValueError, match="rows"):
@@ -324,7 +324,7 @@ def test_database_bounds_agree(u, v, eps):
     # Prop 16: K = e^{−εd}/Σ_d n_d e^{−εd} is ε-DP and leaks exactly Bnd for the uniform prior
     k = np.exp(-eps * d)
     k /= k.sum(axis=1, keepdims=True)
-    assert check_privacy(k, space, epsilon=eps).holds
+    assert check_privacy(k, space, epsilon=eps).ok
     assert min_entropy_leakage(k, np.full(v**u, 1 / v**u)) == pytest.approx(direct, rel=1e-10)
     # Prop 21 is Bnd for one individual, and Thm 12 on the v-clique
     assert individual_leakage_bound(v, epsilon=eps).value == pytest.approx(bnd(1, v, epsilon=eps).value, rel=1e-12)
@@ -399,7 +399,7 @@ def test_prop_20_floor_not_ceiling():
     e = math.exp(eps)
     p = e / (1 + e)
     k = np.array([[p, 1 - p], [1 - p, p], [0.5, 0.5]])
-    assert check_privacy(k, spaces.clique(3), epsilon=eps).holds
+    assert check_privacy(k, spaces.clique(3), epsilon=eps).ok
     leak = min_entropy_leakage(k, np.full(3, 1 / 3))
     assert leak == pytest.approx(math.log2(2 * e / (1 + e)), rel=1e-12)
     ceiling_variant = math.log2(2 * e / (2 + e))

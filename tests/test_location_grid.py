@@ -135,7 +135,7 @@ def test_optimal_needs_a_prior_and_returns_a_certified_bracket():
     assert o["utility"] <= o["bound"] * (1 + 1e-12) and o["gap"] <= 1e-6
     import dprivacy as dp
 
-    assert dp.check_privacy(rel.mechanism, g.space(), epsilon=0.004 / 1000).holds
+    assert dp.check_privacy(rel.mechanism, g.space(), epsilon=0.004 / 1000).ok
 
 
 @settings(max_examples=12, deadline=None)

@@ -250,7 +250,7 @@ def test_loss_on_line_equals_truncated_geometric(n, eps, step, loss_kind):
     d = space.distances
     loss = {"distance": d, "squared": d**2, "binary": 1.0 - np.eye(n)}[loss_kind]
     tg = truncated_geometric(n, eps, step)
-    assert check_privacy(tg, space, epsilon=eps).holds
+    assert check_privacy(tg, space, epsilon=eps).ok
     rng = np.random.default_rng(7)
     priors = [np.full(n, 1 / n), rng.dirichlet(np.ones(n)), rng.dirichlet(np.full(n, 0.3))]
     for prior in priors:
@@ -295,7 +295,7 @@ def test_essential_pairs_lp_equals_all_pairs_lp(space, eps, data):
     assert ess.n_pairs <= full.n_pairs
     # The essential-pairs optimum is private on *all* pairs, not only on those written in the LP.
     everything = spaces.from_matrix(space.distances)  # no essential pairs known: the check sees all
-    assert check_privacy(ess.channel, everything, epsilon=eps).holds
+    assert check_privacy(ess.channel, everything, epsilon=eps).ok
 
 
 def test_graph_metric_uses_edges_only():
@@ -407,7 +407,7 @@ def test_private_lift_is_smallest_private_majorant():
     sums = lifted.sum(axis=1)
     normalized = lifted / sums[:, None]
     r = check_privacy(normalized, space, epsilon=eps)
-    assert not r.holds  # this H is far from private, so the row sums differ a lot
+    assert not r.ok  # this H is far from private, so the row sums differ a lot
     assert r.smallest_epsilon <= eps + math.log(sums.max() / sums.min()) + 1e-12
     # A private matrix is its own lift.
     tg = truncated_geometric(4, eps)
@@ -447,7 +447,7 @@ def test_tiny_negative_entries_are_clipped_and_recorded(monkeypatch):
     tg = truncated_geometric(3, 1.0)
     s = 1e-12 / tg[2, 2]
     h = np.column_stack([tg[:, 0], tg[:, 1] + (1 - s) * tg[:, 2], s * tg[:, 2]])
-    assert check_privacy(h, spaces.line(3), epsilon=1.0).holds
+    assert check_privacy(h, spaces.line(3), epsilon=1.0).ok
     noisy = h.copy()
     noisy[0, 2] = -1e-13
     monkeypatch.setattr(mod, "linprog", _fake_linprog(noisy))

@@ -246,7 +246,7 @@ def test_threshold_matches_dense(metric, w, h):
     assert a.certified and b.certified
     (lo, hi), (dlo, dhi) = a.bracket, b.bracket
     assert lo < dhi and dlo < hi  # the two brackets overlap
-    assert a.monotone_checked.holds
+    assert a.monotone_checked.ok
     # Independent check of the bracket ends with the dense solve.
     assert (np.linalg.solve(dense_phi(w, h, metric, 1.0, lo), np.ones(grid.n)) < 0).any()
     assert (np.linalg.solve(dense_phi(w, h, metric, 1.0, hi), np.ones(grid.n)) >= 0).all()

@@ -76,7 +76,7 @@ def assert_tight_mechanism(res: TightConstraintsResult, space: MetricSpace, eps:
     np.testing.assert_allclose(phi @ np.diag(h), 1.0, atol=1e-10)  # Prop 7
     np.testing.assert_allclose(h, phi * res.z[None, :], rtol=1e-13, atol=0)  # Def 6
     priv = check_privacy(res.channel, space, epsilon=eps)  # Prop 6
-    assert priv.holds
+    assert priv.ok
     assert priv.smallest_epsilon <= eps * (1 + 1e-9)
     Channel(h)  # a valid stochastic matrix
 

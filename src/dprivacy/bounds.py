@@ -300,7 +300,7 @@ def attains_utility_bound(channel, space: MetricSpace, *, epsilon: float, remap=
     diag = np.where(r[None, :] == np.arange(n)[:, None], h, 0.0).sum(axis=1)
     slack = 1.0 - phi @ diag
     priv = check_privacy(h, space, epsilon=epsilon)
-    ok = bool(priv.holds and np.abs(slack).max() <= tol)
+    ok = bool(priv.ok and np.abs(slack).max() <= tol)
     return TightnessResult(ok, slack, diag, r, priv, tol)
 
 

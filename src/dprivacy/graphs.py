@@ -269,7 +269,7 @@ class DistanceRegularity:
 
     Attributes
     ----------
-    holds : bool
+    ok : bool
         Whether the graph is (connected and) distance-regular, seed 001 Def 2.
     intersection_array : (tuple, tuple) or None
         {b_0, ..., b_{D-1}; c_1, ..., c_D} (D the diameter) when it holds.
@@ -283,7 +283,7 @@ class DistanceRegularity:
         ("b" or "c").
     """
 
-    holds: bool
+    ok: bool
     intersection_array: tuple[tuple[int, ...], tuple[int, ...]] | None = None
     degree: int | None = None
     diameter: int | None = None
@@ -291,7 +291,7 @@ class DistanceRegularity:
     witness: tuple | None = None
 
     def __bool__(self) -> bool:
-        return self.holds
+        return self.ok
 
     @property
     def b(self) -> tuple[int, ...]:
@@ -306,7 +306,7 @@ class DistanceRegularity:
     def distance_counts(self) -> np.ndarray:
         """n_0..n_D from the intersection array: n_0 = 1, n_{d+1} = n_d b_d / c_{d+1} (counting the
         edges between distance layers d and d+1 of a vertex in two ways)."""
-        if not self.holds:
+        if not self.ok:
             raise ValueError(f"the graph is not distance-regular: {self.reason}")
         counts = [1]
         for bd, cd in zip(self.b, self.c):
@@ -395,7 +395,7 @@ class VertexTransitivity:
 
     Attributes
     ----------
-    holds : bool
+    ok : bool
         Whether the automorphism group acts transitively (seed 001 Def 4).
     automorphisms : ndarray of int, shape (n, n), or None
         When it holds, row v is an automorphism σ_v (as the permutation x ↦ σ_v[x]) with σ_v(0) = v.
@@ -409,7 +409,7 @@ class VertexTransitivity:
         Why it fails (empty when it holds).
     """
 
-    holds: bool
+    ok: bool
     automorphisms: np.ndarray | None
     generators: list = field(default_factory=list)
     orbit: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -417,7 +417,7 @@ class VertexTransitivity:
     reason: str = ""
 
     def __bool__(self) -> bool:
-        return self.holds
+        return self.ok
 
 
 def _refine(blocks: list, colors: np.ndarray) -> np.ndarray:

@@ -44,11 +44,11 @@ def _check_dense_fits(n: int, what: str, alternative: str | None = None) -> None
 class TriangleCheck:
     """Result of :meth:`MetricSpace.check_triangle`.
 
-    ``holds`` is True when d(i, j) <= d(i, k) + d(k, j) for every triple (within a relative tolerance);
+    ``ok`` is True when d(i, j) <= d(i, k) + d(k, j) for every triple (within a relative tolerance);
     otherwise ``witness`` is a violating triple (i, j, k) and ``excess`` is d(i,j) - d(i,k) - d(k,j).
     """
 
-    holds: bool
+    ok: bool
     witness: tuple[int, int, int] | None = None
     excess: float = 0.0
 
@@ -100,7 +100,7 @@ class MetricSpace:
         self._init_common(d.shape[0], labels, name, coordinates, essential_pairs)
         if check_triangle:
             tc = self.check_triangle()
-            if not tc.holds:
+            if not tc.ok:
                 i, j, k = tc.witness
                 raise ValueError(
                     f"distance matrix violates the triangle inequality: d({i},{j}) = {d[i, j]:.6g} > "

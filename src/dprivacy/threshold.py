@@ -44,14 +44,14 @@ class MonotoneCheck:
     """A scan of existence at ε above the bracket (the papers assume existence for every ε > ε*).
 
     ``failures`` are the ε > hi where non-existence is certified (with min z); ``undecided`` those
-    where the test could not decide; ``holds`` is True when the mechanism was verified to exist at
+    where the test could not decide; ``ok`` is True when the mechanism was verified to exist at
     every scanned ε.
     """
 
     epsilons: np.ndarray = field(repr=False)
     failures: tuple[tuple[float, float], ...]
     undecided: tuple[float, ...]
-    holds: bool
+    ok: bool
     note: str = ""
 
 

@@ -109,18 +109,18 @@ def _privacy_figures(ch, space, epsilon) -> dict:
     pairs = space.constraint_pairs()[0].size
     if pairs * ch.n_outputs <= FULL_CHECK_WORK:
         pc = measures.check_privacy(ch, space, epsilon=epsilon)
-        return {"is_private": pc.holds, "smallest_epsilon": pc.smallest_epsilon, "_result": pc}
+        return {"is_private": pc.ok, "smallest_epsilon": pc.smallest_epsilon, "_result": pc}
     rng = np.random.default_rng(0)
     rows = np.sort(rng.choice(space.n, size=SPOT_ROWS, replace=False))
     sub = MetricSpace(space.distances_from(rows)[:, rows], validate=False)
     pc = measures.check_privacy(ch.matrix[rows], sub, epsilon=epsilon)
     return {
         # A spot check can refute privacy but not certify it: is_private stays unknown unless it fails.
-        "is_private": None if pc.holds else False,
+        "is_private": None if pc.ok else False,
         "smallest_epsilon": None,
         "privacy_spot_check": (
             f"{SPOT_ROWS} random rows, all {SPOT_ROWS * (SPOT_ROWS - 1) // 2} pairs among them × {ch.n_outputs} outputs: "
-            + ("no violation" if pc.holds else f"VIOLATION at rows {rows[pc.worst[0]]}, {rows[pc.worst[1]]}, output {pc.worst[2]}")
+            + ("no violation" if pc.ok else f"VIOLATION at rows {rows[pc.worst[0]]}, {rows[pc.worst[1]]}, output {pc.worst[2]}")
             + f", largest ratio / distance {pc.smallest_epsilon:.12g}; the full check would compare "
             f"{pairs:.3g} pairs × {ch.n_outputs} outputs"
         ),
@@ -141,7 +141,7 @@ def _channel_figures(ch, space, epsilon, prior) -> dict:
         "min_entropy_leakage_bits": measures.min_entropy_leakage(ch, prior),
         "min_capacity_bits": measures.min_capacity(ch),
     }
-    if not pc.holds and pc.worst is not None and math.isinf(pc.worst_ratio):
+    if not pc.ok and pc.worst is not None and math.isinf(pc.worst_ratio):
         d = space.distances
         span = epsilon * float(np.max(np.where(np.isfinite(d), d, 0.0)))
         if span > 700:  # e^{-700} is near the smallest positive float64
@@ -325,14 +325,14 @@ def cmd_check(args) -> None:
         "space": space.name,
         "n": space.n,
         "epsilon": eps,
-        "is_private": r.holds,
+        "is_private": r.ok,
         "smallest_epsilon": r.smallest_epsilon,
         "worst": None if r.worst is None else {"y": r.worst[0], "y_prime": r.worst[1], "z": r.worst[2], "log_ratio": r.worst_ratio, "distance": r.distance},
         "pairs_checked": r.pairs_checked,
         "seconds": time.perf_counter() - t0,
     }
     _emit(report, args.json, f"d-privacy check at epsilon={eps:g}")
-    return 0 if r.holds else EXIT_NO
+    return 0 if r.ok else EXIT_NO
 
 
 def cmd_leakage(args) -> None:
@@ -375,7 +375,7 @@ def cmd_threshold(args) -> None:
         "certified": r.certified,
         "always_exists": r.always_exists,
         "solves": r.solves,
-        "monotone_above": None if mono is None else mono.holds,
+        "monotone_above": None if mono is None else mono.ok,
         "monotone_failures": None if mono is None else [list(f) for f in mono.failures],
         "reason": r.reason,
         "seconds": time.perf_counter() - t0,

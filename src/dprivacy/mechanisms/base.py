@@ -328,12 +328,12 @@ def checked_certificate(channel, space: MetricSpace, *, epsilon: float) -> Priva
     from ..measures.privacy import check_privacy
 
     r = check_privacy(channel, space, epsilon=epsilon)
-    how = f"checked on {r.pairs_checked} constraint pairs × every output in float64 (log-ratio tolerance {r.tolerance:g})"
-    if r.holds:
+    how = f"checked on {r.pairs_checked} constraint pairs × every output in float64 (log-ratio tolerance ε·d·{r.rtol:g} + {r.atol:.2g})"
+    if r.ok:
         reason = f"ε·d-private: {how}; smallest ε of the stored channel {r.smallest_epsilon:.12g}"
     else:
         reason = f"NOT ε·d-private: {how}; worst (y, y', z) = {r.worst}, smallest ε {r.smallest_epsilon:.12g} > {epsilon:g}"
-    return PrivacyCertificate(bool(r.holds), float(epsilon), "numerical-check", reason,
+    return PrivacyCertificate(bool(r.ok), float(epsilon), "numerical-check", reason,
                               smallest_epsilon=float(r.smallest_epsilon), rigorous=False, check=r)
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..results import Result
 from .._validate import as_prior, check_epsilon
-from ..measures.privacy import LOG_ATOL, check_privacy
+from ..measures.privacy import check_privacy
 from ..spaces import MetricSpace
 from ..spanners import SpannerResult, build_spanner, spanner_space
 from .optimal import OptimalResult, _objective_matrix, optimal_mechanism
@@ -85,7 +85,7 @@ class SpannerOptimalResult(Result):
         spanner): the smallest ε' for which the returned channel is ε'·d-private. NaN if the solve
         failed.
     private : bool
-        Whether the channel passes ``check_privacy`` at ε (log-ratio tolerance ``LOG_ATOL``).
+        Whether the channel passes ``check_privacy`` at ε (relative tolerance ``PRIVACY_RTOL`` on ε·d plus the rounding floor).
     lp : OptimalResult
         The underlying solve (its ``smallest_epsilon`` refers to the spanner metric d_G at ε/δ).
     exact : OptimalResult or None
@@ -301,8 +301,8 @@ def optimal_mechanism_spanner(
 
     t1 = time.perf_counter()
     if lp.success:
-        check = check_privacy(lp.channel, space, epsilon=eps, tol=LOG_ATOL)
-        smallest, private = check.smallest_epsilon, check.holds
+        check = check_privacy(lp.channel, space, epsilon=eps)
+        smallest, private = check.smallest_epsilon, check.ok
     else:
         smallest, private = float("nan"), False
     certify_seconds = time.perf_counter() - t1

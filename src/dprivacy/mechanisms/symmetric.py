@@ -157,11 +157,11 @@ def symmetric_mechanism(space, *, epsilon: float, hypothesis: str = "ball-size")
     note = "ball-size symmetric (seed 000 Prop 9)"
     if hypothesis == "graph":
         dr = is_distance_regular(space)
-        if dr.holds:
+        if dr.ok:
             note = f"distance-regular with intersection array {dr.intersection_array} (seed 001 Thm 28)"
         else:
             vt = is_vertex_transitive(space)
-            if not vt.holds:
+            if not vt.ok:
                 return fail(
                     "the hypothesis of seed 001 Thm 28 fails: not distance-regular "
                     f"({dr.reason}) and not vertex-transitive ({vt.reason})"

@@ -79,14 +79,14 @@ class UniformSensitivity:
 
     Attributes
     ----------
-    holds : bool
+    ok : bool
         Whether f is uniformly Δ-sensitive.
     delta : float
         The Δ examined (the sensitivity unless one was given).
     sensitivity : float
         The sensitivity of f (seed 002 Def 4).
     witness : tuple of two ints or None
-        When ``holds`` is False: a pair of answer indices (points of space_Y) with no tight
+        When ``ok`` is False: a pair of answer indices (points of space_Y) with no tight
         Δ-expansive chain between them, or, when f is not even Δ-sensitive, a pair of database
         indices (points of space_X) with d_Y(f x, f x') > Δ·d_X(x, x'). ``witness_kind`` says which.
     witness_kind : str or None
@@ -97,7 +97,7 @@ class UniformSensitivity:
         Answer pairs (i < j) found Δ-expansive on the examined database pairs.
     """
 
-    holds: bool
+    ok: bool
     delta: float
     sensitivity: float
     witness: tuple[int, int] | None
@@ -106,7 +106,7 @@ class UniformSensitivity:
     expansive_pairs: tuple[np.ndarray, np.ndarray] = field(repr=False)
 
     def __bool__(self) -> bool:
-        return self.holds
+        return self.ok
 
 
 def is_uniformly_sensitive(answers, space_X: MetricSpace, space_Y: MetricSpace, *, delta: float | None = None, rtol: float = RTOL) -> UniformSensitivity:
