@@ -94,6 +94,10 @@ def _emit(report: dict, as_json: bool, title: str) -> None:
     Console().print(table)
 
 
+#: ``design --mechanism optimal`` stops after this many seconds unless --time-limit says otherwise, with
+#: the best certified mechanism found and its gap (documented in --help and README).
+DEFAULT_LP_TIME_LIMIT = 300.0
+
 #: Above this many log-ratio comparisons (pairs × outputs) `design` spot-checks rows instead of
 #: checking every pair (a full check of a 10,000-point Euclidean grid would compare ~5·10¹¹).
 FULL_CHECK_WORK = 3e9
@@ -230,6 +234,8 @@ def _lp_options(args, space) -> dict:
     if lp and args.mechanism != "optimal":
         raise CliError(f"dprivacy: error: --method/--gap/--time-limit/--loss/--gain/--dilation apply to --mechanism "
                        f"optimal, not {args.mechanism}")
+    if args.mechanism == "optimal" and "time_limit" not in lp:
+        lp["time_limit"] = DEFAULT_LP_TIME_LIMIT  # never unbounded from the command line
     return lp
 
 
@@ -689,7 +695,8 @@ def make_parser() -> argparse.ArgumentParser:
     lp.add_argument("--method", choices=["auto", "full", "constraint-generation", "spanner"],
                     help="LP algorithm (default auto: the full LP on graph metrics and small spaces, else constraint generation)")
     lp.add_argument("--gap", type=float, metavar="G", help="stop when the relative gap between value and bound is at most G (default 1e-7)")
-    lp.add_argument("--time-limit", type=float, metavar="S", help="stop after S seconds with the best certified mechanism and its gap")
+    lp.add_argument("--time-limit", type=float, metavar="S", help="stop after S seconds (default 300) with the best "
+                    "certified mechanism and its gap")
     lp.add_argument("--loss", metavar="distance|squared|FILE", help="minimise an expected loss: the distance, its square, or an n×k matrix file")
     lp.add_argument("--gain", metavar="binary|FILE", help="maximise an expected gain: binary (default, Bayes vulnerability) or an n×k matrix file")
     lp.add_argument("--dilation", type=float, metavar="T", help="spanner dilation for --method spanner (default 1.1)")

@@ -131,6 +131,7 @@ def _optimal(space, epsilon, prior=None, **lp):
         "solver_message": getattr(r, "message", ""),
         "certified_smallest_epsilon": r.smallest_epsilon,
         "lp_seconds": r.seconds,
+        "time_limit": lp.get("time_limit"),
         "lp_constraints": r.n_constraints,
         "lp_variables": r.n_variables,
     }

@@ -125,7 +125,7 @@ class OptimalResult(Result):
         The smallest raw entry returned by the solver (negative values are rounding noise).
     raw_smallest_epsilon : float
         ``smallest_epsilon`` of the solver's channel after clipping and renormalizing, before the
-        repair (equal to ``smallest_epsilon`` when ``repair`` was off).
+        repair (equal to ``smallest_epsilon`` when ``repair`` was off; NaN when the time limit had run out).
     repair_mass : float
         Largest probability mass the repair added to a row before renormalizing (0 without repair).
     epsilon_checked : float
@@ -814,7 +814,9 @@ def _finish(ctx: _Context, raw: np.ndarray, objective_gain: float, bound_gain: f
         raw_eps = 0.0
         check = PrivacyResult(True, eps, 0.0, None, 0.0, 0.0, 0)
     else:
-        raw_eps = check_privacy(h, space, epsilon=eps).smallest_epsilon
+        late = ctx.deadline is not None and time.perf_counter() >= ctx.deadline
+        # (a diagnostic only: skipped once the time limit has run out)
+        raw_eps = float("nan") if late else check_privacy(h, space, epsilon=eps).smallest_epsilon
         if ctx.repair:
             # After the time limit the repair still makes one lift (which certifies a channel that is
             # private already, e.g. the repaired tent channel), no more.
