@@ -595,8 +595,14 @@ def load_edge_list(path) -> MetricSpace:
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"edge list file not found: {p}")
+    if p.is_dir():
+        raise ValueError(f"edge list path {str(p)!r} is a folder, expected a text file with one edge per line")
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"edge list {p} is not text ({exc.reason} at byte {exc.start}); expected one edge per line") from None
     edges = []
-    for lineno, raw in enumerate(p.read_text().splitlines(), start=1):
+    for lineno, raw in enumerate(text.splitlines(), start=1):
         s = raw.split("#", 1)[0].strip()
         if not s:
             continue

@@ -458,12 +458,9 @@ def optimal_mechanism(
     gap = _check_gap(gap)
     time_limit = _check_time_limit(time_limit)
     started = time.perf_counter()  # the time limit covers every stage from here (tent LP, rounds, repair)
-    if method == "truncated-geometric" or (method == "auto" and pairs == "essential"):
-        why_not = _universal_line_reason(space, g, kind, m)
-        if why_not is None:
-            return _solve_universal(space, eps, p, g, kind, binary, labels)
-        if method == "truncated-geometric":
-            raise ValueError(f"method='truncated-geometric' (seed 002 Thm 8) does not apply: {why_not}")
+    plan = _plan(space, g, kind, m, method, pairs, kept_size=int((p > 0).sum()) if binary else m)
+    if plan[0] == "truncated-geometric":
+        return _solve_universal(space, eps, p, g, kind, binary, labels)
     if method == "spanner":
         from .spanner import optimal_mechanism_spanner
 
@@ -483,15 +480,12 @@ def optimal_mechanism(
             f"the LP would have {n}x{mk} = {n * mk:,} variables, over MAX_VARIABLES = {MAX_VARIABLES:,}; "
             "use a structured mechanism (tight-constraints, geometric, Laplace) for a space this large"
         )
-    n_pairs_est = space.constraint_pairs()[0].size if pairs == "essential" else n * (n - 1) // 2
-    rows_est = 2 * n_pairs_est * mk
-    if method == "auto":
-        sparse_pairs = n_pairs_est <= AUTO_SPARSE_PAIRS_PER_POINT * n
-        method = "full" if (rows_est <= AUTO_FULL_ROWS or sparse_pairs or pairs == "all") else "constraint-generation"
+    method, rows_est, n_pairs_est = plan
     if method == "full" and rows_est > MAX_CONSTRAINT_ROWS:
         raise ValueError(
             f"the LP would have {rows_est:,} privacy constraints ({n_pairs_est:,} pairs x {mk} outputs x 2), over "
-            f"MAX_CONSTRAINT_ROWS = {MAX_CONSTRAINT_ROWS:,} (about {rows_est * 40 / 2**30:.0f} GiB to build); use "
+            f"MAX_CONSTRAINT_ROWS = {MAX_CONSTRAINT_ROWS:,} (about {rows_est * 1600 / 2**30:.0f} GiB for HiGHS, measured "
+            "1.5 KB a row); use "
             "method='constraint-generation', a graph metric (edges only), or tight-constraints where it exists"
         )
     ctx = _Context(space, eps, p, g, kind, binary, labels, kept, m, repair, c_all,
@@ -499,6 +493,36 @@ def optimal_mechanism(
     if method == "full":
         return _solve_full(ctx, c, pairs, solver, options, time_limit, started)
     return _solve_generated(ctx, c, gap, time_limit, progress, started)
+
+
+def _plan(space: MetricSpace, g: np.ndarray, kind: str, m: int, method: str, pairs: str,
+          kept_size: int) -> tuple[str, int, int]:
+    """(the algorithm ``method`` resolves to, the privacy rows of its full LP, the constraint pairs):
+    "truncated-geometric" (no LP) where seed 002 Thm 8 applies, "spanner", or "full" /
+    "constraint-generation" by the size of the full LP."""
+    if method == "truncated-geometric" or (method == "auto" and pairs == "essential"):
+        why_not = _universal_line_reason(space, g, kind, m)
+        if why_not is None:
+            return "truncated-geometric", 0, 0
+        if method == "truncated-geometric":
+            raise ValueError(f"method='truncated-geometric' (seed 002 Thm 8) does not apply: {why_not}")
+    n = space.n
+    n_pairs_est = space.constraint_pairs()[0].size if pairs == "essential" else n * (n - 1) // 2
+    rows_est = 2 * n_pairs_est * kept_size
+    if method == "auto":
+        sparse_pairs = n_pairs_est <= AUTO_SPARSE_PAIRS_PER_POINT * n
+        method = "full" if (rows_est <= AUTO_FULL_ROWS or sparse_pairs or pairs == "all") else "constraint-generation"
+    return method, rows_est, n_pairs_est
+
+
+def lp_plan(space: MetricSpace, *, gain=None, loss=None, method: str = "auto", pairs: str = "essential") -> tuple[str, int]:
+    """What :func:`optimal_mechanism` would run, without running it: (algorithm, privacy rows of the full
+    LP). The algorithm is "truncated-geometric" (seed 002 Thm 8: no LP), "spanner", "full" or
+    "constraint-generation"; the rows are 2 × constraint pairs × outputs (for the binary gain, every
+    output counted). For size estimates before a solve (the command line's memory guard)."""
+    g, kind = _objective_matrix(space.n, gain, loss)
+    method_, rows, _ = _plan(space, g, kind, g.shape[1], method, pairs, kept_size=g.shape[1])
+    return method_, rows
 
 
 def _universal_line_reason(space: MetricSpace, g: np.ndarray, kind: str, m: int) -> str | None:
