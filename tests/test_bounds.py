@@ -196,7 +196,7 @@ def test_example_3_published_bound_is_exceeded_at_eps_half():
 @given(metric_spaces(min_n=2, max_n=6), epsilons, st.integers(0, 2**32 - 1))
 def test_bounds_hold_for_random_regular_priors_and_private_channels(space, eps, seed):
     rng = np.random.default_rng(seed)
-    t = RegularityTester(space, eps)
+    t = RegularityTester(space, epsilon=eps)
     d = space.distances
     pri, gam = sample_regular_priors(space, epsilon=eps, size=3, rng=rng, return_gamma=True)
     uni = uniform_leakage_bound(space, epsilon=eps, tester=t)
@@ -253,7 +253,7 @@ def test_not_regular_prior_gives_no_bound():
 
 def test_tester_reuse_is_checked():
     s = spaces.line(4)
-    t = RegularityTester(s, 1.0)
+    t = RegularityTester(s, epsilon=1.0)
     with pytest.raises(ValueError, match="another space or epsilon"):
         utility_bound(s, np.full(4, 0.25), epsilon=2.0, tester=t)
 

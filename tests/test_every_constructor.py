@@ -85,3 +85,18 @@ def test_a_channel_built_at_a_tiny_epsilon_fails_at_one_a_hundred_times_smaller(
     big = _TINY[name](1.0)
     hb = big.dense().matrix if hasattr(big, "dense") else big.matrix
     assert not check_privacy(hb, big.space, epsilon=0.99).ok  # 1% below its ε at ordinary scale
+
+
+def test_every_top_level_name_resolves_and_import_stays_lazy():
+    """The user-facing names are importable from ``dprivacy``; ``import dprivacy`` loads no numpy."""
+    import subprocess
+    import sys
+
+    import dprivacy
+
+    for name in dprivacy._NAMES:
+        obj = getattr(dprivacy, name)
+        assert obj is getattr(dprivacy, name) and not isinstance(obj, type(dprivacy)), name
+    code = "import sys, dprivacy; print('numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "False"

@@ -148,7 +148,7 @@ def test_distance_remap_is_the_bayes_argmin_and_never_worse(w, h, seed):
     if p.sum() == 0:
         p[0] = 1.0
     p /= p.sum()
-    remap, before, after = distance_remap(m, p, g)
+    remap, before, after = distance_remap(m, g, p)
     K, D = m.channel.matrix, g.distances
     loss = np.einsum("x,xz,xw->zw", p, K, D)  # expected distance of guessing w after output z (brute force)
     assert np.allclose(loss[np.arange(g.n), remap], loss.min(axis=1), rtol=1e-12, atol=1e-9)

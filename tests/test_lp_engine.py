@@ -165,7 +165,7 @@ def test_violated_constraints_finds_the_most_violated_constraint_of_each_secret_
                         if (a, b) in pairs and np.isfinite(d[a, b])), default=(0.0, -1))
             if best[0] > 1e-9:
                 expected[(b, w)] = best
-    a, b, w, coef, worst = violated_constraints(h, space, eps)
+    a, b, w, coef, worst = violated_constraints(h, space, epsilon=eps)
     got = {(bb, ww): aa for aa, bb, ww in zip(a.tolist(), b.tolist(), w.tolist())}
     assert set(got) == set(expected)
     for key, aa in got.items():
@@ -256,7 +256,7 @@ def test_columns_priced_in_reach_the_optimum_of_all_columns(d, eps, kind, data):
     c, _, _ = gain_form(prior, d, kind)
     opt = reference_optimum(d, prior, eps, c)
     start = np.asarray(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=True)))
-    out = constraint_generation(space, c, np.arange(n), eps, start=start, max_new_columns=1)
+    out = constraint_generation(space, c, np.arange(n), epsilon=eps, start=start, max_new_columns=1)
     assert out.status == "optimal"
     assert out.objective == pytest.approx(opt, abs=LP_TOL)
     assert all(r.bound >= opt - 1e-9 for r in out.rounds)

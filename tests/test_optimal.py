@@ -12,6 +12,8 @@ import math
 
 import networkx as nx
 import numpy as np
+
+from dprivacy.priors import constraints_matrix
 import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
@@ -22,7 +24,6 @@ from dprivacy.channels import Channel
 from dprivacy.measures import check_privacy, expected_loss, prior_vulnerability, utility
 from dprivacy.mechanisms.optimal import (
     OptimalResult,
-    optimal_mechanism_all_pairs,
     privacy_constraints,
     private_lift,
 )
@@ -47,7 +48,7 @@ LP_TOL = 1e-7
 
 def tight_constraints(space, eps):
     """Seed 000 Def 6 / Prop 7: H = Φ diag(z) with Φ z = 1; returns (H, z)."""
-    phi = space.constraints_matrix(eps)
+    phi = constraints_matrix(space, epsilon=eps)
     z = np.linalg.solve(phi, np.ones(space.n))
     return phi * z[None, :], z
 
@@ -55,7 +56,7 @@ def tight_constraints(space, eps):
 def corner_mixture(space, eps, gamma):
     """Seed 000 Prop 3: π = Σ γ_y c^y with corner priors c^y = Φ_y / Σ_y' φ_yy'; returns (π, μ) where
     μ_y = γ_y / Σ_y' φ_yy' satisfies μΦ = π, μ ≥ 0."""
-    phi = space.constraints_matrix(eps)
+    phi = constraints_matrix(space, epsilon=eps)
     rows = phi.sum(axis=1)
     corners = phi / rows[:, None]
     pi = gamma @ corners
@@ -174,7 +175,7 @@ def test_uniform_prior_lp_equals_sum_mu_on_the_grid():
     # regular there: the grid's Φ is the Kronecker product of two lines').
     space = spaces.grid(4, 4, metric="manhattan")
     u = np.full(16, 1 / 16)
-    mu = np.linalg.solve(space.constraints_matrix(1.0), u)
+    mu = np.linalg.solve(constraints_matrix(space, epsilon=1.0), u)
     assert (mu > 0).all()
     r = optimal_mechanism(space, u, epsilon=1.0)
     assert r.value == pytest.approx(mu.sum(), abs=LP_TOL)
@@ -216,7 +217,7 @@ def test_prior_outside_region_lp_strictly_beats_tight_constraints_on_ring():
     # entry): the tight-constraints mechanism (optimal for regular priors) is not optimal here.
     space = spaces.ring(6)
     prior = np.array([0.5, 0.1, 0.1, 0.1, 0.1, 0.1])
-    mu = np.linalg.solve(space.constraints_matrix(LN2), prior)
+    mu = np.linalg.solve(constraints_matrix(space, epsilon=LN2), prior)
     assert (mu < 0).any()
     tc, _ = tight_constraints(space, LN2)
     r = optimal_mechanism(space, prior, epsilon=LN2)
@@ -229,7 +230,7 @@ def test_prior_outside_region_on_line_tg_stays_optimal_and_exceeds_sum_mu():
     # region μ has negative entries and Σμ is no bound (Lemma 1: U = Σμ − μ·s with μ·s < 0 possible).
     space = spaces.line(6)
     prior = np.array([0.5, 0.1, 0.1, 0.1, 0.1, 0.1])
-    mu = np.linalg.solve(space.constraints_matrix(LN2), prior)
+    mu = np.linalg.solve(constraints_matrix(space, epsilon=LN2), prior)
     assert (mu < 0).any()
     r = optimal_mechanism(space, prior, epsilon=LN2)
     assert r.value == pytest.approx(utility(truncated_geometric(6, LN2), prior).value, abs=LP_TOL)
@@ -286,7 +287,7 @@ def test_essential_pairs_lp_equals_all_pairs_lp(space, eps, data):
         k = data.draw(st.integers(1, n + 1))
         gain = np.array(data.draw(st.lists(st.floats(-1, 1), min_size=n * k, max_size=n * k))).reshape(n, k)
     ess = optimal_mechanism(space, prior, epsilon=eps, gain=gain)
-    full = optimal_mechanism_all_pairs(space, prior, epsilon=eps, gain=gain)
+    full = optimal_mechanism(space, prior, epsilon=eps, gain=gain, pairs="all")
     assert ess.success and full.success
     assert ess.value == pytest.approx(full.value, abs=LP_TOL)
     assert full.pairs == "all" and ess.pairs == "essential"
@@ -314,7 +315,7 @@ def test_privacy_constraints_matrix_matches_definition():
     # and a column w; compare with a dense matrix written entry by entry from the definition.
     space = spaces.from_graph([(0, 1), (1, 2), (1, 3)])
     eps, m = 0.7, 3
-    A, n_pairs = privacy_constraints(space, eps, m)
+    A, n_pairs = privacy_constraints(space, epsilon=eps, n_outputs=m)
     assert n_pairs == 3
     expected = []
     for a, b in [(0, 1), (1, 2), (1, 3), (1, 0), (2, 1), (3, 1)]:

@@ -4,6 +4,8 @@ import math
 
 import networkx as nx
 import numpy as np
+
+from dprivacy.priors import constraints_matrix
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -244,8 +246,8 @@ def test_scaled_multiplies_distances_and_keeps_structure(d, e):
     assert np.array_equal(np.isinf(t.distances), np.isinf(d)) and t.is_extended == s.is_extended
     # (up to rounding: ε·(a + b) and ε·a + ε·b may differ in the last bit)
     assert _pairs(t.essential_pairs(rtol=1e-9)) == _pairs(s.essential_pairs(rtol=1e-9))
-    np.testing.assert_allclose(s.constraints_matrix(e), np.exp(-e * d))
-    np.testing.assert_allclose(t.constraints_matrix(1.0), s.constraints_matrix(e))
+    np.testing.assert_allclose(constraints_matrix(s, epsilon=e), np.exp(-e * d))
+    np.testing.assert_allclose(constraints_matrix(t, epsilon=1.0), constraints_matrix(s, epsilon=e))
 
 
 @pytest.mark.parametrize("metric", ["euclidean", "manhattan", "chebyshev"])
@@ -268,7 +270,7 @@ def test_extended_metric():
     inf = np.inf
     s = MetricSpace([[0, 1, inf], [1, 0, inf], [inf, inf, 0]])
     assert s.is_extended and not spaces.line(3).is_extended
-    np.testing.assert_array_equal(s.constraints_matrix(1.0)[2], [0, 0, 1])
+    np.testing.assert_array_equal(constraints_matrix(s, epsilon=1.0)[2], [0, 0, 1])
     assert _pairs(s.constraint_pairs()) == {(0, 1)}  # pairs at ∞ constrain nothing
     assert _pairs(s.essential_pairs()) == {(0, 1)}
 

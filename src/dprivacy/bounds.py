@@ -105,7 +105,7 @@ class BoundResult(Result):
 
 def _tester(space, epsilon, tester) -> RegularityTester:
     if tester is None:
-        return RegularityTester(space, epsilon)
+        return RegularityTester(space, epsilon=epsilon)
     if not isinstance(tester, RegularityTester):
         raise TypeError(f"tester must be a RegularityTester, got {type(tester).__name__}")
     if tester.space is not space or tester.epsilon != check_epsilon(epsilon):

@@ -73,10 +73,17 @@ def _space_of(space) -> MetricSpace:
 def constraints_matrix(space: MetricSpace, *, epsilon: float) -> np.ndarray:
     """The privacy-constraints matrix Φ of ε·d: φ_{yy'} = e^{−ε d(y, y')} (seed 000 Def 3).
 
-    Symmetric, unit diagonal, entries in [0, 1] (0 at infinite distance). Delegates to
-    :meth:`MetricSpace.constraints_matrix`.
+    Symmetric, unit diagonal, entries in [0, 1] (0 at infinite distance). Dense n × n: refused with a
+    ``MemoryError`` when it would not fit (grids have structured solvers instead).
     """
-    return _space_of(space).constraints_matrix(epsilon)
+    from ._validate import check_epsilon
+    from .spaces import _check_dense_fits
+
+    sp = _space_of(space)
+    e = check_epsilon(epsilon)
+    _check_dense_fits(sp.n, "the privacy-constraints matrix")
+    with np.errstate(invalid="ignore"):
+        return np.exp(-e * sp.distances)
 
 
 def corner_priors(space: MetricSpace, *, epsilon: float) -> np.ndarray:
@@ -266,7 +273,7 @@ class RegularityTester:
     True
     """
 
-    def __init__(self, space: MetricSpace, epsilon: float):
+    def __init__(self, space: MetricSpace, *, epsilon: float):
         self.space = _space_of(space)
         self.epsilon = check_epsilon(epsilon)
         phi = constraints_matrix(self.space, epsilon=self.epsilon)
@@ -356,7 +363,6 @@ class RegularityTester:
         mu = b.mu[0]
         return self._result_direct(p, mu, float(b.residual[0]), float(b.error_bound[0]))
 
-    __call__ = test
 
     def test_many(self, priors) -> RegularityBatch:
         """Decide regularity of each row of ``priors`` (k × n) with one multi-right-hand-side solve.
@@ -583,7 +589,7 @@ def regularity(space: MetricSpace, prior, *, epsilon: float, method: str = "auto
         from .structured.regularity import regularity_grid
 
         return regularity_grid(space, prior, epsilon=epsilon)
-    return RegularityTester(space, epsilon).test(prior)
+    return RegularityTester(space, epsilon=epsilon).test(prior)
 
 
 def sample_regular_priors(space: MetricSpace, *, epsilon: float, size: int | None = None, rng=None,

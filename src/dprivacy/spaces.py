@@ -177,13 +177,6 @@ class MetricSpace:
             validate=False,
         )
 
-    def constraints_matrix(self, epsilon: float) -> np.ndarray:
-        """Privacy-constraints matrix Φ with φ_{yy'} = exp(−ε d(y, y')) (seed 000 Def 3)."""
-        e = check_epsilon(epsilon)
-        _check_dense_fits(self._n, "the privacy-constraints matrix")
-        with np.errstate(invalid="ignore"):
-            return np.exp(-e * self.distances)
-
     def check_triangle(self, *, rtol: float = METRIC_RTOL) -> TriangleCheck:
         """Check d(i,j) <= d(i,k) + d(k,j) for all triples, returning a witness when it fails.
 

@@ -486,7 +486,7 @@ def cmd_prior(args) -> None:
     space = parse_space(args.space)
     _check_scale(space, eps)
     prior = _prior(args.prior, space.n)
-    tester = RegularityTester(space, eps)
+    tester = RegularityTester(space, epsilon=eps)
     reg = tester.test(prior)
     ub = bounds.utility_bound(space, prior, epsilon=eps, tester=tester)
     lb = bounds.leakage_bound(space, prior, epsilon=eps, tester=tester)

@@ -376,7 +376,7 @@ def example3(ctx: Context) -> Outcome:
         """(RegularityResult, Prop 5 bound) at ε, one factorization of Φ per ε."""
         e = round(float(e), 10)
         if e not in cache:
-            t = priors.RegularityTester(space, e)
+            t = priors.RegularityTester(space, epsilon=e)
             cache[e] = (t.test(pi), bounds.leakage_bound(space, pi, epsilon=e, tester=t))
         return cache[e]
 
@@ -715,7 +715,7 @@ def sec6(ctx: Context) -> Outcome:
     e = float(th.epsilon_star) * 1.05
     H = tight_constraints(sp, epsilon=e).channel
     G = truncated_geometric(sp, epsilon=e)
-    tester = priors.RegularityTester(sp, e)
+    tester = priors.RegularityTester(sp, epsilon=e)
     pis = priors.sample_regular_priors(sp, epsilon=e, size=25, rng=0)
     gap, geo_ok = 0.0, True
     for p in pis:

@@ -80,7 +80,7 @@ def appendix_b(ctx: Context) -> Outcome:
     small = alphas <= float(ALPHA_INVERTIBLE_UP_TO) + 1e-15
     away = np.abs(alphas - 1 / 3) > 0.01
     eps3 = math.log(3)
-    tester = priors.RegularityTester(sp, eps3)
+    tester = priors.RegularityTester(sp, epsilon=eps3)
     uni = tester.test(np.full(8, 1 / 8))
     tc = tight_constraints(sp, epsilon=eps3, method="dense")
     # A second tight-constraints mechanism: move z along the null vector of Φ (+1 on one side, −1 on the other).

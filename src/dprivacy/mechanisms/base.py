@@ -82,7 +82,7 @@ class PrivacyCertificate(Result):
         return self.check
 
 
-def by_construction(epsilon: float, reason: str) -> PrivacyCertificate:
+def by_construction(*, epsilon: float, reason: str) -> PrivacyCertificate:
     """A certificate for a mechanism private by a theorem about its construction (cite it in ``reason``)."""
     return PrivacyCertificate(True, float(epsilon), "construction", reason, smallest_epsilon=None)
 
@@ -316,7 +316,7 @@ def built(matrix: np.ndarray, space: MetricSpace, *, epsilon: float, name: str, 
     cites the theorem). The matrix is trusted: rows sum to 1 up to rounding."""
     obj = DenseMechanism.__new__(DenseMechanism)
     ch = Channel._trusted(matrix, space.labels, outputs if outputs is not None else (space.labels if matrix.shape[1] == space.n else None))
-    Mechanism.__init__(obj, space, epsilon=epsilon, name=name, certificate=by_construction(epsilon, reason),
+    Mechanism.__init__(obj, space, epsilon=epsilon, name=name, certificate=by_construction(epsilon=epsilon, reason=reason),
                        n_outputs=ch.n_outputs, outputs=ch.outputs, details=details)
     obj._channel = ch
     return obj

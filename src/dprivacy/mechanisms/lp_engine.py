@@ -154,7 +154,7 @@ def lagrangian_bound_matrix(c: np.ndarray, a_ub, lam) -> float:
     return float((c - (a_ub.T @ lam).reshape(c.shape)).max(axis=1).sum())
 
 
-def violated_constraints(h: np.ndarray, space: MetricSpace, epsilon: float, *, atol: float = VIOLATION_ATOL,
+def violated_constraints(h: np.ndarray, space: MetricSpace, *, epsilon: float, atol: float = VIOLATION_ATOL,
                          limit: int = MAX_NEW_ROWS):
     r"""Privacy constraints e^{−εd(a,b)}·H[a, w] ≤ H[b, w] violated by more than ``atol``, over the
     space's constraint pairs (both orientations) and the columns of ``h`` that are not zero. For each
@@ -288,7 +288,7 @@ def row_maxima(c: np.ndarray, a, b, j, coef, lam) -> np.ndarray:
     return (c - at.reshape(n, m)).max(axis=1)
 
 
-def excluded_column_terms(c_x: np.ndarray, peaks: np.ndarray, m_rows: np.ndarray, distances, epsilon: float,
+def excluded_column_terms(c_x: np.ndarray, peaks: np.ndarray, m_rows: np.ndarray, distances, *, epsilon: float,
                           block: int = 256) -> np.ndarray:
     r"""Lagrangian terms of columns that are not in the restricted LP.
 
@@ -336,7 +336,7 @@ class EngineOutcome:
     binding: tuple | None = None  # (a, b, peak of the column) of the rows with a non-zero dual at the end
 
 
-def constraint_generation(space: MetricSpace, c: np.ndarray, peaks: np.ndarray, epsilon: float, *,
+def constraint_generation(space: MetricSpace, c: np.ndarray, peaks: np.ndarray, *, epsilon: float,
                           certify=None, gap: float = 1e-7, time_limit: float | None = None,
                           progress=None, start: np.ndarray | None = None, initial: str = "both+nb",
                           first: str = "ipm", max_new_columns: int | None = None,
@@ -434,7 +434,7 @@ def constraint_generation(space: MetricSpace, c: np.ndarray, peaks: np.ndarray, 
         for lam in (duals, -duals):  # the sign convention of HiGHS's duals; either gives a valid bound
             mr = row_maxima(c_act, a, b, j, coef, lam)
             if excluded.size:
-                terms = excluded_column_terms(c[:, excluded], peaks[excluded], mr, space.distances, epsilon)
+                terms = excluded_column_terms(c[:, excluded], peaks[excluded], mr, space.distances, epsilon=epsilon)
                 bnd = float(np.maximum(mr, terms.max(axis=1)).sum())
             else:
                 terms, bnd = None, float(mr.sum())
@@ -450,7 +450,7 @@ def constraint_generation(space: MetricSpace, c: np.ndarray, peaks: np.ndarray, 
         best_bound = min(best_bound, best_round)
         h = np.clip(xs, 0.0, None)
         h /= h.sum(axis=1, keepdims=True)
-        na, nb, nj, ncoef, worst = violated_constraints(h, space, epsilon)
+        na, nb, nj, ncoef, worst = violated_constraints(h, space, epsilon=epsilon)
         if na.size:
             # Price outputs only once the active columns meet all their constraints: the duals of a
             # restricted LP that still violates many constraints let in columns the optimum does not use.

@@ -211,7 +211,7 @@ class OptimalResult(Result):
         return self.ok
 
 
-def privacy_constraints(space: MetricSpace, epsilon: float, n_outputs: int, pairs: str = "essential"):
+def privacy_constraints(space: MetricSpace, *, epsilon: float, n_outputs: int, pairs: str = "essential"):
     r"""The privacy constraints of an LP over a channel H : Y → W as a sparse matrix ``A`` with A·x ≤ 0.
 
     The variable vector is x = vec(H) in row-major order (entry H[y, w] is x[y·|W| + w]). For every
@@ -632,7 +632,7 @@ def _solve_full(ctx: _Context, c: np.ndarray, pairs: str, solver: str, options, 
 
     space, eps, n, mk = ctx.space, ctx.eps, ctx.space.n, ctx.kept.size
     t0 = time.perf_counter()
-    a_ub, n_pairs = privacy_constraints(space, eps, mk, pairs)
+    a_ub, n_pairs = privacy_constraints(space, epsilon=eps, n_outputs=mk, pairs=pairs)
     a_eq = _row_sum_constraints(n, mk)
     build = time.perf_counter() - t0
     opts = dict(options or {})
@@ -673,7 +673,7 @@ def _solve_generated(ctx: _Context, c: np.ndarray, gap: float, time_limit, progr
         return _certified_value(ctx, h)
 
     every = n * n * mk <= CERTIFY_EVERY_ROUND_ELEMENTS
-    out = constraint_generation(space, c, peaks, eps, certify=certify if every else None, gap=gap,
+    out = constraint_generation(space, c, peaks, epsilon=eps, certify=certify if every else None, gap=gap,
                                 time_limit=time_limit, progress=progress, started=started)
     status = {"optimal": 0, "gap": 0, "time-limit": 1, "memory": 4, "failed": 4}[out.status]
     size = dict(pairs="generated", n_pairs=out.n_pairs, n_variables=n * out.active, n_constraints=n + out.rows,
@@ -998,9 +998,3 @@ def private_lift(h, space: MetricSpace, *, epsilon: float) -> np.ndarray:
         out[b0:b1] = (phi[b0:b1, :, None] * h[None, :, :]).max(axis=1)
     return out
 
-
-def optimal_mechanism_all_pairs(space: MetricSpace, prior, *, epsilon: float, **kwargs) -> OptimalResult:
-    """:func:`optimal_mechanism` with the privacy constraint written for all n(n−1) ordered pairs at
-    finite distance (``pairs="all"``): the same LP without the reduction of seed 004 Prop 1, kept as
-    the baseline against which the essential-pairs formulation is checked and benchmarked."""
-    return optimal_mechanism(space, prior, epsilon=epsilon, pairs="all", **kwargs)

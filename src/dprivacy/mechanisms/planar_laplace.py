@@ -352,7 +352,7 @@ class PlanarLaplaceGridMechanism(Mechanism):
                   "angular precision of the sampler, CCS 2013 §4), snapped to the nearest cell (post-processing, "
                   "seed 000 §7.2); each draw is replaced by a uniform cell with probability 2^-20, so that every cell "
                   "is reachable from every secret (a mixture with the 0-private uniform row keeps ε·d-privacy)")
-        Mechanism.__init__(self, space, epsilon=e, name="planar-laplace-grid", certificate=by_construction(e, reason),
+        Mechanism.__init__(self, space, epsilon=e, name="planar-laplace-grid", certificate=by_construction(epsilon=e, reason=reason),
                            n_outputs=space.n, details={"epsilon_used": e_used, "adjust": adjust,
                                                                    "uniform_mixture": 2.0 ** -self.MIXTURE_BITS})
 

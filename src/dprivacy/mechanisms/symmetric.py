@@ -86,7 +86,7 @@ class SymmetricMechanism(Result):
             return None
         from .base import DenseMechanism, by_construction
 
-        cert = by_construction(self.epsilon, f"columns γ·e^(−ε d(·, z)) ({self.reason}; seed 000 Prop 9, seed 001 "
+        cert = by_construction(epsilon=self.epsilon, reason=f"columns γ·e^(−ε d(·, z)) ({self.reason}; seed 000 Prop 9, seed 001 "
                                               "eq. (17)): each is ε·d-Lipschitz in log by the triangle inequality")
         return DenseMechanism(self.channel, self.space, epsilon=self.epsilon, name="symmetric", certificate=cert)
 
