@@ -48,9 +48,9 @@ def run_one(space, prior, eps, pairs, method, time_limit):
     total = time.perf_counter() - t0
     return {
         "pairs": pairs,
-        "success": r.success,
+        "success": r.solved,
         "status": r.status,
-        "message": r.message,
+        "message": r.solver_message,
         "n_pairs": r.n_pairs,
         "n_variables": r.n_variables,
         "n_constraints": r.n_constraints,

@@ -190,7 +190,7 @@ def test_time_limit_returns_a_certified_mechanism_and_an_honest_gap():
         assert check_privacy(r.channel, space, epsilon=1.0).ok
         assert r.value <= ref.value + 1e-9 and r.bound >= ref.value - 1e-7
         if r.status == 1:
-            assert "time limit" in r.message
+            assert "time limit" in r.solver_message
             assert r.gap == pytest.approx((r.bound - r.value) / max(abs(r.bound), abs(r.value)))
 
 
@@ -202,12 +202,12 @@ def test_time_limit_covers_the_whole_call_and_the_message_names_the_users_limit(
     space = spaces.grid(12, 12)
     prior = np.random.default_rng(4).dirichlet(np.full(space.n, 0.5))
     r = optimal_mechanism(space, prior, epsilon=1.0, method=method, time_limit=1e-3)
-    assert r.status == 1 and r.ok and "time limit of 0.001 s reached" in r.message, r.message
+    assert r.status == 1 and r.ok and "time limit of 0.001 s reached" in r.solver_message, r.solver_message
     assert "time limit of 0.001 s" in r.reason
     assert check_privacy(r.channel, space, epsilon=1.0).ok
     assert 0.0 <= r.gap <= 1.0 and r.bound >= r.value
     r = optimal_mechanism(space, prior, epsilon=1.0, method=method, time_limit=0.25)
-    assert r.ok and (r.status == 0 or "time limit of 0.25 s" in r.message), r.message
+    assert r.ok and (r.status == 0 or "time limit of 0.25 s" in r.solver_message), r.solver_message
 
 
 def test_certified_repair_stops_at_its_deadline_after_one_lift():

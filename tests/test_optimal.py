@@ -102,7 +102,7 @@ def test_seed001_table1_clique6_ln2_uniform_is_two_sevenths():
     # Seed 001 Example 30 / Table 1 (b): clique of 6 answers, ε = ln 2, U(M2) = 2/7 is optimal for the
     # uniform prior (Thm 27/28: 1 / Σ_d n_d e^{−εd} = 1 / (1 + 5/2)).
     r = optimal_mechanism(spaces.clique(6), np.full(6, 1 / 6), epsilon=LN2)
-    assert r.success and r.status == 0
+    assert r.solved and r.status == 0
     assert r.value == pytest.approx(2 / 7, abs=1e-9)
     assert r.objective == pytest.approx(2 / 7, abs=1e-9)
     assert r.private and r.smallest_epsilon <= LN2 + 1e-9
@@ -165,7 +165,7 @@ def test_regular_prior_lp_equals_sum_mu(k, eps, data):
     assume((z >= 0).all())
     pi, mu = corner_mixture(space, eps, dirichlet(data.draw, space.n))
     r = optimal_mechanism(space, pi, epsilon=eps)
-    assert r.success
+    assert r.solved
     assert r.value == pytest.approx(mu.sum(), abs=LP_TOL)
     assert r.value <= mu.sum() + LP_TOL
 
@@ -191,7 +191,7 @@ def test_thm2_bound_on_random_metrics(space, eps, data):
     # channel is private) nor below the utility of the tight-constraints mechanism when it exists.
     pi, mu = corner_mixture(space, eps, dirichlet(data.draw, space.n))
     r = optimal_mechanism(space, pi, epsilon=eps)
-    assert r.success
+    assert r.solved
     assert r.value <= mu.sum() + LP_TOL
     assert r.value >= prior_vulnerability(pi) - LP_TOL
     tc, z = tight_constraints(space, eps)
@@ -256,7 +256,7 @@ def test_loss_on_line_equals_truncated_geometric(n, eps, step, loss_kind):
     priors = [np.full(n, 1 / n), rng.dirichlet(np.ones(n)), rng.dirichlet(np.full(n, 0.3))]
     for prior in priors:
         r = optimal_mechanism(space, prior, epsilon=eps, loss=loss)
-        assert r.success and r.kind == "loss"
+        assert r.solved and r.kind == "loss"
         assert r.value == pytest.approx(expected_loss(tg, prior, loss).value, abs=LP_TOL)
         assert r.objective == pytest.approx(r.value, abs=LP_TOL)
 
@@ -288,7 +288,7 @@ def test_essential_pairs_lp_equals_all_pairs_lp(space, eps, data):
         gain = np.array(data.draw(st.lists(st.floats(-1, 1), min_size=n * k, max_size=n * k))).reshape(n, k)
     ess = optimal_mechanism(space, prior, epsilon=eps, gain=gain)
     full = optimal_mechanism(space, prior, epsilon=eps, gain=gain, pairs="all")
-    assert ess.success and full.success
+    assert ess.solved and full.solved
     assert ess.value == pytest.approx(full.value, abs=LP_TOL)
     assert full.pairs == "all" and ess.pairs == "essential"
     finite_pairs = int(np.isfinite(space.distances[np.triu_indices(n, 1)]).sum())
@@ -423,8 +423,8 @@ def test_private_lift_is_smallest_private_majorant():
 def test_solver_failure_is_a_result_not_an_exception():
     r = optimal_mechanism(spaces.clique(6), np.full(6, 1 / 6), epsilon=LN2, method="full", solver="highs-ds",
                           options={"maxiter": 1, "presolve": False})
-    assert not r.success and not r
-    assert r.status == 1 and "limit" in r.message.lower()
+    assert not r.solved and not r
+    assert r.status == 1 and "limit" in r.solver_message.lower()
     assert r.channel is None and math.isnan(r.value) and r.remap is None
     assert r.n_variables == 36
 
@@ -453,7 +453,7 @@ def test_tiny_negative_entries_are_clipped_and_recorded(monkeypatch):
     noisy[0, 2] = -1e-13
     monkeypatch.setattr(mod, "linprog", _fake_linprog(noisy))
     r = mod.optimal_mechanism(spaces.line(3), np.full(3, 1 / 3), epsilon=1.0, method="full")
-    assert r.success
+    assert r.solved
     assert r.min_entry == -1e-13
     assert r.clipped == pytest.approx(1e-13)
     assert r.row_sum_error == pytest.approx(1e-13 + h[0, 2], rel=1e-6)
@@ -477,7 +477,7 @@ def test_implausible_solver_output_is_rejected(monkeypatch, entry, row_shift, re
     h[1, 1] += row_shift
     monkeypatch.setattr(mod, "linprog", _fake_linprog(h))
     r = mod.optimal_mechanism(spaces.line(3), np.full(3, 1 / 3), epsilon=1.0, method="full")
-    assert not r.success and r.status == -1 and reason in r.message and r.channel is None
+    assert not r.solved and r.status == -1 and reason in r.solver_message and r.channel is None
 
 
 def test_repair_off_returns_the_solver_channel():

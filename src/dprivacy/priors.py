@@ -75,6 +75,13 @@ def constraints_matrix(space: MetricSpace, *, epsilon: float) -> np.ndarray:
 
     Symmetric, unit diagonal, entries in [0, 1] (0 at infinite distance). Dense n × n: refused with a
     ``MemoryError`` when it would not fit (grids have structured solvers instead).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 3.
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Def 4.
     """
     from ._validate import check_epsilon
     from .spaces import _check_dense_fits
@@ -92,6 +99,13 @@ def corner_priors(space: MetricSpace, *, epsilon: float) -> np.ndarray:
     Row y is the regular prior "maximally biased" towards y: its entry y attains the upper bound of
     seed 000 Prop 2, and it is regular with μ = e_y / Σ_{y'} φ_{yy'}. The regular priors are exactly the
     convex hull of these rows (Prop 3).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 5, Prop 3.
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Def 6, Prop 4.
     """
     phi = constraints_matrix(space, epsilon=epsilon)
     return phi / phi.sum(axis=1, keepdims=True)
@@ -103,6 +117,11 @@ def probability_bounds(space: MetricSpace, *, epsilon: float) -> tuple[np.ndarra
     Returns ``(lower, upper)`` with lower_y = 1 / \sum_{y'} e^{ε d(y,y')} and
     upper_y = 1 / \sum_{y'} e^{−ε d(y,y')}. Points at infinite distance make ``lower`` 0 (the ratio
     bound of Prop 1 is vacuous across components).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Prop 2.
     """
     space = _space_of(space)
     e = check_epsilon(epsilon)
@@ -171,8 +190,9 @@ class RegularityResult(Result):
         When not regular: the indices y with μ_y < −error_bound ...
     negative_values : ndarray
         ... and those entries of μ.
-    reason : str or None
-        Why π is not regular, or why it could not be decided (None when it is regular).
+    reason : str
+        A sentence: why π is not regular or could not be decided, or, when it is regular, the
+        certificate in words (min μ and its margin over the error bound).
     boundary : bool
         π lies on the boundary of the region within rounding (|margin| ≤ 1): undecided.
     certainty : str
@@ -180,6 +200,13 @@ class RegularityResult(Result):
         grid solver's path), ``"exact"`` (a corner prior, regular by construction) or ``"estimated"``
         (above :data:`EXACT_INVERSE_NORM_MAX_N` points ‖Φ⁻¹‖ is LAPACK's estimate times a safety factor:
         the decision is verified numerically, not certified).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 4, Prop 3.
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Def 5, Appendix B.
     """
 
     regular: bool
@@ -201,9 +228,18 @@ class RegularityResult(Result):
     boundary: bool = False
     certainty: str = "certified"
 
+    def __post_init__(self):
+        if not self.reason:  # the vocabulary: reason is always a sentence
+            how = {"exact": "exactly (a corner prior)", "estimated": "verified numerically"}.get(self.certainty, "certified")
+            mn = float(np.min(self.mu)) if np.size(self.mu) else math.nan
+            text = (f"regular ({how}): μΦ = π with every μ_y ≥ 0 (smallest μ_y = {mn:.6g}, margin "
+                    f"{self.margin:.3g} error bounds; seed 000 Def 4)") if self.regular else "not regular"
+            object.__setattr__(self, "reason", text)
+
     @property
     def ok(self) -> bool:
-        """The common flag of :class:`dprivacy.results.Result` (here: ``regular``)."""
+        """The prior is ε·d-regular: the common flag of :class:`dprivacy.results.Result`, the same as
+        ``regular`` (the theory's word, kept as the field)."""
         return bool(self.regular)
 
     def __bool__(self) -> bool:
@@ -264,6 +300,13 @@ class RegularityTester:
     space : MetricSpace
     epsilon : float
         The privacy level; Φ = exp(−ε d).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 4, Prop 3.
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Def 5, Appendix B.
 
     Examples
     --------
@@ -574,6 +617,13 @@ def regularity(space: MetricSpace, prior, *, epsilon: float, method: str = "auto
     build one tester); ``"structured"`` solves Φμ = π by conjugate gradients on the FFT operator of a
     grid (:func:`dprivacy.structured.regularity.regularity_grid`, no n×n matrix); ``"auto"`` takes the
     structured solver on grids above the same size as :func:`dprivacy.mechanisms.tight.tight_constraints`.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 4, Prop 3.
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Def 5.
     """
     from .spaces import GridSpace
 
@@ -617,6 +667,12 @@ def sample_regular_priors(space: MetricSpace, *, epsilon: float, size: int | Non
     -------
     priors : ndarray, shape (size, n) or (n,)
     gamma : ndarray, same shape (only with ``return_gamma``)
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 5, Prop 3
+       (the regular priors are the convex hull of the corner priors).
     """
     c = corner_priors(space, epsilon=epsilon)
     gen = as_rng(rng)

@@ -78,6 +78,14 @@ class MetricSpace:
     -----
     Distances are in the metric's own units; the privacy level ε is applied separately (functions take
     ``epsilon`` and use ε·d), or eagerly with :meth:`scaled`.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.1 (finite
+       metric spaces (Y, d_Y)).
+    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §3 (extended metrics).
     """
 
     def __init__(
@@ -317,6 +325,12 @@ def from_graph(graph, *, nodes: Sequence | None = None, weight: str | None = Non
         order of first appearance, or sorted when all nodes are numbers).
     weight : str, optional
         Edge attribute holding edge lengths (networkx graphs only); unit lengths by default.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.2 (the
+       graph metric d_~).
     """
     import networkx as nx
 
@@ -377,6 +391,12 @@ def hamming(u: int, v: int, *, name: str | None = None) -> MetricSpace:
 
     Standard ε-differential privacy is ε·d_h-privacy on this space (seed 000 §3.2). Points are the v^u
     tuples in lexicographic order; labels are the tuples.
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), §5.1, Prop
+       13, Prop 14.
     """
     u = check_positive_int(u, name="u")
     v = check_positive_int(v, name="v", minimum=2)
@@ -400,6 +420,11 @@ class GridSpace(MetricSpace):
     Cell (col, row) has index ``row * width + col`` and centre ``(col * step, row * step)``. The metric
     is translation-invariant: d depends only on the offset between cells, which the structured solvers
     exploit. The dense distance matrix is built on first use and refused when it would not fit.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.3, §7.2.
     """
 
     def __init__(self, width: int, height: int, *, metric: str = "euclidean", step: float = 1.0, name: str | None = None):
@@ -502,7 +527,14 @@ class GridSpace(MetricSpace):
 
 
 def grid(width: int, height: int, *, metric: str = "euclidean", step: float = 1.0, name: str | None = None) -> GridSpace:
-    """A W×H grid of locations (seed 000 §7.2): see :class:`GridSpace`."""
+    """A W×H grid of locations (seed 000 §7.2): see :class:`GridSpace`.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.2 (the
+       geo-indistinguishability case study).
+    """
     return GridSpace(width, height, metric=metric, step=step, name=name)
 
 

@@ -499,9 +499,9 @@ def cmd_prior(args) -> None:
         "certainty": reg.certainty,
         "margin": reg.margin,
         "mu_sum": reg.mu_sum if reg.regular else None,
-        "utility_bound": ub.value if ub.applicable else None,
-        "leakage_bound_bits": lb.value if lb.applicable else None,
-        "reason": "" if reg.regular else reg.reason,
+        "utility_bound": ub.value if ub.ok else None,
+        "leakage_bound_bits": lb.value if lb.ok else None,
+        "reason": reg.reason,
         "sources": {"utility_bound": ub.source, "leakage_bound_bits": lb.source},
     }
     if args.certificate:

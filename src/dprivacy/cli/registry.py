@@ -128,7 +128,7 @@ def _optimal(space, epsilon, prior=None, **lp):
         "bound": r.bound,
         "gap": r.gap,
         "status": getattr(r, "status", None),
-        "solver_message": getattr(r, "message", ""),
+        "solver_message": r.solver_message,
         "certified_smallest_epsilon": r.smallest_epsilon,
         "lp_seconds": r.seconds,
         "time_limit": lp.get("time_limit"),
@@ -139,7 +139,7 @@ def _optimal(space, epsilon, prior=None, **lp):
         details["rounds"] = r.rounds
     if r.method == "spanner":
         details["dilation"] = r.dilation
-    if r.success and not r.private:
+    if r.solved and not r.private:
         details["lp_smallest_epsilon"] = r.smallest_epsilon
     # Never "exists" with a channel that fails the privacy check: ok = solved and certified.
     return Outcome("optimal", r.ok, r.channel if r.ok else None, "" if r.ok else r.reason, details)

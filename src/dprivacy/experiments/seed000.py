@@ -412,8 +412,8 @@ def example3(ctx: Context) -> Outcome:
     valid, formula_only, thm3, tight_leak = [], [], [], []
     for e in xs:
         b = at(e)[1]
-        valid.append(b.value if b.applicable else None)
-        formula_only.append(None if b.applicable else b.formula_value)
+        valid.append(b.value if b.ok else None)
+        formula_only.append(None if b.ok else b.formula_value)
         thm3.append(bounds.database_leakage_bound(EX3_U, len(EX3_P), epsilon=float(e)).value)
         tc = tight_constraints(space, epsilon=float(e))
         tight_leak.append(measures.min_entropy_leakage(tc.channel, pi) if tc.exists else None)

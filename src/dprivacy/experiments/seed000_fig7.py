@@ -236,7 +236,7 @@ def fig7(ctx: Context) -> Outcome:
     sum_mu_dense = None
     if not ctx.quick:
         b = bounds.utility_bound(dense_grid, uniform, epsilon=DENSE_EPS)
-        sum_mu_dense = b.value if b.applicable else None
+        sum_mu_dense = b.value if b.ok else None
         if sum_mu_dense is not None:
             gaps[f"explicit channel vs Σμ from the dense solve of μΦ = u at ε = {DENSE_EPS:g}"] = abs(u_explicit - sum_mu_dense)
     del mech_dense, dense_grid

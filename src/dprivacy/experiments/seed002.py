@@ -292,8 +292,8 @@ def _optimality_gaps(ans, X, delta, epsilons, priors, losses):
                 loss_S[np.ix_(S_idx, S_idx)] = loss_Y
                 r = optimal_mechanism(S, prior_S, epsilon=e, loss=loss_S, method="full")  # the LP, not Thm 8 itself
                 tg_loss = measures.expected_loss(tg, prior_Y, loss_Y).value
-                rows.append(dict(epsilon=e, prior=pname, loss=lname, tg=tg_loss, lp=r.value if r.success else float("nan"),
-                                 gap=tg_loss - r.value if r.success else float("nan"), lp_ok=bool(r.success)))
+                rows.append(dict(epsilon=e, prior=pname, loss=lname, tg=tg_loss, lp=r.value if r.solved else float("nan"),
+                                 gap=tg_loss - r.value if r.solved else float("nan"), lp_ok=bool(r.solved)))
     closure_err = float(np.max(np.abs(S.distances[np.ix_(S_idx, S_idx)] - Y.distances / delta))) if delta > 0 else float("nan")
     return rows, private, closure_err
 

@@ -77,6 +77,11 @@ class HidingResult(Result):
         Events with positive probability under both K and K∘φ (only there are both posteriors defined).
     tolerance : float
         Absolute tolerance used for ``ok``.
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 2, Thm 3.
     """
 
     ok: bool
@@ -137,6 +142,11 @@ class NeighbourhoodResult(Result):
         Absolute tolerance used for ``ok``.
     note : str
         Why nothing could be compared (π(N) = 0), else "".
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 3, Thm 4.
     """
 
     ok: bool
@@ -185,6 +195,11 @@ def swap(n: int, i: int, j: int) -> np.ndarray:
 
     Swaps are the hiding functions of seed 002 Def 2 (a maximal Φ-chain needs φ(x_i) = x_{i+1} and
     φ(x_{i+1}) = x_i); with them the converse of Thm 3 holds.
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 2, Thm 3.
     """
     for name, v in (("i", i), ("j", j)):
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or not 0 <= v < n:
@@ -266,7 +281,13 @@ def _pairwise_distances(space: MetricSpace, i: np.ndarray, j: np.ndarray) -> np.
 
 
 def hiding_distance(space: MetricSpace, hiding) -> float:
-    """d(φ) = max_x d(x, φ(x)), the largest distance a hiding function moves a secret (seed 002 §3)."""
+    """d(φ) = max_x d(x, φ(x)), the largest distance a hiding function moves a secret (seed 002 §3).
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 2, Thm 3.
+    """
     phi = _as_hiding(hiding, space.n)
     return float(_pairwise_distances(space, np.arange(space.n), phi).max())
 
@@ -319,6 +340,12 @@ def check_hiding(
     Returns
     -------
     HidingResult
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 2, Thm 3 (the hiding-function
+       characterization).
     """
     e = check_epsilon(epsilon)
     h = _channel_matrix(channel, space)
@@ -381,7 +408,13 @@ def _as_neighbourhood(neighbourhood, n: int) -> np.ndarray:
 
 
 def neighbourhood_diameter(space: MetricSpace, neighbourhood) -> float:
-    """d(N) = max_{x,x'∈N} d(x, x'), the diameter of a set of secrets (seed 002 §3, Def 3)."""
+    """d(N) = max_{x,x'∈N} d(x, x'), the diameter of a set of secrets (seed 002 §3, Def 3).
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 3.
+    """
     nb = _as_neighbourhood(neighbourhood, space.n)
     i, j = np.meshgrid(nb, nb, indexing="ij")
     return float(_pairwise_distances(space, i.ravel(), j.ravel()).max())
@@ -420,6 +453,12 @@ def check_neighbourhood(
     Returns
     -------
     NeighbourhoodResult
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 3, Thm 4 (the neighbourhood
+       characterization).
     """
     e = check_epsilon(epsilon)
     h = _channel_matrix(channel, space)

@@ -71,6 +71,13 @@ class PrivacyResult(Result):
     atol : float
         Absolute floor on log-ratios used for ``ok``: the float64 rounding of the logarithms compared
         (:func:`rounding_floor`), unless given.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1 (§3.1).
+    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 1.
     """
 
     ok: bool
@@ -104,7 +111,14 @@ class PrivacyResult(Result):
 
 
 def multiplicative_distance(p, q) -> float:
-    """d_P(p, q) = max_z |ln p(z)/q(z)|, with 0/0 counted as 0 and x/0 as ∞ (seed 000 §3.1)."""
+    """d_P(p, q) = max_z |ln p(z)/q(z)|, with 0/0 counted as 0 and x/0 as ∞ (seed 000 §3.1).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.1 (the
+       multiplicative distance d_P).
+    """
     p = np.asarray(p, dtype=np.float64)
     q = np.asarray(q, dtype=np.float64)
     if p.shape != q.shape or p.ndim != 1:
@@ -285,6 +299,17 @@ def check_privacy(channel, space: MetricSpace | None = None, *, epsilon: float |
     PrivacyResult
         ``ok``, the ``smallest_epsilon`` for which the channel is private, and the ``worst`` triple
         (y, y', z) with H[y,z] = e^{worst_ratio} H[y',z].
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1 (§3.1:
+       d-privacy via d_P).
+    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 1.
+    .. [3] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Prop 1 (the constraints
+       between adjacent answers suffice).
     """
     from ._dispatch import dense_matrix, mechanism_of
 
@@ -314,6 +339,13 @@ def check_privacy_log(log_matrix, space: MetricSpace, *, epsilon: float, rtol: f
     For mechanisms whose entries underflow in float64 (e^{−εd} < 1e-308 when ε·d > 708) but whose
     logarithms are exact, e.g. log H[y,z] = −ε d(y,z) + log z_z for a tight-constraints mechanism: the
     check then concerns the mechanism, not its rounded float64 matrix.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1 (§3.1).
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Prop 1.
     """
     e = check_epsilon(epsilon, allow_zero=True)
     lg = np.array(log_matrix, dtype=np.float64)
@@ -326,19 +358,40 @@ def check_privacy_log(log_matrix, space: MetricSpace, *, epsilon: float, rtol: f
 
 
 def smallest_epsilon(channel, space: MetricSpace) -> float:
-    """The smallest ε for which ``channel`` is ε·d-private: max_{y,y'} d_P(H_y, H_y') / d(y, y')."""
+    """The smallest ε for which ``channel`` is ε·d-private: max_{y,y'} d_P(H_y, H_y') / d(y, y').
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1 (§3.1).
+    """
     return check_privacy(channel, space, epsilon=0.0).smallest_epsilon
 
 
 def is_private(channel, space: MetricSpace, *, epsilon: float, rtol: float = PRIVACY_RTOL, atol: float | None = None) -> bool:
-    """Whether ``channel`` is ε·d-private on ``space`` (:func:`check_privacy`'s tolerance)."""
+    """Whether ``channel`` is ε·d-private on ``space`` (:func:`check_privacy`'s tolerance).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1 (§3.1).
+    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 1.
+    """
     return check_privacy(channel, space, epsilon=epsilon, rtol=rtol, atol=atol).ok
 
 
 def check_prior_privacy(space: MetricSpace, prior, *, epsilon: float, rtol: float = PRIVACY_RTOL,
                         atol: float | None = None) -> PrivacyResult:
     """How d-private a prior is: π_y ≤ e^{ε d(y,y')} π_y' for all y, y' (the property every d-regular
-    prior has, seed 000 Prop 1). The result's ``worst`` triple has z = 0."""
+    prior has, seed 000 Prop 1). The result's ``worst`` triple has z = 0.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Prop 1 (every
+       d-regular prior satisfies π_y ≤ e^{d(y,y')} π_y').
+    """
     e = check_epsilon(epsilon, allow_zero=True)
     p = as_prior(prior, space.n)
     return _check_rows(_finite_log(p)[:, None], space, e, rtol, atol)

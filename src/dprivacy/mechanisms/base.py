@@ -62,6 +62,11 @@ class PrivacyCertificate(Result):
     rigorous : bool
         True when the basis is a proof (construction, certified signs, exact arithmetic); False when it
         rests on floating-point computation with estimated error ("verified numerically").
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1, Prop 6.
     """
 
     ok: bool
@@ -106,6 +111,12 @@ class Mechanism:
         How that is known.
     outputs : list
         Labels of the outputs Z (default: the space's labels when Z = Y, else ``0..m-1``).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1 (§3.1: a
+       mechanism H : Y → Z and d-privacy).
     """
 
     #: True when the channel is stored as a matrix.

@@ -71,6 +71,11 @@ def line_epsilon(space: MetricSpace, *, epsilon: float, coordinates: np.ndarray 
     This suffices: if d(i, j) = Σ_e d(e) along a tight chain of essential pairs e, then
     |x_i − x_j| ≤ Σ_e |Δx(e)| and d(i, j)/|x_i − x_j| ≥ Σ_e d(e)/Σ_e |Δx(e)| ≥ min_e d(e)/|Δx(e)|.
     Returns ``inf`` when no two points are at finite distance (then no constraint binds).
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §4.2, Thm 10.
     """
     e = check_epsilon(epsilon)
     x = line_coordinates(space) if coordinates is None else np.asarray(coordinates, dtype=np.float64)
@@ -153,6 +158,14 @@ def truncated_geometric(space, *, epsilon: float) -> DenseMechanism:
 
     TG is universally optimal for counting queries (Ghosh et al.; seed 002 Thm 8) and, with ε/qk,
     for sum/avg/percentile under the normalized Manhattan metric (seed 002 Thm 10–11).
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §4.2, Fig 2 (iv), Thm 8, Thm 10.
+    .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Table 2(a),
+       Example 30.
     """
     e = check_epsilon(epsilon)
     if isinstance(space, Integral) and not isinstance(space, bool):

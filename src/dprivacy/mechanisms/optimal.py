@@ -75,16 +75,15 @@ class OptimalResult(Result):
 
     Attributes
     ----------
-    success : bool
-        True when the solver reports an optimal solution and its cleaned channel is a valid channel.
     status : int
         The solver's status code (``scipy.optimize.linprog``: 0 optimal, 1 iteration/time limit,
         2 infeasible, 3 unbounded, 4 numerical difficulties); -1 when the solver reported success but
         the returned point was rejected here (an entry below −1e−9 or a row sum off by more than
-        1e−6; see ``message``). The LP itself is always feasible (a constant channel is private) and
-        bounded (H is stochastic), so statuses 2 and 3 would signal numerical trouble.
-    message : str
-        The solver's message (with the reason for rejection appended when ``status`` is -1).
+        1e−6; see ``solver_message``). The LP itself is always feasible (a constant channel is private)
+        and bounded (H is stochastic), so statuses 2 and 3 would signal numerical trouble.
+    solver_message : str
+        The solver's message (with the reason for rejection appended when ``status`` is -1); ``reason``
+        is the sentence to show a user.
     channel : Channel or None
         The optimal mechanism Y → W (rows: the space's points, columns: the guesses), or None when the
         solve failed.
@@ -144,11 +143,17 @@ class OptimalResult(Result):
         Rounds of constraint generation (0 for the full LP).
     history : tuple of lp_engine.Round
         Per-round restricted LP size, objective, bound and certified value.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.4, Thm 4.
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Prop 1.
     """
 
-    success: bool
     status: int
-    message: str
+    solver_message: str
     channel: Channel | None
     value: float
     objective: float
@@ -178,21 +183,26 @@ class OptimalResult(Result):
     _json_exclude = ("channel", "remap")
 
     @property
+    def solved(self) -> bool:
+        """The solver returned a channel (which may still fail the privacy check: ``ok`` says both)."""
+        return self.channel is not None
+
+    @property
     def ok(self) -> bool:
         """An optimal mechanism was found *and* the returned channel passes the exact privacy check at ε
         (never ok with a channel that is not private)."""
-        return bool(self.success and self.private)
+        return bool(self.solved and self.private)
 
     @property
     def reason(self) -> str:
-        if not self.success:
-            return f"the linear program failed: {self.message}"
+        if not self.solved:
+            return f"the linear program failed: {self.solver_message}"
         if not self.private:
             return (f"the LP's channel (after the certified repair) is not ε·d-private as stored in float64: its smallest "
                     f"ε is {self.smallest_epsilon:.12g} > {self.epsilon_checked:.12g}; at large ε·d the entries "
                     "e^(−ε d) underflow to 0 beside positive ones, so this stored channel is not private")
         return (f"{'optimal' if self.status == 0 else 'best found'} for the prior by linear programming "
-                f"({self.method}: {self.message}); value {self.value:.12g}, bound {self.bound:.12g}, relative gap "
+                f"({self.method}: {self.solver_message}); value {self.value:.12g}, bound {self.bound:.12g}, relative gap "
                 f"{self.gap:.3g}; privacy certified by the exact check of the returned channel (smallest ε "
                 f"{self.smallest_epsilon:.12g})")
 
@@ -238,6 +248,13 @@ def privacy_constraints(space: MetricSpace, *, epsilon: float, n_outputs: int, p
     A : scipy.sparse.csr_array, shape (2·P·|W|, n·|W|)
     n_pairs : int
         P, the number of unordered pairs.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1.
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Prop 1.
     """
     if pairs == "essential":
         i, j = space.essential_pairs()
@@ -403,7 +420,7 @@ def optimal_mechanism(
         ``ok`` (a channel was returned and passes the exact check), ``status`` and ``message``, the
         ``channel`` and its ``value``, the ``bound`` and ``gap``, the LP size and timing, and the
         verification of the channel (``smallest_epsilon``, ``private``, ``row_sum_error``,
-        ``clipped``). A failed solve is a result with ``success`` False and the solver's message,
+        ``clipped``). A failed solve is a result with ``solved`` False (no channel) and the solver's message,
         never an exception; bad input raises ``ValueError``/``TypeError``.
 
     Notes
@@ -437,6 +454,18 @@ def optimal_mechanism(
     The essential pairs of a general metric are found with a relative tolerance
     (``spaces.METRIC_RTOL`` = 1e−9): a pair whose distance equals a detour through a third point only
     up to that tolerance is left out, so its constraint holds up to a factor e^{ε d · 1e−9}.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.4
+       (utility), Thm 4 (where tight-constraints is optimal).
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Prop 1 (constraints on
+       adjacent answers).
+    .. [3] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Thm 8 (the truncated geometric is
+       universally optimal on a line).
     """
     if not isinstance(space, MetricSpace):
         raise TypeError(f"space must be a MetricSpace, got {type(space).__name__}")
@@ -576,8 +605,8 @@ def _solve_universal(space: MetricSpace, eps: float, p: np.ndarray, g: np.ndarra
     seconds = time.perf_counter() - t0
     nan = float("nan")
     return OptimalResult(
-        success=True, status=0,
-        message=("the truncated geometric mechanism with its optimal remap, universally optimal on a line for every "
+        status=0,
+        solver_message=("the truncated geometric mechanism with its optimal remap, universally optimal on a line for every "
                  "prior and monotone loss (seed 002 Thm 8; Ghosh, Roughgarden, Sundararajan 2009)"),
         channel=channel, value=measured.value, objective=measured.value, kind=kind,
         remap=np.arange(g.shape[1]), pairs="none", n_pairs=0, n_variables=0, n_constraints=0, seconds=seconds,
@@ -862,7 +891,7 @@ def _finish(ctx: _Context, raw: np.ndarray, objective_gain: float, bound_gain: f
     sign = 1.0 if ctx.kind == "gain" else -1.0
     rel = _relative_gap(bound_gain, value_gain) if check.ok else float("inf")
     return OptimalResult(
-        success=True, status=status, message=message, channel=channel, value=measured.value,
+        status=status, solver_message=message, channel=channel, value=measured.value,
         objective=sign * objective_gain, kind=ctx.kind, remap=measured.remap, smallest_epsilon=check.smallest_epsilon,
         private=check.ok, row_sum_error=row_sum_error, clipped=clipped, min_entry=min_entry,
         raw_smallest_epsilon=raw_eps, repair_mass=repair_mass, epsilon_checked=eps, space=space,
@@ -874,7 +903,7 @@ def _failed(status, message, kind, size, *, row_sum_error=float("nan"), min_entr
             eps=float("nan")) -> OptimalResult:
     nan = float("nan")
     return OptimalResult(
-        success=False, status=status, message=message, channel=None, value=nan, objective=nan, kind=kind,
+        status=status, solver_message=message, channel=None, value=nan, objective=nan, kind=kind,
         remap=None, smallest_epsilon=nan, private=False, row_sum_error=row_sum_error, clipped=nan,
         min_entry=min_entry, raw_smallest_epsilon=nan, repair_mass=nan, epsilon_checked=eps, space=space, **size,
     )
@@ -905,6 +934,11 @@ def certified_repair(h, space: MetricSpace, *, epsilon: float, rounds: int = 6,
 
     ``deadline`` (a ``time.perf_counter()`` reading) stops the repair between lifts, after the first:
     the channel reached so far is returned, possibly not private — the caller's exact check decides.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1.
     """
     h = np.asarray(h, dtype=np.float64)
     d = space.distances
@@ -981,6 +1015,11 @@ def private_lift(h, space: MetricSpace, *, epsilon: float) -> np.ndarray:
     space : MetricSpace
         Its distances must satisfy the triangle inequality for the result to be private.
     epsilon : float
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1.
     """
     h = np.asarray(h, dtype=np.float64)
     n, m = h.shape

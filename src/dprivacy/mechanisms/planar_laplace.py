@@ -55,6 +55,11 @@ def planar_laplace_radius(p, *, epsilon: float) -> np.ndarray:
     ``p`` in [0, 1) (any shape); the real part of ``scipy.special.lambertw(·, k=-1)`` is used (the
     imaginary part is 0 on (−1/e, 0)), except for p < 1e-4, near the branch point, where a series
     polished by Newton's method keeps full relative precision.
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §6.2.
     """
     e = check_epsilon(epsilon)
     p = np.atleast_1d(np.asarray(p, dtype=np.float64))
@@ -97,6 +102,13 @@ def planar_laplace_sample(points, *, epsilon: float, rng=None) -> np.ndarray:
     numpy.ndarray, same shape as ``points``
         points + r (cos θ, sin θ) with θ uniform on [0, 2π) and r = C_ε^{-1}(p), p uniform on [0, 1)
         (CCS 2013 §4, Lambert W branch −1). Mean error E‖noise‖ = 2/ε.
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §6.2 (geolocation).
+    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.3.
     """
     pts = _as_points(points)
     e = check_epsilon(epsilon)
@@ -268,6 +280,13 @@ def planar_laplace_grid(space: GridSpace, *, epsilon: float, adjust: str = "none
     10 000 matrix, 800 MB) in ~5 s, most of it writing the matrix. Entries whose mass is below the
     smallest double (ε × distance ≳ 700) underflow to 0; such a channel cannot be certified by
     :func:`dprivacy.measures.check_privacy` in float64, although the mechanism is private.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.2, Fig 7.
+    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §6.2.
     """
     if not isinstance(space, GridSpace):
         raise TypeError(f"space must be a GridSpace (spaces.grid), got {type(space).__name__}")
@@ -306,6 +325,13 @@ def planar_laplace_channel(space: GridSpace, *, epsilon: float, adjust: str = "n
     Andrés et al. CCS 2013) and snapping its report to the nearest cell is post-processing. The stored
     matrix is computed by quadrature; its largest relative error is in ``details``.
     See :func:`planar_laplace_grid` for the construction, the meaning of ``adjust`` and the error bound.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.2, Fig 7.
+    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §6.2.
     """
     from .base import built
 
@@ -335,6 +361,13 @@ class PlanarLaplaceGridMechanism(Mechanism):
     (:meth:`rows`, the dense :attr:`channel` on demand) are the exact masses at ε' by quadrature.
     Sampling mixes in the uniform distribution at weight 2^-20 (:attr:`MIXTURE_BITS`): a float radius
     is bounded, and without the mixture far cells would be reachable from some secrets only.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.2.
+    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §6.2.
     """
 
     #: Each draw is replaced by a uniform cell with probability 2^-MIXTURE_BITS (every cell reachable).
@@ -419,5 +452,13 @@ def planar_laplace_grid_mechanism(space: GridSpace, *, epsilon: float, adjust: s
     """The planar Laplace mechanism on a grid as an implicit :class:`~dprivacy.mechanisms.base.Mechanism`
     (no n×n matrix; see the class notes): sampling by a continuous draw snapped to the nearest cell,
     exact rows by quadrature, the dense channel on demand. ``adjust="ccs"`` (default) samples at the ε'
-    of CCS 2013 that covers the float angles of the sampler; ``"none"`` at ε."""
+    of CCS 2013 that covers the float angles of the sampler; ``"none"`` at ε.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.2.
+    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §6.2.
+    """
     return PlanarLaplaceGridMechanism(space, epsilon=epsilon, adjust=adjust)

@@ -80,6 +80,12 @@ class TightResult(Result):
     :class:`~dprivacy.structured.GridTightResult`; both are TightResults with the fields below, and
     ``.mechanism`` (None when it does not exist). The fields are documented on
     :class:`TightConstraintsResult`.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 6, Prop 6,
+       Prop 7.
     """
 
     exists: bool
@@ -241,6 +247,15 @@ def tight_constraints(space: MetricSpace, *, epsilon: float, method: str = "auto
     :data:`TRUST_ESTIMATE`; otherwise (n ≤ :data:`INVERSE_LIMIT`) the componentwise form is evaluated
     with the explicit inverse from the same factorization, whose own rounding is a second-order term.
     Above INVERSE_LIMIT points the estimate-based bound is all there is and is not rigorous.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 6, Prop 6,
+       Prop 7, Thm 4, Prop 8, Cor 3, Prop 9.
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Def 7, Prop 7, Lemma 3,
+       Thm 3.
     """
     if not isinstance(space, MetricSpace):
         raise TypeError(f"space must be a MetricSpace, got {type(space).__name__}")
