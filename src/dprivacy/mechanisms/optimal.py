@@ -394,7 +394,9 @@ def optimal_mechanism(
         Seconds for the whole call, counted from its start: the tent LP, the full LP or every round of
         constraint generation get what is left (HiGHS's own ``time_limit``); when it runs out the call
         returns the best certified mechanism found so far with its honest gap (``status`` 1, ``reason``
-        naming this limit). Only the final repair and exact check of the returned channel run after it. Without any solved round, that is the best constant channel
+        naming this limit). Only the final repair and exact check of the returned channel run after it,
+        and HiGHS checks its limit between iterations (an interior-point iteration or the crossover of a
+        large full LP can overrun it). Without any solved round, that is the best constant channel
         (0·d-private), with the no-privacy bound Σ_y max_w π_y g[y, w].
     progress : callable, optional
         ``progress(round)`` with a :class:`~dprivacy.mechanisms.lp_engine.Round` after each round of
