@@ -87,7 +87,7 @@ def run_one(side, kind, args, spanner_cache):
         "exact_value": r.exact_value,
         "exact_seconds": r.exact_seconds,
         "exact_constraints": r.exact_n_constraints,
-        "exact_success": None if r.exact is None else r.exact.success,
+        "exact_success": None if r.exact is None else r.exact.solved,
         "optimality_loss": r.optimality_loss,
         "relative_loss": r.relative_loss,
     }

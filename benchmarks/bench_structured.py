@@ -1,4 +1,4 @@
-"""Benchmark: tight-constraints mechanisms on large grids with dprivacy.structured (seed 000 §7.2 at scale).
+"""Benchmark: tight-constraints mechanisms on large grids with dprivacy._kernels (seed 000 §7.2 at scale).
 
 Run:  python benchmarks/bench_structured.py [--parts dense100,big1000,...] [--quick]
 Prints a table and writes benchmarks/results_structured.json. Not part of the tests.
@@ -49,7 +49,7 @@ def _peak_rss_mb() -> float:
 
 def part_dense100(quick: bool) -> dict:
     from dprivacy.spaces import GridSpace
-    from dprivacy.structured import tight_constraints_grid
+    from dprivacy._kernels.solve import tight_constraints_grid
 
     w = 60 if quick else 100
     g = GridSpace(w, w)
@@ -78,7 +78,7 @@ def part_dense100(quick: bool) -> dict:
 
 def part_big1000(quick: bool, eps: float) -> dict:
     from dprivacy.spaces import GridSpace
-    from dprivacy.structured import tight_constraints_grid
+    from dprivacy._kernels.solve import tight_constraints_grid
 
     w = 300 if quick else 1000
     g = GridSpace(w, w)
@@ -104,7 +104,7 @@ def part_big1000(quick: bool, eps: float) -> dict:
 
 def part_threshold(quick: bool) -> dict:
     from dprivacy.spaces import GridSpace
-    from dprivacy.structured import tight_threshold_grid
+    from dprivacy._kernels.threshold import tight_threshold_grid
 
     out = {}
     for w, metric in ((100, "euclidean"), (100 if quick else 300, "euclidean"), (100 if quick else 300, "chebyshev")):
@@ -122,7 +122,7 @@ def part_threshold(quick: bool) -> dict:
 
 def part_sampling(quick: bool) -> dict:
     from dprivacy.spaces import GridSpace
-    from dprivacy.structured import tight_constraints_grid
+    from dprivacy._kernels.solve import tight_constraints_grid
 
     w = 300 if quick else 1000
     g = GridSpace(w, w)
@@ -148,7 +148,8 @@ def part_sampling(quick: bool) -> dict:
 
 def part_preconditioners(quick: bool) -> dict:
     from dprivacy.spaces import GridSpace
-    from dprivacy.structured import GridConstraintsOperator, tight_constraints_grid
+    from dprivacy._kernels.operator import GridConstraintsOperator
+    from dprivacy._kernels.solve import tight_constraints_grid
 
     w = 100 if quick else 300
     out = {}
@@ -174,7 +175,8 @@ def part_preconditioners(quick: bool) -> dict:
 
 def part_maxconv(quick: bool) -> dict:
     from dprivacy.spaces import GridSpace
-    from dprivacy.structured import max_convolution, tight_constraints_grid
+    from dprivacy._kernels.maxplus import max_convolution
+    from dprivacy._kernels.solve import tight_constraints_grid
 
     def bumps(g, rng):
         r, c = np.mgrid[0 : g.height, 0 : g.width]

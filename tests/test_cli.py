@@ -157,16 +157,16 @@ def test_prior_regular_and_not(capsys, tmp_path):
 
 
 def test_design_large_grid_uses_the_structured_solver(capsys):
-    """Above STRUCTURED_MIN_CELLS a grid's tight-constraints mechanism is solved by FFT + CG and kept
+    """Above the library's crossover a grid's tight-constraints mechanism is solved by FFT + CG and kept
     implicit; its figures must equal the dense solve's (utility Σz/n, leakage log2 Σz)."""
     from dprivacy import spaces
-    from dprivacy.cli.registry import STRUCTURED_MIN_CELLS
+    from dprivacy._kernels.dispatch import STRUCTURED_MIN_CELLS
     from dprivacy.mechanisms.tight import tight_constraints
 
-    w = int(np.ceil(np.sqrt(STRUCTURED_MIN_CELLS + 1)))
+    w = int(np.ceil(np.sqrt(STRUCTURED_MIN_CELLS["tight"] + 1)))
     r = run_json(capsys, "design", f"grid:{w}x{w}", "--epsilon", "1", "--mechanism", "tight-constraints")
     assert r["implicit"] and r["structured"] and r["exists"] and r["is_private"]
-    dense = tight_constraints(spaces.grid(w, w), epsilon=1.0)
+    dense = tight_constraints(spaces.grid(w, w), epsilon=1.0, method="dense")
     assert dense.exists
     assert r["utility"] == pytest.approx(dense.z.sum() / w**2, rel=1e-8)
     assert r["min_entropy_leakage_bits"] == pytest.approx(math.log2(dense.z.sum()), abs=1e-8)
@@ -187,11 +187,23 @@ def test_design_spot_checks_privacy_when_the_full_check_is_too_costly(capsys, mo
     assert full["is_private"] is True and full["utility"] == r["utility"]
 
 
-def test_registry_and_tight_agree_on_the_structured_cutoff():
+def test_the_command_line_calls_the_front_doors(capsys):
+    """The CLI has no dispatch of its own: design, threshold and prior report what the library's front
+    doors (method="auto") give, on both sides of the crossover and for the Manhattan closed form."""
+    from dprivacy import regularity, spaces, tight_constraints, tight_threshold
     from dprivacy.cli import registry
-    from dprivacy.mechanisms import tight
 
-    assert registry.STRUCTURED_MIN_CELLS == tight.STRUCTURED_MIN_CELLS
+    assert not hasattr(registry, "STRUCTURED_MIN_CELLS") and not hasattr(registry, "_tight_grid")
+    for spec, sp in (("grid:6x6", spaces.grid(6, 6)), ("grid:30x30", spaces.grid(30, 30)),
+                     ("grid:120x120:manhattan", spaces.grid(120, 120, metric="manhattan"))):
+        lib = tight_constraints(sp, epsilon=1.0)
+        r = run_json(capsys, "design", spec, "--epsilon", "1", "--mechanism", "tight-constraints")
+        assert r["exists"] == lib.exists and r["certainty"] == lib.certainty
+        assert r["utility"] == pytest.approx(lib.z.sum() / sp.n, rel=1e-12)
+        th = run_json(capsys, "threshold", spec)
+        assert th["upper_bound"] == tight_threshold(sp).epsilon_star
+        pr = run_json(capsys, "prior", spec, "--epsilon", "1", "--prior", "uniform")
+        assert pr["regular"] == regularity(sp, np.full(sp.n, 1 / sp.n), epsilon=1.0).regular == lib.exists
 
 
 def test_reproduce_replaces_its_report_and_never_leaves_stale_files(tmp_path, capsys):

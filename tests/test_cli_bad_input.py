@@ -54,7 +54,8 @@ CASES = [
     ("design grid:3000x3000 --epsilon 1 --mechanism tight-constraints", 2, "limited to 4,000,000 cells"),
     ("check {d}/tg.npy grid:100000x100000 --epsilon 1", 2, "has 6 rows but grid:100000x100000 has 10,000,000,000 points"),
     ("check {d}/tg.npy line:6 --epsilon 1e308", 2, "--epsilon 1e+308 times the largest distance"),
-    ("prior grid:200x200 --epsilon 1 --prior uniform", 2, "the regularity test on grid:200x200"),
+    ("prior grid:3000x3000 --epsilon 1 --prior uniform", 2, "the regularity test on a grid is limited to 4,000,000 cells"),
+    ("prior line:30000 --epsilon 1 --prior uniform", 2, "the regularity test on line:30000"),
     # numbers
     ("design line:5 --epsilon nan --mechanism exponential", 2, "finite"),
     ("design line:5 --epsilon inf --mechanism exponential", 2, "finite"),
@@ -86,12 +87,17 @@ CASES = [
     ("obfuscate {d}/pts.csv -o {d}/o.csv", 2, "--epsilon"),
     ("query {d}/pts.csv --query sum:lat --epsilon 1", 2, "needs --bounds"),
     ("query {d}/pts.csv --query percentile:lat:0 --bounds 0,9 --epsilon 1", 2, "between 0 and 100"),
+    ("query {d}/pts.csv --query count --epsilon 1 --where 1=1~GROUP~BY~name~--", 2, "bad --where"),
+    ("query {d}/pts.csv --query count --epsilon 1 --where lat>1;SELECT~1", 2, "bad --where"),
+    ("query {d}/pts.csv --query count --epsilon 1 --where EXISTS~(SELECT~1~FROM~read_csv_auto('/etc/passwd'))", 2, "subquery"),
+    ("query {d}/pts.csv --query count --epsilon 1 --prior /nonexistent.npy", 2, "--prior is used only by"),
+    ("query {d}/pts.csv --query sum:lat --bounds 0,90 --epsilon 1 --mechanism tight-constraints", 2, "not a path"),
 ]
 
 
 @pytest.mark.parametrize("cmd, status, needle", CASES, ids=[c[0][:48] for c in CASES])
 def test_bad_input_is_one_line(files, cmd, status, needle):
-    argv = [a.replace("{d}", str(files)) for a in cmd.split(" ")]
+    argv = [a.replace("{d}", str(files)).replace("~", " ") for a in cmd.split(" ")]  # ~: a space inside one argument
     # the memory guards compare with a fixed limit here, so the refusals do not depend on the machine
     env = dict(os.environ, PYTHONPATH=SRC, DPRIVACY_MEMORY_LIMIT="8G")
     p = subprocess.run([sys.executable, "-m", "dprivacy.cli", *argv], capture_output=True, text=True, env=env, timeout=60)

@@ -315,7 +315,7 @@ def test_tight_sampler_mixture_matches_the_mixed_rows_and_reaches_every_cell():
     """With γ = 1/4 (mixture_bits=2) the integer sampler's frequencies match (1−γ)H + γ/n (chi-square,
     power: the unmixed rows are rejected), and a cell that H makes (numerically) impossible is drawn."""
     import dprivacy as dp
-    from dprivacy.structured.sampling import KernelRejectionSampler
+    from dprivacy._kernels.sampling import KernelRejectionSampler
 
     g = GridSpace(30, 30)
     res = dp.tight_constraints(g, epsilon=4.0)  # ε·d ≥ 4·41 at the far corner: k = e^-164 → weight 0 in 62 bits

@@ -107,7 +107,7 @@ def test_bad_input_names_the_problem_and_writes_nothing(tmp_path):
     src = tmp_path / "in.csv"
     src.write_text("t,v\n2024-01-01 00:00:00,1\n2024-01-01 00:05:00,abc\n2024-01-01 00:10:00,\n")
     out = tmp_path / "out.csv"
-    with pytest.raises(ValueError, match="row 1: v = 'abc' is not a number"):
+    with pytest.raises(ValueError, match=r"row 2 of the file \(1 = first data row\): v = 'abc' is not a number"):
         release_series(src, out, column="v", epsilon=1.0)
     assert not out.exists() and not list(tmp_path.glob(".out.csv*"))
     rep = release_series(src, out, column="v", epsilon=1.0, skip_invalid=True, rng=0)
@@ -123,7 +123,7 @@ def test_bad_input_names_the_problem_and_writes_nothing(tmp_path):
     with pytest.raises(ValueError, match="epsilon"):
         release_series(src, tmp_path / "o2.csv", column="v", epsilon=-1.0)
     src2 = _write(tmp_path / "nan.csv", v=np.array([1.0, np.nan, 3.0]))
-    with pytest.raises(ValueError, match="row 1: v is missing"):
+    with pytest.raises(ValueError, match=r"row 2 of the file \(1 = first data row\): v is missing"):
         release_series(src2, tmp_path / "o3.csv", column="v", epsilon=1.0)
     assert not (tmp_path / "o2.csv").exists() and not (tmp_path / "o3.csv").exists()
     env = dict(os.environ, PYTHONPATH=SRC)

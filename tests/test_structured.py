@@ -1,4 +1,4 @@
-"""Tests for dprivacy.structured: the FFT operator, the certified CG solver, the grid threshold, the
+"""Tests for dprivacy._kernels: the FFT operator, the certified CG solver, the grid threshold, the
 implicit tight-constraints mechanism (utility, leakage, privacy) and its exact sampler.
 
 Every structured result is compared with an independent dense computation on small grids (≤ 30×30):
@@ -20,17 +20,13 @@ from dprivacy import measures
 from dprivacy.mechanisms.geometric import truncated_geometric
 from dprivacy.mechanisms.tight import TightConstraintsResult, tight_constraints
 from dprivacy.spaces import GridSpace, line
-from dprivacy.structured import (
-    GridConstraintsOperator,
-    GridTightResult,
-    ImplicitTightMechanism,
-    eigenvalue_lower_bound,
-    manhattan_diagonal,
-    max_convolution,
-    symbol_lower_bound,
-    tight_constraints_grid,
-    tight_threshold_grid,
-)
+from dprivacy._kernels.closed_form import manhattan_diagonal
+from dprivacy._kernels.implicit import ImplicitTightMechanism
+from dprivacy._kernels.maxplus import max_convolution
+from dprivacy._kernels.operator import GridConstraintsOperator
+from dprivacy._kernels.solve import GridTightResult, tight_constraints_grid
+from dprivacy._kernels.spectrum import eigenvalue_lower_bound, symbol_lower_bound
+from dprivacy._kernels.threshold import tight_threshold_grid
 from dprivacy.threshold import tight_threshold
 
 METRICS = ("euclidean", "manhattan", "chebyshev")
@@ -159,7 +155,7 @@ def test_result_field_names_match_dense_result():
 @pytest.mark.parametrize("w,h,step,eps", [(30, 30, 1.0, 0.4), (17, 23, 0.5, 1.3), (25, 1, 2.0, 0.1)])
 def test_manhattan_closed_form(w, h, step, eps):
     grid = GridSpace(w, h, metric="manhattan", step=step)
-    z = manhattan_diagonal(grid, epsilon=eps)
+    z = manhattan_diagonal(grid, eps)
     assert (z > 0).all()
     if grid.n <= 900:
         assert np.abs(dense_phi(w, h, "manhattan", step, eps) @ z - 1).max() < 1e-12
@@ -253,8 +249,13 @@ def test_threshold_matches_dense(metric, w, h):
 
 
 def test_threshold_manhattan_always_exists():
-    r = tight_threshold_grid(GridSpace(40, 30, metric="manhattan"))
-    assert r.always_exists and r.epsilon_star == 0.0 and r.certified
+    """The closed form (ε* = 0) is written once, in the front door; the grid search itself, asked
+    explicitly, finds existence everywhere and no certified lower end."""
+    grid = GridSpace(40, 30, metric="manhattan")
+    r = tight_threshold(grid)
+    assert r.always_exists and r.epsilon_star == 0.0 and r.certified and r.solves == 0
+    s = tight_threshold(grid, method="structured", scan=2)
+    assert not s.certified and s.bracket[0] is None and s.monotone_checked.ok
 
 
 def test_threshold_rejects_bad_bracket():
@@ -358,7 +359,7 @@ def test_implicit_rejects_negative_z():
 
 def test_implicit_checks_that_z_solves_the_system():
     grid = GridSpace(9, 7, metric="manhattan")
-    z = manhattan_diagonal(grid, epsilon=0.8)
+    z = manhattan_diagonal(grid, 0.8)
     mech = ImplicitTightMechanism(grid, z, epsilon=0.8)  # no certificate: Φz = 1 is verified
     assert np.allclose(mech.rows(np.arange(grid.n)).sum(axis=1), 1.0, rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="does not solve"):

@@ -17,9 +17,9 @@ from dprivacy import spaces
 from dprivacy.channels import Channel
 from dprivacy.queries import count_space
 from dprivacy.measures import check_privacy
+from dprivacy._kernels.phi_solve import solve_phi as _solve_phi
 from dprivacy.mechanisms.tight import (
     TightConstraintsResult,
-    _solve_phi,
     ball_size_symmetric_tight,
     tight_constraints,
 )
@@ -110,10 +110,10 @@ def test_clique_is_randomized_response(n, eps, method):
     expected = np.where(np.eye(n, dtype=bool), ee, 1.0) / (ee + n - 1)
     np.testing.assert_allclose(res.channel.matrix, expected, rtol=1e-12)
     assert_tight_mechanism(res, sp, eps)
-    if method == "dense":
-        assert res.singular is False and res.nullity == 0
-    else:
-        assert res.certainty == "closed-form" and res.singular is None
+    # the closed form examines Φ with the same factorization as the dense solve and the regularity tester
+    assert res.singular is False and res.nullity == 0
+    if method != "dense":
+        assert res.certainty == "closed-form"
 
 
 @pytest.mark.parametrize("make", [lambda: spaces.ring(7), lambda: spaces.hamming(2, 3), cube_with_antipodes])
@@ -216,9 +216,9 @@ def test_appendix_b_singular_phi():
     assert (res.z >= 0).all()
     np.testing.assert_allclose(phi @ res.z, 1.0, atol=1e-12)
     assert_tight_mechanism(res, sp, eps)
-    # the auto path uses Prop 9 and does not examine uniqueness
+    # the auto path uses Prop 9 and describes Φ as the dense solve does (one factorization, one nullity)
     auto = tight_constraints(sp, epsilon=eps)
-    assert auto.certainty == "closed-form" and auto.nullity is None
+    assert auto.certainty == "closed-form" and auto.nullity == 1 and auto.singular is True
     np.testing.assert_allclose(auto.z, 3 / 8, rtol=1e-14)
     # away from α = 1/3 the same Φ is invertible
     other = tight_constraints(sp, epsilon=2.0, method="dense")
@@ -236,8 +236,8 @@ def test_singular_consistent_with_non_negative_solutions():
     phi = np.array([[1.0, 1, 0], [1, 1, 0], [0, 0, 1]])
     sol = _solve_phi(phi)
     assert sol.status == "exists" and sol.nullity == 1
-    assert (sol.z >= 0).all()
-    np.testing.assert_allclose(phi @ sol.z, 1.0, atol=1e-12)
+    assert (sol.x >= 0).all()
+    np.testing.assert_allclose(phi @ sol.x, 1.0, atol=1e-12)
 
 
 def test_singular_consistent_but_every_solution_negative():
@@ -245,7 +245,7 @@ def test_singular_consistent_but_every_solution_negative():
     phi = np.array([[1.0, 2, 2], [2, 3, 3], [2, 3, 3]])
     sol = _solve_phi(phi)
     assert sol.status == "absent" and sol.nullity == 1
-    assert sol.z[0] == pytest.approx(-1.0)
+    assert sol.x[0] == pytest.approx(-1.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -408,24 +408,28 @@ def test_threshold_is_zero_on_lines_and_manhattan_grids(make):
 def test_above_the_inverse_limit_a_decision_is_only_verified_numerically(monkeypatch):
     """Seed 000 Prop 7 decided with LAPACK's condition estimate is not certified: above INVERSE_LIMIT
     points the result says "estimated" and the mechanism's certificate is not rigorous."""
+    import dprivacy._kernels.phi_solve as phi_solve
     import dprivacy.mechanisms.tight as tight
     from dprivacy import spaces
 
     sp = spaces.from_matrix(np.abs(np.subtract.outer(np.arange(7.0), np.arange(7.0))) ** 0.5)
     exact = tight.tight_constraints(sp, epsilon=1.3, method="dense")
     assert exact.certainty == "certified" and exact.mechanism.certificate.rigorous
-    monkeypatch.setattr(tight, "INVERSE_LIMIT", 3)
+    monkeypatch.setattr(phi_solve, "INVERSE_LIMIT", 3)
     est = tight.tight_constraints(sp, epsilon=1.3, method="dense")
     assert est.exists == exact.exists and est.certainty == "estimated" and "verified numerically" in est.reason
     assert not est.mechanism.certificate.rigorous
 
 
 def test_regularity_beyond_the_exact_inverse_norm_is_estimated(monkeypatch):
+    import dprivacy._kernels.phi_solve as phi_solve
     import dprivacy.priors as priors
     from dprivacy import spaces
 
     sp = spaces.line(6)
-    p = np.full(6, 1 / 6)
+    p = np.linspace(1, 2, 6)
+    p /= p.sum()
     assert priors.regularity(sp, p, epsilon=1.0).certainty == "certified"
-    monkeypatch.setattr(priors, "EXACT_INVERSE_NORM_MAX_N", 3)
+    monkeypatch.setattr(phi_solve, "INVERSE_LIMIT", 3)  # one limit for every caller of the shared solve
     assert priors.regularity(sp, p, epsilon=1.0, method="dense").certainty == "estimated"
+    assert priors.regularity(sp, np.full(6, 1 / 6), epsilon=1.0, method="dense").certainty == "estimated"

@@ -11,7 +11,7 @@ __version__ = "0.1.0"
 
 #: Submodules, loaded on first attribute access.
 _MODULES = {"bounds", "channels", "data", "experiments", "graphs", "measures", "mechanisms", "priors", "queries",
-            "results", "sampling", "spaces", "spanners", "structured", "threshold"}
+            "results", "sampling", "spaces", "spanners", "threshold"}
 
 #: The user-facing names, one front door each: name → module that defines it.
 _NAMES = {

@@ -31,7 +31,7 @@ import numpy as np
 from .results import Result
 from ._validate import as_prior, check_epsilon, check_positive_int
 from .channels import Channel
-from .priors import RegularityResult, RegularityTester, constraints_matrix, corner_priors
+from .priors import RegularityResult, RegularityTester, constraints_matrix, corner_priors, regularity
 from .spaces import MetricSpace
 
 __all__ = [
@@ -116,14 +116,16 @@ class BoundResult(Result):
         return self.note or f"the hypotheses of {self.source} do not hold"
 
 
-def _tester(space, epsilon, tester) -> RegularityTester:
+def _regularity(space, prior, epsilon, tester) -> RegularityResult:
+    """The regularity of ``prior``: through the front door :func:`dprivacy.regularity` (dense,
+    structured or closed form, as it picks), or with a tester already built for (space, ε)."""
     if tester is None:
-        return RegularityTester(space, epsilon=epsilon)
+        return regularity(space, prior, epsilon=epsilon)
     if not isinstance(tester, RegularityTester):
         raise TypeError(f"tester must be a RegularityTester, got {type(tester).__name__}")
     if tester.space is not space or tester.epsilon != check_epsilon(epsilon):
         raise ValueError("tester was built for another space or epsilon")
-    return tester
+    return tester.test(prior)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,7 +147,8 @@ def utility_bound(space: MetricSpace, prior, *, epsilon: float, tester: Regulari
     space : MetricSpace
     epsilon : float
     tester : RegularityTester, optional
-        A tester already built for (space, ε), to reuse its factorization.
+        A tester already built for (space, ε), to reuse its factorization; without it the front door
+        :func:`dprivacy.regularity` decides (it picks the dense, structured or closed-form path).
 
     Returns
     -------
@@ -161,7 +164,7 @@ def utility_bound(space: MetricSpace, prior, *, epsilon: float, tester: Regulari
     .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Thm 1.
     """
-    reg = _tester(space, epsilon, tester).test(prior)
+    reg = _regularity(space, prior, epsilon, tester)
     return _from_regularity(reg, reg.mu_sum, "utility (binary gain, expected probability of a correct guess)",
                             f"{SEED000} Thm 2")
 
@@ -191,7 +194,7 @@ def leakage_bound(space: MetricSpace, prior, *, epsilon: float, tester: Regulari
        private mechanism of optimal utility for a region of priors* (POST 2013), Prop 6.
     """
     p = as_prior(prior)
-    reg = _tester(space, epsilon, tester).test(p)
+    reg = _regularity(space, p, epsilon, tester)
     formula = math.log2(reg.mu_sum / float(p.max())) if np.isfinite(reg.mu_sum) and reg.mu_sum > 0 else math.nan
     return _from_regularity(reg, formula, "min-entropy leakage (bits)", f"{SEED000} Prop 5")
 
@@ -211,9 +214,9 @@ def uniform_leakage_bound(space: MetricSpace, *, epsilon: float, tester: Regular
     .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Cor 1.
     """
-    t = _tester(space, epsilon, tester)
-    reg = t.test(np.full(t.n, 1.0 / t.n))
-    formula = math.log2(t.n * reg.mu_sum) if np.isfinite(reg.mu_sum) and reg.mu_sum > 0 else math.nan
+    n = space.n
+    reg = _regularity(space, np.full(n, 1.0 / n), epsilon, tester)
+    formula = math.log2(n * reg.mu_sum) if np.isfinite(reg.mu_sum) and reg.mu_sum > 0 else math.nan
     res = _from_regularity(reg, formula, "min-entropy leakage for every prior (bits)", f"{SEED000} Cor 2")
     if not reg.regular:
         res = BoundResult(res.value, False, res.quantity, "upper", res.source, reg,

@@ -10,27 +10,28 @@ For a metric space (Y, d) and a privacy level ε, the *privacy-constraints matri
   c^y_{y'} = φ_{yy'} / Σ_{y''} φ_{yy''} (Def 5, Prop 3), with γ_y = μ_y Σ_{y'} φ_{yy'};
 * admit the utility bound U ≤ Σ_y μ_y for every d-private mechanism (Thm 2, in :mod:`dprivacy.bounds`).
 
-Deciding regularity is a sign test on the solution of the linear system μΦ = π. This module does it
-honestly in floating point: the solve reports an error bound on μ (the residual, its rounding and
-that of Φ's entries, times ‖Φ^{-1}‖: exact for n ≤ 512, a safety-scaled LAPACK estimate above), the
-decision says how sure it is (``margin``), and when Φ is singular (seed 004 App. B:
-α = e^{−ε} = 1/3 on the cube with antipodal edges) the solution is not unique and a linear program
-decides whether *some* solution is non-negative.
+Deciding regularity is a sign test on the solution of the linear system μΦ = π, and so is the
+existence of a tight-constraints mechanism (Φz = 1): both go through the one certified solve of
+:mod:`dprivacy._kernels.phi_solve` (dense Φ) or :mod:`dprivacy._kernels.solve` (grids), with one set of
+constants, one certainty vocabulary and one description of a singular Φ (seed 004 App. B:
+α = e^{−ε} = 1/3 on the cube with antipodal edges, where a linear program decides whether *some*
+solution is non-negative). The solve reports a componentwise error bound on μ, the decision says how
+sure it is (``margin``, ``certainty``), corner priors (on the boundary of the region, where floating
+point alone cannot decide) are recognised by one test for dense spaces and grids, and the uniform prior
+is decided by the tight-constraints solve itself (seed 000 Prop 8: it is regular iff a tight-constraints
+mechanism exists, with μ = z/|Y|).
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.linalg as sla
-from scipy.linalg import lapack
-from scipy.optimize import linprog
 
 from .results import Result
 from ._validate import as_float_matrix, as_prior, as_rng, check_epsilon
+from ._kernels import phi_solve as _ps
 from .spaces import MetricSpace
 
 __all__ = [
@@ -46,22 +47,9 @@ __all__ = [
 
 _EPS = np.finfo(np.float64).eps
 
-#: Below this reciprocal condition number (times n) the eigen-decomposition is computed to look for
-#: a numerical null space of Φ.
-SINGULAR_RCOND_FACTOR = 100.0
-
-#: Eigenvalues |λ| ≤ NULL_RTOL_FACTOR · n · eps · λ_max are treated as zero: Φ's entries are only known
-#: to relative precision eps, so by Weyl's inequality such eigenvalues cannot be told apart from 0.
-NULL_RTOL_FACTOR = 10.0
-
-#: Up to this size ‖Φ^{-1}‖_1 is computed exactly (one more n×n solve) from the factorization; above it, LAPACK's
-#: estimator (a lower bound, in practice within a factor 3, Higham 1988) is multiplied by
-#: :data:`CONDITION_SAFETY`.
-EXACT_INVERSE_NORM_MAX_N = 512
-CONDITION_SAFETY = 10.0
-
-#: HiGHS feasibility tolerances used by the singular-Φ linear programs.
-LP_TOLERANCE = 1e-10
+#: Relative margin of the Prop 2 test (a prior below the lower bound by more than this is certainly not
+#: regular, whatever the solve says).
+PROP2_RTOL = 1e-9
 
 
 def _space_of(space) -> MetricSpace:
@@ -162,15 +150,17 @@ class RegularityResult(Result):
         The largest Σμ over non-negative solutions (equal to ``mu_sum`` unless the solution is not
         unique).
     mu_sum_error : float
-        Bound on the error of ``mu_sum`` (direct solves: ‖Φ^{-1}1‖_1 · the residual bound).
+        Bound on the error of ``mu_sum`` (the sum of the per-entry error bounds; √n times the 2-norm
+        bound on grids).
     residual : float
         ‖μΦ − π‖_∞ as computed.
     error_bound : float
-        Bound on ‖μ − μ_exact‖_∞ for the direct solve: ‖Φ^{-1}‖_∞ (‖r‖_∞ + (n+2)·eps·‖|Φ||μ| + π‖_∞),
-        covering the residual, its rounding, and the rounding of Φ's entries. For the linear-program
-        path it is the feasibility tolerance.
+        Bound on max_y |μ_y − μ*_y|, μ* the exact solution for the float64 Φ̃ and π, from the shared
+        solve (:mod:`dprivacy._kernels.phi_solve`: |Φ̃⁻¹| times the residual and its rounding; on grids
+        ‖r‖₂ plus its rounding over a certified λ_min). For the linear-program path (singular Φ) it is
+        the LP tolerance.
     margin : float
-        min_y μ_y / error_bound. margin > 1: certainly regular (strictly inside the region);
+        min_y μ_y / (the error bound of μ_y). margin > 1: certainly regular (strictly inside the region);
         margin < −1: certainly not regular; |margin| ≤ 1: on the boundary of the region within
         rounding error, undecided (e.g. the corner priors, whose μ has exact zeros): ``regular`` is
         False, ``boundary`` True, and ``reason`` says so. A prior below the lower bound of seed 000
@@ -178,12 +168,15 @@ class RegularityResult(Result):
     method : str
         "cholesky" or "lu" (direct solve of the factored Φ), "eigh" (solve through the
         eigen-decomposition, used only if LU breaks down on a matrix with no numerically zero
-        eigenvalue), or "lp" (Φ numerically singular: decided by linear programming).
+        eigenvalue), "eigh+linprog" (Φ numerically singular: decided by linear programming), "exact"
+        (rational arithmetic), "cg"/"minres" (grids), "corner" (a corner prior), or, for the uniform
+        prior, the method of the tight-constraints solve (e.g. "closed-form").
     rcond : float
-        Reciprocal condition number of Φ in the 1-norm (estimated for large n).
-    nullity : int
+        Reciprocal condition number of Φ in the 1-norm (estimated; nan when not computed).
+    nullity : int or None
         Numerical dimension of the null space of Φ, hence of the affine set {μ : μΦ = π} when it is
-        non-empty. 0 when Φ is invertible.
+        non-empty (0 when Φ is invertible); the same number :func:`dprivacy.tight_constraints` reports
+        for the same Φ. None when not examined.
     consistent : bool
         Whether μΦ = π has a solution at all (always true for invertible Φ).
     negative : ndarray of int
@@ -196,10 +189,15 @@ class RegularityResult(Result):
     boundary : bool
         π lies on the boundary of the region within rounding (|margin| ≤ 1): undecided.
     certainty : str
-        ``"certified"`` (the error bound uses the exact ‖Φ⁻¹‖, or a certified eigenvalue bound on the
-        grid solver's path), ``"exact"`` (a corner prior, regular by construction) or ``"estimated"``
-        (above :data:`EXACT_INVERSE_NORM_MAX_N` points ‖Φ⁻¹‖ is LAPACK's estimate times a safety factor:
-        the decision is verified numerically, not certified).
+        The shared vocabulary :data:`dprivacy._kernels.phi_solve.CERTAINTY`: ``"certified"`` (a rigorous
+        error bound: the explicit |Φ̃⁻¹|, or a certified eigenvalue bound on grids; also a prior
+        certainly below the bound of Prop 2), ``"exact"`` (rational arithmetic, or a corner prior,
+        regular by construction), ``"closed-form"`` (the uniform prior on a space whose tight-constraints
+        diagonal has a closed form), ``"estimated"`` (above
+        :data:`~dprivacy._kernels.phi_solve.INVERSE_LIMIT` points ‖Φ̃⁻¹‖ is LAPACK's estimate times a
+        safety factor: verified numerically, not certified), ``"numerical"`` (Φ singular: decided by a
+        linear program on its numerical null space; verified numerically, not certified) or
+        ``"undecided"``.
 
     References
     ----------
@@ -226,7 +224,7 @@ class RegularityResult(Result):
     negative_values: np.ndarray = field(default_factory=lambda: np.zeros(0))
     reason: str | None = None
     boundary: bool = False
-    certainty: str = "certified"
+    certainty: str = "undecided"
 
     def __post_init__(self):
         if not self.reason:  # the vocabulary: reason is always a sentence
@@ -289,11 +287,12 @@ class RegularityBatch:
 class RegularityTester:
     r"""Tests priors for ε·d-regularity (seed 000 Def 4) against one factorization of Φ.
 
-    Φ is symmetric; it is factored once by Cholesky when positive definite (e.g. Euclidean and
-    Hamming metrics), else by LU with partial pivoting. Its reciprocal condition number decides the
-    path: when Φ is numerically singular (eigenvalues |λ| ≤ 10 n eps λ_max, seed 004 App. B) the
-    eigen-decomposition gives the null space, and each prior is decided by linear programs (HiGHS):
-    consistency of μΦ = π, then max_μ min_y μ_y over the solutions, then min Σμ.
+    The factorization, the error bound, the sign decision and the singular path are those of
+    :class:`dprivacy._kernels.phi_solve.PhiFactor`, which :func:`dprivacy.tight_constraints` uses for
+    Φz = 1: Cholesky when Φ is positive definite (e.g. Euclidean and Hamming metrics), else LU; when Φ is
+    numerically singular (seed 004 App. B) the eigen-decomposition gives the null space and each prior is
+    decided by linear programs (HiGHS): consistency of μΦ = π, then max_μ min_y μ_y over the solutions,
+    then min and max Σμ over the non-negative ones.
 
     Parameters
     ----------
@@ -321,265 +320,188 @@ class RegularityTester:
         self.epsilon = check_epsilon(epsilon)
         phi = constraints_matrix(self.space, epsilon=self.epsilon)
         self.phi = phi
-        n = phi.shape[0]
-        self.n = n
+        self.n = phi.shape[0]
         self.row_sums = phi.sum(axis=1)
-        self._anorm = float(np.abs(phi).sum(axis=0).max())
-        self._factor = None
-        self.method = "lu"
-        self.rcond = 0.0
-        try:
-            c, lower = sla.cho_factor(phi, lower=False, check_finite=False)
-            rc, info = lapack.dpocon(c, self._anorm)
-            self._factor = ("cholesky", (c, lower))
-            self.method = "cholesky"
-            self.rcond = float(rc)
-        except np.linalg.LinAlgError:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", sla.LinAlgWarning)
-                lu, piv = sla.lu_factor(phi, check_finite=False)
-            if np.all(np.diag(lu) != 0):
-                rc, info = lapack.dgecon(lu, self._anorm, norm="1")
-                self.rcond = float(rc)
-                self._factor = ("lu", (lu, piv))
-        # Numerical null space: only looked for when the factorization is (nearly) singular.
-        self.nullity = 0
-        self._eig = None
-        if self._factor is None or self.rcond < SINGULAR_RCOND_FACTOR * n * _EPS:
-            lam, vec = np.linalg.eigh(phi)
-            tol = NULL_RTOL_FACTOR * n * _EPS * float(np.abs(lam).max())
-            null = np.abs(lam) <= tol
-            self.nullity = int(null.sum())
-            self._eig = (lam, vec, null)
-            if self.rcond == 0.0 or self._factor is None:
-                self.rcond = float(np.abs(lam).min() / np.abs(lam).max())
-            if self.nullity:
-                self.method = "lp"
-            elif self._factor is None:  # pragma: no cover - LU failed yet no eigenvalue is tiny
-                self.method = "eigh"
-        self._inv_norm = None
-        self._w1 = None
-        self._prop2 = probability_bounds(self.space, epsilon=self.epsilon)
-
-    def _below_prop2(self, P: np.ndarray) -> np.ndarray:
-        """Rows of P with an entry certainly below the lower bound of seed 000 Prop 2 (so certainly
-        not regular): the bound is a necessary condition, checked with a relative margin for rounding."""
-        lower, _ = self._prop2
-        return (P < lower * (1 - 1e-9) - 1e-300).any(axis=1)
-
-    # -- linear algebra on the factorization ---------------------------------------------------
-    def _solve(self, rhs: np.ndarray) -> np.ndarray:
-        kind, f = self._factor if self._factor is not None else ("eigh", None)
-        if kind == "cholesky":
-            return sla.cho_solve(f, rhs, check_finite=False)
-        if kind == "lu":
-            return sla.lu_solve(f, rhs, check_finite=False)
-        lam, vec, _ = self._eig
-        return vec @ ((vec.T @ rhs) / (lam[:, None] if rhs.ndim == 2 else lam))
+        self._fac = _ps.PhiFactor(phi)
+        self.rcond = self._fac.rcond
+        self.nullity = self._fac.nullity
+        self.method = "eigh+linprog" if self.nullity else self._fac.kind
+        self._lower = probability_bounds(self.space, epsilon=self.epsilon)[0]
 
     def inverse_norm(self) -> float:
-        """‖Φ^{-1}‖_1 (= ‖Φ^{-1}‖_∞, Φ being symmetric): exact for n ≤ 512, else LAPACK's estimate
-        times a safety factor of 10."""
-        if self._inv_norm is None:
-            if self.nullity:
-                self._inv_norm = math.inf
-            elif self.n <= EXACT_INVERSE_NORM_MAX_N:
-                inv = self._solve(np.eye(self.n))
-                self._inv_norm = float(np.abs(inv).sum(axis=0).max())
-            else:
-                self._inv_norm = CONDITION_SAFETY / (self.rcond * self._anorm)
-        return self._inv_norm
-
-    def _tight_diagonal_norm(self) -> float:
-        # ‖Φ^{-1} 1‖_1 bounds |Σμ − Σμ̂| = |(Φ^{-1}1)·r| by ‖Φ^{-1}1‖_1 ‖r‖_∞.
-        if self._w1 is None:
-            self._w1 = float(np.abs(self._solve(np.ones(self.n))).sum())
-        return self._w1
+        """‖Φ̃⁻¹‖₁ (= ‖Φ̃⁻¹‖∞, Φ being symmetric): from the explicit inverse up to the shared
+        ``INVERSE_LIMIT`` points, else LAPACK's estimate times a safety factor; inf when Φ is singular."""
+        return self._fac.inverse_norm()
 
     # -- public API -----------------------------------------------------------------------------
     def test(self, prior) -> RegularityResult:
         """Decide whether ``prior`` is ε·d-regular; see :class:`RegularityResult`."""
         p = as_prior(prior, self.n)
-        if self.nullity:
-            return self._test_singular(p)
-        b = self.test_many(p[None, :])
-        mu = b.mu[0]
-        return self._result_direct(p, mu, float(b.residual[0]), float(b.error_bound[0]))
+        sol = self._fac.solve(p, exact_fallback=False, sum_range=True)
+        return self._decide(p, sol)
 
+
+    def _decide(self, p: np.ndarray, sol) -> RegularityResult:
+        exact = (lambda: self._fac.exact(p)) if self.n <= _ps.EXACT_LIMIT and not self.nullity else None
+        return decide_prior(p, sol, row=lambda y: self.phi[y], row_sums=self.row_sums, lower=self._lower,
+                            rcond=self.rcond, exact=exact)
 
     def test_many(self, priors) -> RegularityBatch:
         """Decide regularity of each row of ``priors`` (k × n) with one multi-right-hand-side solve.
 
-        For a singular Φ the rows are decided one by one by :meth:`test` (linear programs).
+        The same decision as :meth:`test` row by row: corner priors, rows the float solve cannot decide
+        (priors within rounding of the boundary), and every row when Φ is singular go through :meth:`test`.
         """
         P = as_float_matrix(priors, name="priors")
         if P.shape[1] != self.n:
             raise ValueError(f"priors has {P.shape[1]} columns, expected {self.n} (one per secret)")
         P = _check_rows(P)
+        k = P.shape[0]
         if self.nullity:
-            rs = [self.test(row) for row in P]
-            return RegularityBatch(
-                regular=np.array([r.regular for r in rs]),
-                mu=np.stack([r.mu for r in rs]),
-                gamma=np.stack([r.gamma for r in rs]),
-                mu_sum=np.array([r.mu_sum for r in rs]),
-                residual=np.array([r.residual for r in rs]),
-                error_bound=np.array([r.error_bound for r in rs]),
-                margin=np.array([r.margin for r in rs]),
-                method=self.method,
-                boundary=np.array([r.boundary for r in rs]),
-            )
-        rhs = P.T  # Φ symmetric: μΦ = π  ⇔  Φ μ^T = π^T
-        M = self._solve(rhs)
-        R = rhs - self.phi @ M
-        M = M + self._solve(R)  # one step of iterative refinement
-        R = rhs - self.phi @ M
-        res = np.abs(R).max(axis=0)
-        rounding = (self.n + 2) * _EPS * (self.phi @ np.abs(M) + np.abs(rhs)).max(axis=0)
-        err = self.inverse_norm() * (res + rounding)
-        err = np.maximum(err, np.finfo(np.float64).tiny)
-        mins = M.min(axis=0)
-        mu = M.T
-        below = self._below_prop2(P)
-        return RegularityBatch(
-            regular=(mins > err) & ~below,
-            boundary=(np.abs(mins) <= err) & ~below,
-            mu=mu,
-            gamma=mu * self.row_sums,
-            mu_sum=mu.sum(axis=1),
-            residual=res,
-            error_bound=err,
-            margin=mins / err,
-            method=self.method,
-        )
+            rows = range(k)
+            M = np.empty((k, self.n))
+            regular, boundary = np.zeros(k, dtype=bool), np.zeros(k, dtype=bool)
+            res, err, margin = np.empty(k), np.empty(k), np.empty(k)
+        else:
+            X, B, margins, resid = self._fac.solve_many(P.T)  # Φ symmetric: μΦ = π ⇔ Φ μ^T = π^T
+            M = X.T.copy()
+            status = np.array([_ps.decide(m) for m in margins])
+            below = _below_prop2(P, self._lower)
+            regular = (status == "exists") & ~below
+            boundary = np.zeros(k, dtype=bool)
+            res, err, margin = resid.copy(), B.max(axis=0), margins.copy()
+            corners = _corner_rows(P, self.phi) & ~below
+            rows = np.flatnonzero(((status == "undecided") & ~below) | corners)
+        for j in rows:  # the full decision of test(): corners, exact re-solve, linear programs
+            r = self.test(P[j])
+            M[j], regular[j], boundary[j] = r.mu, r.regular, r.boundary
+            res[j], err[j], margin[j] = r.residual, r.error_bound, r.margin
+        return RegularityBatch(regular=regular, mu=M, gamma=M * self.row_sums, mu_sum=M.sum(axis=1), residual=res,
+                               error_bound=err, margin=margin, method=self.method, boundary=boundary)
 
-    # -- result construction ----------------------------------------------------------------
-    def _corner_of(self, p: np.ndarray) -> int | None:
-        """y when ``p`` is the corner prior c^y = φ_y / Σφ_y (seed 000 Def 5) up to the rounding of its own
-        computation (a few units in the last place per entry), else None."""
-        y = int(np.argmax(p))
-        c = self.phi[y] / self.row_sums[y]
-        tol = 8 * self.n * np.finfo(np.float64).eps
-        return y if np.all(np.abs(p - c) <= tol * np.maximum(c, np.finfo(np.float64).tiny)) else None
 
-    def _result_direct(self, p, mu, residual, err) -> RegularityResult:
-        mins = float(mu.min())
-        if abs(mins) <= err:
-            y = self._corner_of(p)
-            if y is not None:
-                # A corner prior is regular by construction: μ = e_y / Σ_{y'} φ_{yy'} exactly (seed 000 Def 5,
-                # Prop 3); it lies on the boundary of the region, where floating point alone cannot decide.
-                exact = np.zeros(self.n)
-                exact[y] = 1.0 / self.row_sums[y]
-                gamma = np.zeros(self.n)
-                gamma[y] = 1.0
-                return RegularityResult(
-                    regular=True, mu=exact, gamma=gamma, mu_sum=float(exact[y]), mu_sum_max=float(exact[y]),
-                    mu_sum_error=0.0, residual=residual, error_bound=0.0, margin=math.inf, method="corner",
-                    rcond=self.rcond, nullity=0, consistent=True, reason=None, boundary=True, certainty="exact")
-        below = bool(self._below_prop2(p[None, :])[0])
-        regular = mins > err and not below
-        boundary = abs(mins) <= err and not below
-        neg = np.flatnonzero(mu < -err)
-        total_res = err / self.inverse_norm() if np.isfinite(self.inverse_norm()) else math.nan
-        mu_sum = float(mu.sum())
-        reason = None
-        if below:
-            lower, _ = self._prop2
+# ---------------------------------------------------------------------------------------------
+# The decision, for every solver (dense, grid, the uniform prior through tight-constraints)
+# ---------------------------------------------------------------------------------------------
+
+
+def _below_prop2(P: np.ndarray, lower: np.ndarray | None) -> np.ndarray:
+    """Rows of P with an entry certainly below the lower bound of seed 000 Prop 2 (so certainly not
+    regular): the bound is a necessary condition, checked with a relative margin for rounding. With
+    ``lower`` None (grids, where Σ e^{εd} is not formed) only a zero entry counts (the bound is positive)."""
+    if lower is None:
+        return (P <= 0).any(axis=1)
+    return (P < lower * (1 - PROP2_RTOL) - 1e-300).any(axis=1)
+
+
+def corner_of(p: np.ndarray, row) -> int | None:
+    """y when ``p`` is the corner prior c^y = φ_y / Σφ_y (seed 000 Def 5) up to the rounding of its own
+    computation (a few units in the last place per entry), else None. ``row(y)`` gives row y of Φ, so the
+    one test serves dense spaces and grids (where a row is O(n) from the metric)."""
+    y = int(np.argmax(p))
+    r = row(y)
+    c = r / r.sum()
+    tol = 8 * p.size * _EPS
+    return y if np.all(np.abs(p - c) <= tol * np.maximum(c, np.finfo(np.float64).tiny)) else None
+
+
+def _corner_rows(P: np.ndarray, phi: np.ndarray) -> np.ndarray:
+    """:func:`corner_of` for every row of P at once (dense Φ)."""
+    y = np.argmax(P, axis=1)
+    rows = phi[y]
+    c = rows / rows.sum(axis=1, keepdims=True)
+    tol = 8 * P.shape[1] * _EPS
+    return np.all(np.abs(P - c) <= tol * np.maximum(c, np.finfo(np.float64).tiny), axis=1)
+
+
+def decide_prior(p: np.ndarray, sol, *, row, row_sums: np.ndarray, lower: np.ndarray | None, rcond: float,
+                 exact=None, mu_sum_error: float | None = None, corners: bool = True) -> RegularityResult:
+    """The regularity decision and its reason from a solve of Φμ = π (:class:`~dprivacy._kernels.phi_solve.PhiSolution`),
+    whichever solver produced it: the Prop 2 test, the corner test (seed 000 Def 5: a corner is regular by
+    construction), then, when the float solve cannot decide, ``exact()`` (a rational re-solve) if given,
+    then the sign decision. ``corners=False``: the decision of ``sol`` stands (the uniform prior, decided
+    by the tight-constraints solve: Prop 8)."""
+    below = bool(_below_prop2(p[None, :], lower)[0])
+    if not below and corners:
+        # A rounded corner prior lies within rounding of the boundary, on either side of it: recognise it
+        # before the sign of its μ (which only says on which side the rounding fell) decides.
+        y = corner_of(p, row)
+        if y is not None:
+            # A corner prior is regular by construction: μ = e_y / Σ_{y'} φ_{yy'} exactly (seed 000 Def 5,
+            # Prop 3); it lies on the boundary of the region, where floating point alone cannot decide.
+            n = p.size
+            mu = np.zeros(n)
+            mu[y] = 1.0 / row_sums[y]
+            gamma = np.zeros(n)
+            gamma[y] = 1.0
+            return RegularityResult(
+                regular=True, mu=mu, gamma=gamma, mu_sum=float(mu[y]), mu_sum_max=float(mu[y]), mu_sum_error=0.0,
+                residual=sol.residual, error_bound=0.0, margin=math.inf, method="corner", rcond=rcond,
+                nullity=sol.nullity, consistent=True, reason=None, boundary=True, certainty="exact")
+        if exact is not None and sol.status == "undecided":
+            note = f"the float solve could not decide (margin {sol.margin:.3g}); "
+            sol = exact()
+            sol.note = note + sol.note
+    return _regularity_result(p, sol, row_sums=row_sums, lower=lower, below=below, rcond=rcond,
+                              mu_sum_error=mu_sum_error)
+
+
+def _regularity_result(p, sol, *, row_sums, lower, below, rcond, mu_sum_error) -> RegularityResult:
+    n = p.size
+    common = dict(method=sol.method, rcond=rcond, nullity=sol.nullity)
+    if sol.status == "inconsistent":
+        nan = np.full(n, np.nan)
+        return RegularityResult(
+            regular=False, mu=nan, gamma=nan, mu_sum=math.nan, mu_sum_max=math.nan, mu_sum_error=math.nan,
+            residual=math.nan, error_bound=math.inf, margin=-math.inf, consistent=False,
+            reason=f"μΦ = π has no solution: {sol.note}{_ps.describe_singular(sol.nullity)}",
+            certainty=sol.certainty, **common)
+    mu = sol.x
+    mu_sum = mu_sum_max = float(mu.sum())
+    if sol.sum_range is not None and sol.x_min_sum is not None:
+        mu = sol.x_min_sum  # the best Thm 2 bound among the non-negative solutions
+        mu_sum, mu_sum_max = sol.sum_range
+    elif sol.singular and sol.status != "exists":
+        mu_sum_max = math.nan
+    bounds = sol.bounds if sol.bounds is not None else sol.error_bound
+    err = float(sol.error_bound)
+    if mu_sum_error is None:
+        mu_sum_error = float(np.sum(np.broadcast_to(bounds, mu.shape)))
+    neg = np.flatnonzero(mu < -np.asarray(bounds))
+    regular = sol.status == "exists" and not below
+    boundary = sol.status == "undecided" and not below
+    mins = float(sol.x.min())
+    reason = None
+    if below:
+        if lower is None:
+            zeros = np.flatnonzero(p <= 0)
+            reason = (f"π[{int(zeros[0])}] = 0 ({zeros.size} zero entr{'y' if zeros.size == 1 else 'ies'}): every "
+                      "entry of a regular prior is positive (seed 000 Prop 2)")
+        else:
             y = int(np.argmax(lower - p))
             reason = (f"π[{y}] = {p[y]:.6g} is below the lower bound {lower[y]:.6g} that every regular prior "
                       "satisfies (seed 000 Prop 2)")
-            if neg.size:
-                reason = _negative_reason(mu, neg, err) + "; " + reason
-        elif boundary:
-            reason = (f"undecided: π lies on the boundary of the region within rounding (min μ = {mins:.3g}, "
-                      f"error bound {err:.3g}); floating point cannot tell whether it is regular")
-        elif not regular:
-            reason = _negative_reason(mu, neg, err)
-        return RegularityResult(
-            regular=bool(regular),
-            mu=mu,
-            gamma=mu * self.row_sums,
-            mu_sum=mu_sum,
-            mu_sum_max=mu_sum,
-            mu_sum_error=self._tight_diagonal_norm() * total_res,
-            residual=residual,
-            error_bound=err,
-            margin=mins / err,
-            method=self.method,
-            rcond=self.rcond,
-            nullity=0,
-            consistent=True,
-            negative=neg,
-            negative_values=mu[neg],
-            reason=reason,
-            boundary=bool(boundary),
-            certainty="estimated" if self.n > EXACT_INVERSE_NORM_MAX_N else "certified",
-        )
-
-    def _test_singular(self, p: np.ndarray) -> RegularityResult:
-        lam, vec, null = self._eig
-        n = self.n
-        vr, lr, v0 = vec[:, ~null], lam[~null], vec[:, null]
-        # μΦ = π is solvable iff π has no component along the null space of Φ (Φ symmetric).
-        comp = v0.T @ p
-        cons_tol = NULL_RTOL_FACTOR * n * _EPS * max(1.0, float(np.linalg.norm(p)))
-        nan = np.full(n, np.nan)
-        common = dict(method=self.method, rcond=self.rcond, nullity=self.nullity)
-        if np.abs(comp).max() > cons_tol:
-            return RegularityResult(
-                regular=False, mu=nan, gamma=nan, mu_sum=math.nan, mu_sum_max=math.nan,
-                mu_sum_error=math.nan, residual=math.nan, error_bound=cons_tol, margin=-math.inf,
-                consistent=False,
-                reason=(
-                    f"μΦ = π has no solution: Φ is singular (null space of dimension {self.nullity}) "
-                    f"and π has a component of size {np.abs(comp).max():.3g} along it "
-                    f"(tolerance {cons_tol:.2g})"
-                ),
-                **common,
-            )
-        # The solutions are μ = μ_0 + (null space); in the eigenbasis of the non-zero eigenvalues
-        # the constraints V_r^T μ = Λ_r^{-1} V_r^T π have orthonormal rows (well conditioned).
-        a_eq = vr.T
-        b_eq = (vr.T @ p) / lr
-        opts = dict(primal_feasibility_tolerance=LP_TOLERANCE, dual_feasibility_tolerance=LP_TOLERANCE)
-        # LP 1: maximize t subject to μ_y ≥ t and the equations (variables μ, t).
-        c = np.zeros(n + 1)
-        c[-1] = -1.0
-        a_ub = np.hstack([-np.eye(n), np.ones((n, 1))])
-        a_eq1 = np.hstack([a_eq, np.zeros((a_eq.shape[0], 1))])
-        lp1 = linprog(c, A_ub=a_ub, b_ub=np.zeros(n), A_eq=a_eq1, b_eq=b_eq,
-                      bounds=[(None, None)] * n + [(None, 1.0)], method="highs", options=opts)
-        if lp1.status != 0:  # pragma: no cover - the LP is feasible and bounded by construction
-            raise RuntimeError(f"HiGHS failed on the regularity LP: {lp1.message}")
-        t = float(lp1.x[-1])
-        lp_tol = 100 * LP_TOLERANCE * max(1.0, float(np.abs(b_eq).max()))
-        regular = t >= -lp_tol
-        if regular:
-            lo = min(0.0, t)
-            bounds = [(lo, None)] * n
-            lp_min = linprog(np.ones(n), A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs", options=opts)
-            lp_max = linprog(-np.ones(n), A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs", options=opts)
-            mu = lp_min.x if lp_min.status == 0 else lp1.x[:n]
-            mu_sum_max = float(-lp_max.fun) if lp_max.status == 0 else math.nan
-            neg = np.zeros(0, dtype=np.intp)
-            reason = None
-        else:
-            mu = lp1.x[:n]
-            mu_sum_max = math.nan
-            neg = np.flatnonzero(mu < -lp_tol)
-            reason = (
-                f"no solution of μΦ = π is non-negative (Φ singular, solutions form an affine set of "
-                f"dimension {self.nullity}); the best one has min μ = {t:.6g}. " + _negative_reason(mu, neg, lp_tol)
-            )
-        residual = float(np.abs(self.phi @ mu - p).max())
-        mu_sum = float(mu.sum())
-        return RegularityResult(
-            regular=bool(regular), mu=mu, gamma=mu * self.row_sums, mu_sum=mu_sum,
-            mu_sum_max=mu_sum_max if regular else math.nan, mu_sum_error=n * lp_tol,
-            residual=residual, error_bound=lp_tol, margin=t / lp_tol, consistent=True,
-            negative=neg, negative_values=mu[neg], reason=reason, **common,
-        )
+        if neg.size:
+            reason = _negative_reason(mu, neg, err) + "; " + reason
+    elif boundary:
+        reason = (f"undecided: {sol.note}π lies on the boundary of the region within rounding (min μ = {mins:.3g}, "
+                  f"error bound {err:.3g}); floating point cannot tell whether it is regular")
+        if sol.nullity:
+            reason += "; " + _ps.describe_singular(sol.nullity)
+    elif not regular:
+        reason = _negative_reason(mu, neg, err)
+        if sol.singular:
+            reason = (f"no solution of μΦ = π is non-negative ({_ps.describe_singular(sol.nullity)}); the best one "
+                      f"has min μ = {mins:.6g}. " + reason)
+        if sol.note:
+            reason += f" ({sol.note.rstrip('; ')})"
+    certainty = "certified" if below and sol.certainty not in _ps.RIGOROUS else sol.certainty
+    return RegularityResult(
+        regular=bool(regular), mu=mu, gamma=mu * row_sums, mu_sum=float(mu_sum), mu_sum_max=float(mu_sum_max),
+        mu_sum_error=float(mu_sum_error), residual=float(sol.residual), error_bound=err, margin=float(sol.margin),
+        consistent=True, negative=neg, negative_values=mu[neg], reason=reason, boundary=bool(boundary),
+        certainty=certainty, **common,
+    )
 
 
 def _check_rows(P: np.ndarray) -> np.ndarray:
@@ -615,8 +537,15 @@ def regularity(space: MetricSpace, prior, *, epsilon: float, method: str = "auto
 
     ``method``: ``"dense"`` factorizes Φ (:class:`RegularityTester`; for many priors on the same space
     build one tester); ``"structured"`` solves Φμ = π by conjugate gradients on the FFT operator of a
-    grid (:func:`dprivacy.structured.regularity.regularity_grid`, no n×n matrix); ``"auto"`` takes the
-    structured solver on grids above the same size as :func:`dprivacy.mechanisms.tight.tight_constraints`.
+    grid (no n×n matrix); ``"auto"`` takes the structured solver on grids above
+    :data:`~dprivacy._kernels.dispatch.STRUCTURED_MIN_CELLS` ``["regularity"]`` cells (where it is faster,
+    measured), else the dense one. Both decide with the certified solve that
+    :func:`dprivacy.tight_constraints` uses, and recognise the corner priors with one test.
+
+    The uniform prior is decided by :func:`dprivacy.tight_constraints` itself (same ``method``): by
+    seed 000 Prop 8 it is regular iff a tight-constraints mechanism exists, and then μ = z/|Y|. So the
+    two front doors cannot disagree, closed forms included (a line, a Manhattan grid, a ball-size
+    symmetric space), and they describe a singular Φ with the same nullity.
 
     References
     ----------
@@ -626,20 +555,53 @@ def regularity(space: MetricSpace, prior, *, epsilon: float, method: str = "auto
        private mechanism of optimal utility for a region of priors* (POST 2013), Def 5.
     """
     from .spaces import GridSpace
+    from ._kernels.dispatch import takes_structured
 
+    space = _space_of(space)
+    e = check_epsilon(epsilon)
     if method not in ("auto", "dense", "structured"):
         raise ValueError(f"method must be one of 'auto', 'dense', 'structured'; got {method!r}")
-    if method == "auto":
-        from .mechanisms.tight import STRUCTURED_MIN_CELLS
+    grid = isinstance(space, GridSpace)
+    if method == "structured" and not grid:
+        raise ValueError(f"method='structured' needs a grid (GridSpace), got {space.name}")
+    p = as_prior(prior, space.n)
+    if np.all(p == p[0]):
+        return _uniform_regularity(space, p, e, method)
+    if method == "structured" or (method == "auto" and takes_structured(space, "regularity")):
+        from ._kernels.regularity import regularity_grid
 
-        method = "structured" if isinstance(space, GridSpace) and space.n > STRUCTURED_MIN_CELLS else "dense"
-    if method == "structured":
-        if not isinstance(space, GridSpace):
-            raise ValueError(f"method='structured' needs a grid (GridSpace), got {space.name}")
-        from .structured.regularity import regularity_grid
+        return regularity_grid(space, p, epsilon=e)
+    return RegularityTester(space, epsilon=e).test(p)
 
-        return regularity_grid(space, prior, epsilon=epsilon)
-    return RegularityTester(space, epsilon=epsilon).test(prior)
+
+def _uniform_regularity(space: MetricSpace, p: np.ndarray, e: float, method: str) -> RegularityResult:
+    """The uniform prior through the tight-constraints solve (seed 000 Prop 8: μ = z/|Y|)."""
+    from .mechanisms.tight import tight_constraints
+
+    t = tight_constraints(space, epsilon=e, method=method)
+    p0 = float(p[0])
+    if t.exists:
+        status = "exists"
+    elif not getattr(t, "consistent", True):
+        status = "inconsistent"
+    else:
+        status = "absent" if t.decided else "undecided"
+    sol = _ps.PhiSolution(
+        x=t.z * p0, status=status, certainty=t.certainty, method=t.method, residual=t.residual * p0,
+        condition=t.condition, error_bound=t.error_bound * p0, margin=t.margin, singular=bool(t.singular),
+        nullity=t.nullity, note="" if t.decided else f"{t.reason}; ")
+    n = space.n
+    if hasattr(t, "grid"):  # the grid solvers: rows and row sums from the metric and the FFT operator
+        from ._kernels.operator import GridConstraintsOperator
+
+        row_sums = GridConstraintsOperator(space, e).matvec(np.ones(n))
+        return decide_prior(p, sol, row=lambda y: np.exp(-e * space.distances_from(y)), row_sums=row_sums,
+                            lower=None, rcond=math.nan, mu_sum_error=math.sqrt(n) * sol.error_bound, corners=False)
+    phi = constraints_matrix(space, epsilon=e)
+    rcond = 1.0 / t.condition if t.condition else math.nan
+    return decide_prior(p, sol, row=lambda y: phi[y], row_sums=phi.sum(axis=1),
+                        lower=probability_bounds(space, epsilon=e)[0], rcond=rcond, mu_sum_error=n * sol.error_bound,
+                        corners=False)
 
 
 def sample_regular_priors(space: MetricSpace, *, epsilon: float, size: int | None = None, rng=None,

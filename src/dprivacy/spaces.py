@@ -461,7 +461,7 @@ class GridSpace(MetricSpace):
     @property
     def distances(self) -> np.ndarray:
         if self._distances is None:
-            _check_dense_fits(self._n, f"the dense distance matrix of {self.name}", "use the structured grid solvers (dprivacy.structured)")
+            _check_dense_fits(self._n, f"the dense distance matrix of {self.name}", "the front doors tight_constraints, tight_threshold and regularity take the matrix-free grid path with method='auto' or 'structured'")
             c = self.coordinates / self.step
             d = self.offset_distance(c[:, 0][:, None] - c[:, 0][None, :], c[:, 1][:, None] - c[:, 1][None, :])
             d.setflags(write=False)

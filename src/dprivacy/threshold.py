@@ -19,7 +19,8 @@ import numpy as np
 
 from .results import Result
 from ._validate import check_epsilon, check_positive_int
-from .mechanisms.tight import _ball_profile, _constraints, _solve_phi
+from ._kernels.phi_solve import solve_phi
+from .mechanisms.tight import _ball_profile, _constraints
 from .spaces import MetricSpace
 
 #: Largest number of doublings when looking for an ε at which the mechanism exists.
@@ -105,16 +106,17 @@ class ThresholdResult(Result):
 
 class _Prober:
     """Existence tests on one space, reusing its distance matrix (Φ itself changes with ε, so no
-    factorization can be shared between two ε)."""
+    factorization can be shared between two ε). Each probe is the certified solve of
+    :func:`dprivacy.tight_constraints` (``method="dense"``): :func:`dprivacy._kernels.phi_solve.solve_phi`."""
 
     def __init__(self, d: np.ndarray):
         self.d = d
         self.probes: list[Probe] = []
 
     def __call__(self, eps: float) -> str:
-        sol = _solve_phi(_constraints(self.d, eps))
+        sol = solve_phi(_constraints(self.d, eps))
         status = sol.status if sol.status in ("exists", "absent", "undecided") else "absent"
-        self.probes.append(Probe(float(eps), status, float(sol.z.min())))
+        self.probes.append(Probe(float(eps), status, float(sol.x.min())))
         return status
 
 
@@ -135,6 +137,7 @@ def _min_positive_distance(space: MetricSpace) -> float:
 def tight_threshold(
     space: MetricSpace,
     *,
+    method: str = "auto",
     lo: float | None = None,
     hi: float | None = None,
     tol: float | None = None,
@@ -161,6 +164,13 @@ def tight_threshold(
     Parameters
     ----------
     space : MetricSpace
+    method : {"auto", "dense", "structured"}
+        How each existence test is solved, as in :func:`dprivacy.tight_constraints`. ``"auto"``: the
+        closed forms first (a line or a Manhattan grid, ball-size symmetric spaces: ε* = 0, no solve),
+        then the structured FFT + CG probes (warm-started) on grids above
+        :data:`~dprivacy._kernels.dispatch.STRUCTURED_MIN_CELLS` ``["threshold"]`` cells, else dense
+        probes. ``"dense"``/``"structured"``: that solver for every probe, no closed form (``"structured"``
+        needs a grid; its scan defaults to at most 10 values, each probe being a large solve).
     lo, hi : float, optional
         A starting bracket. ``lo`` must be an ε where the mechanism certainly does not exist and ``hi``
         one where it certainly does; otherwise ValueError.
@@ -193,44 +203,31 @@ def tight_threshold(
         raise TypeError(f"space must be a MetricSpace, got {type(space).__name__}")
     if tol is None:
         tol = DEFAULT_TOL / _min_positive_distance(space)
-    tol = check_epsilon(tol, name="tol")
-    scan = check_positive_int(scan, name="scan", minimum=0)
-    scan_factor = check_epsilon(scan_factor, name="scan_factor")
-    if scan > 0 and scan_factor <= 1:
-        raise ValueError(f"scan_factor must exceed 1 to scan above hi, got {scan_factor}")
-    if lo is not None:
-        lo = check_epsilon(lo, name="lo")
-    if hi is not None:
-        hi = check_epsilon(hi, name="hi")
-    if lo is not None and hi is not None and not lo < hi:
-        raise ValueError(f"lo must be below hi, got lo={lo} and hi={hi}")
+    tol, scan, scan_factor, lo, hi = check_search(tol, scan, scan_factor, lo, hi)
 
-    from .mechanisms.tight import STRUCTURED_MIN_CELLS, path_structure
+    if method not in ("auto", "dense", "structured"):
+        raise ValueError(f"method must be one of 'auto', 'dense', 'structured'; got {method!r}")
+    from ._kernels.dispatch import takes_structured
+    from .mechanisms.tight import path_structure
     from .spaces import GridSpace
 
-    path = path_structure(space)
-    if path is not None:
-        what = "equally spaced points on a line" if path[0] == "line" else "a Manhattan grid"
-        return ThresholdResult(
-            epsilon_star=0.0, bracket=None, certified=True, solves=0,
-            monotone_checked=MonotoneCheck(np.zeros(0), (), (), True, "closed form"),
-            always_exists=True, tol=tol,
-            reason=f"{what}: Φz = 1 has a closed-form solution with z > 0 for every ε > 0, so a tight-constraints "
-            "mechanism exists for every ε > 0 (the truncated geometric diagonal; seed 000 §6.1, Prop 7-8)",
-        )
-    if isinstance(space, GridSpace) and space.n > STRUCTURED_MIN_CELLS:
-        from .structured import tight_threshold_grid
+    if method == "structured" and not isinstance(space, GridSpace):
+        raise ValueError(f"method='structured' needs a grid (GridSpace), got {space.name}")
+    if method == "auto":
+        path = path_structure(space)
+        if path is not None:
+            what = "equally spaced points on a line" if path[0] == "line" else "a Manhattan grid"
+            return _always_exists(tol, "closed form", f"{what}: Φz = 1 has a closed-form solution with z > 0 for every "
+                                  "ε > 0, so a tight-constraints mechanism exists for every ε > 0 (the truncated "
+                                  "geometric diagonal and its Kronecker products; seed 000 §6.1, Prop 7-8)")
+    if method == "structured" or (method == "auto" and takes_structured(space, "threshold")):
+        from ._kernels.threshold import tight_threshold_grid
 
         return tight_threshold_grid(space, lo=lo, hi=hi, tol=tol, scan=min(scan, 10), scan_factor=scan_factor, eps_min=eps_min)
     d = space.distances
-    if _ball_profile(space) is not None:
-        return ThresholdResult(
-            epsilon_star=0.0, bracket=None, certified=True, solves=0,
-            monotone_checked=MonotoneCheck(np.zeros(0), (), (), True, "by seed 000 Prop 9"),
-            always_exists=True, tol=tol,
-            reason="the space is ball-size symmetric: a tight-constraints mechanism exists for every ε > 0 "
-            "(seed 000 Prop 9)",
-        )
+    if method == "auto" and _ball_profile(space) is not None:
+        return _always_exists(tol, "by seed 000 Prop 9", "the space is ball-size symmetric: a tight-constraints "
+                              "mechanism exists for every ε > 0 (seed 000 Prop 9)")
     pos = d[(d > 0) & np.isfinite(d)]
     start = 1.0 / float(pos.min()) if pos.size else 1.0
     if eps_min is None:
@@ -238,6 +235,28 @@ def tight_threshold(
     eps_min = check_epsilon(eps_min, name="eps_min")
     return bracket_threshold(_Prober(d), lo=lo, hi=hi, start=start, eps_min=eps_min, tol=tol, scan=scan,
                              scan_factor=scan_factor)
+
+
+def check_search(tol, scan, scan_factor, lo, hi):
+    """The threshold search's arguments, checked once for every solver: (tol, scan, scan_factor, lo, hi)."""
+    tol = check_epsilon(tol, name="tol")
+    scan = check_positive_int(scan, name="scan", minimum=0)
+    scan_factor = check_epsilon(scan_factor, name="scan_factor")
+    if scan > 0 and scan_factor <= 1:
+        raise ValueError(f"scan_factor must exceed 1 to scan above hi, got {scan_factor}")
+    lo = None if lo is None else check_epsilon(lo, name="lo")
+    hi = None if hi is None else check_epsilon(hi, name="hi")
+    if lo is not None and hi is not None and not lo < hi:
+        raise ValueError(f"lo must be below hi, got lo={lo} and hi={hi}")
+    return tol, scan, scan_factor, lo, hi
+
+
+def _always_exists(tol: float, note: str, reason: str) -> ThresholdResult:
+    """ε* = 0 by a theorem or a closed form: the mechanism exists for every ε > 0, no solve."""
+    return ThresholdResult(
+        epsilon_star=0.0, bracket=None, certified=True, solves=0,
+        monotone_checked=MonotoneCheck(np.zeros(0), (), (), True, note), always_exists=True, tol=tol, reason=reason,
+    )
 
 
 def bracket_threshold(probe, *, lo, hi, start: float, eps_min: float, tol: float, scan: int, scan_factor: float,
@@ -251,21 +270,12 @@ def bracket_threshold(probe, *, lo, hi, start: float, eps_min: float, tol: float
     until it certainly does not; then :func:`_narrow` closes the bracket to ``tol`` and
     :func:`_finish` scans above hi. ``suffix(probe)`` adds solver figures to the reason.
     """
-    if lo is not None:
-        s = probe(lo)
-        if s != "absent":
-            raise ValueError(
-                f"lo={lo} is not a lower end: non-existence is not certified there "
-                f"({s}, min z = {probe.probes[-1].min_z:.3g})"
-            )
-    if hi is not None:
-        s = probe(hi)
-        if s != "exists":
-            raise ValueError(
-                f"hi={hi} is not an upper end: existence is not certified there "
-                f"({s}, min z = {probe.probes[-1].min_z:.3g})"
-            )
-    else:
+    for name, value, want, what in (("lo", lo, "absent", "a lower end: non-existence"),
+                                    ("hi", hi, "exists", "an upper end: existence")):
+        if value is not None and (s := probe(value)) != want:
+            raise ValueError(f"{name}={value} is not {what} is not certified there "
+                             f"({s}, min z = {probe.probes[-1].min_z:.3g})")
+    if hi is None:
         e = start if lo is None else max(start, 2 * lo)
         for _ in range(MAX_DOUBLINGS):
             s = probe(e)

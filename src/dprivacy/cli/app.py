@@ -475,7 +475,6 @@ def cmd_threshold(args) -> None:
 def cmd_prior(args) -> None:
     from .. import bounds
     from .._validate import check_epsilon
-    from ..priors import RegularityTester
     from .specs import parse_space
 
     from .guards import guard_prior
@@ -486,10 +485,10 @@ def cmd_prior(args) -> None:
     space = parse_space(args.space)
     _check_scale(space, eps)
     prior = _prior(args.prior, space.n)
-    tester = RegularityTester(space, epsilon=eps)
-    reg = tester.test(prior)
-    ub = bounds.utility_bound(space, prior, epsilon=eps, tester=tester)
-    lb = bounds.leakage_bound(space, prior, epsilon=eps, tester=tester)
+    # Through the front door regularity() (dense, structured or closed form, picked by the library).
+    ub = bounds.utility_bound(space, prior, epsilon=eps)
+    reg = ub.certificate
+    lb = bounds.leakage_bound(space, prior, epsilon=eps)
     report = {
         "space": space.name,
         "n": space.n,
@@ -733,9 +732,12 @@ def cmd_query(args) -> int:
         from ..data.budget import charge
 
         budget = check_epsilon(args.budget, name="budget")
-        res, spent, left = charge(args.budget_file, args.table, epsilon=eps, budget=budget, what=q.name, run=run)
+        res, spent, left = charge(args.budget_file, args.table, epsilon=eps, budget=budget, what=q.name, run=run,
+                                  privacy=args.privacy, change_budget=args.change_budget)
         extra = {"budget": budget, "budget_spent": spent, "budget_remaining": left}
     else:
+        if args.change_budget:
+            raise CliError("dprivacy query: error: --change-budget goes with --budget-file and --budget")
         res, extra = run(), {}
     report = {**res.to_dict(), **extra}
     if args.json:
@@ -745,15 +747,37 @@ def cmd_query(args) -> int:
     from rich.table import Table
 
     t = Table(title=f"{res.query} on {args.table} (ε = {eps:g}, {res.privacy}; {res.mechanism})")
-    for c in ("group", "noisy answer", "expected |error|", f"within ± (prob. {res.answers[0].confidence:.0%})"):
+    with_prior = any(a.expected_abs_error_under_prior is not None for a in res.answers)
+    with_bounds = res.bounds is not None
+    cols = ["group", "noisy answer", "expected |error| (any true answer)", f"within ± (prob. {res.answers[0].confidence:.0%})"]
+    if with_prior:
+        cols.append("E|error| under the prior")
+    if with_bounds:
+        cols.append("clamped (not private)")
+    for c in cols:
         t.add_column(c)
     for a in res.answers:
         noisy = ", ".join(f"{v:.6g}" for v in a.noisy) if isinstance(a.noisy, list) else f"{a.noisy:.6g}"
-        t.add_row("(all rows)" if a.group is None and res.group_by is None else str(a.group), noisy,
-                  f"{a.expected_abs_error:.4g}", f"{a.within:.4g}")
+        row = ["(all rows)" if a.group is None and res.group_by is None else str(a.group), noisy,
+               f"{a.expected_abs_error:.4g}", f"{a.within:.4g}"]
+        if with_prior:
+            row.append(f"{a.expected_abs_error_under_prior:.4g}")
+        if with_bounds:
+            row.append(str(a.clamped_not_private))
+        t.add_row(*row)
     con = Console()
     con.print(t)
-    con.print(res.guarantee + "; " + res.theorem)
+    con.print(f"Privacy: {res.neighbours}. {res.guarantee}.")
+    con.print(f"Public: {res.public}.")
+    con.print(f"Why: {res.theorem}.")
+    con.print(f"Accuracy: {res.accuracy}.")
+    if with_bounds:
+        con.print("'clamped (not private)': the exact number of selected values outside --bounds, for the data owner "
+                  "only: do not publish it.")
+    if res.rows_skipped_not_private:
+        con.print(f"{res.rows_skipped_not_private} invalid value(s) left out as nulls (not private: for the data owner only).")
+    if extra:
+        con.print(f"Budget: spent {extra['budget_spent']:g} of {extra['budget']:g} ({extra['budget_remaining']:g} left).")
     if not res.random_source.get("release", True):
         con.print(f"[bold red]{res.random_source['warning']}[/]")
     return 0
@@ -893,18 +917,23 @@ def make_parser() -> argparse.ArgumentParser:
     qy.add_argument("--query", required=True, help="count, kcount:COL1,COL2,... (true/false columns), sum:COL, avg:COL or "
                     "percentile:COL:P (median: P = 50)")
     qy.add_argument("--epsilon", type=_ascii_float, required=True)
-    qy.add_argument("--where", help="a SQL filter, e.g. \"Region = 'West'\"")
-    qy.add_argument("--group-by", help="answer per value of this column (disjoint groups: ε is spent once)")
+    qy.add_argument("--where", help="one true/false condition on a row, e.g. \"Region = 'West'\" (no subquery, comment or ';'); "
+                    "under --privacy d1|normalized-d1|dinf its columns are treated as public")
+    qy.add_argument("--group-by", help="answer per value of this column (its distinct values are public; standard: ε/2 per "
+                    "group, as a changed row can move between two groups; dinf: ε/G; d1, normalized-d1: ε per group)")
     qy.add_argument("--bounds", help="LO,HI: the declared integer range of the column (values are clamped to it); write --bounds=-5,5 for a negative LO")
     qy.add_argument("--privacy", choices=["standard", "normalized-d1", "d1", "dinf"], default="standard",
                     help="metric on tables (seed 002 §5): standard ε-DP (d_h), normalized Manhattan, Manhattan or maximum on values")
     qy.add_argument("--mechanism", choices=["auto", "truncated-geometric", "geometric", "tight-constraints", "optimal"],
                     default="auto", help="auto: the truncated geometric (universally optimal where seed 002 §5 says so; cited "
-                    "in the output); optimal: followed by the Bayes remap for --prior")
-    qy.add_argument("--prior", help="--mechanism optimal: 'uniform' or a file of weights on the possible answers")
+                    "in the output); optimal: followed by the Bayes remap for --prior; tight-constraints: only where the "
+                    "answers form a path (count, or a metric on values)")
+    qy.add_argument("--prior", help="--mechanism optimal only: 'uniform' or a file of weights on the possible answers")
     qy.add_argument("--skip-invalid", action="store_true", help="leave empty or non-numeric values out as nulls and count them")
     qy.add_argument("--budget-file", help="a ledger of ε spent on this table across calls")
     qy.add_argument("--budget", type=_ascii_float, help="the total ε allowed on this table")
+    qy.add_argument("--change-budget", action="store_true", help="allow --budget to differ from the budget recorded in the "
+                    "ledger (never below what was spent); without it a different --budget is refused")
     qy.add_argument("--seed", type=int, help="reproducible research mode (NOT for release)")
     qy.add_argument("--json", action="store_true")
     qy.set_defaults(func=cmd_query)

@@ -191,12 +191,17 @@ def guard_threshold(spec: str) -> None:
 
 
 def guard_prior(spec: str) -> None:
-    """``prior``: the regularity test and both bounds run on the dense Φ (measured 3.9 GB at grid:100x100,
-    4.9 arrays of 8n²), grids included."""
+    """``prior``: the regularity test and both bounds go through :func:`dprivacy.regularity`, structured on
+    grids (bytes per cell as tight-constraints, the same cell limit) and on the dense Φ elsewhere
+    (measured 4.9 arrays of 8n² with the dense tester)."""
     size = spec_points(spec)
     if size is None:
         return
-    n, _ = size
+    n, grid = size
+    if grid:
+        check_structured_cells(spec, n, "the regularity test")
+        refuse_over_memory(BASE_BYTES + STRUCTURED_BYTES_PER_CELL * n, f"the regularity test on {spec} ({_points(n)} cells)")
+        return
     refuse_over_memory(BASE_BYTES + 6 * 8.0 * n * n, f"the regularity test on {spec} ({_points(n)} points: "
                        f"6 dense {_points(n)}x{_points(n)} arrays)", "use a smaller space")
 

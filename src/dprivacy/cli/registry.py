@@ -26,7 +26,7 @@ class Outcome:
     channel: Channel | None
     reason: str = ""
     details: dict[str, Any] = field(default_factory=dict)
-    #: A matrix-free mechanism (e.g. :class:`dprivacy.structured.ImplicitTightMechanism`) when the
+    #: A matrix-free mechanism (e.g. :class:`dprivacy._kernels.ImplicitTightMechanism`) when the
     #: n×n channel is too large to build; ``channel`` is then None.
     implicit: Any = None
 
@@ -68,53 +68,32 @@ def _planar_laplace(space, epsilon):
     return planar_laplace_channel(space, epsilon=epsilon)
 
 
-#: Grids above this many cells: structured solver and implicit mechanism (same value as
-#: :data:`dprivacy.mechanisms.tight.STRUCTURED_MIN_CELLS`; a test keeps them equal).
-STRUCTURED_MIN_CELLS = 256
-
-
 def _tight(space, epsilon, prior=None, progress=None):
-    import numpy as np  # noqa: F401
-
-    from ..spaces import GridSpace
-
-    if isinstance(space, GridSpace) and space.n > STRUCTURED_MIN_CELLS:
-        return _tight_grid(space, epsilon, progress)
+    """The library front door :func:`dprivacy.tight_constraints` (method="auto": it picks the closed form,
+    the structured grid solver or the dense one); a dense channel when the result has one, else the
+    implicit mechanism."""
     from ..mechanisms.tight import tight_constraints
 
-    r = tight_constraints(space, epsilon=epsilon)
-    details = {k: getattr(r, k) for k in ("residual", "condition", "margin") if hasattr(r, k)}
-    neg = getattr(r, "negative", None)
-    if not r.exists and neg is not None and len(neg[0]):
-        idx, val = neg
+    r = tight_constraints(space, epsilon=epsilon, progress=progress)
+    implicit = hasattr(r, "grid")  # the grid paths keep the mechanism implicit (z and the metric)
+    details = {k: getattr(r, k) for k in ("residual", "condition", "error_bound", "margin", "certainty")}
+    if implicit:
+        details["solver"] = (f"{r.method}" + (f" on the FFT operator (preconditioner {r.preconditioner}), {r.iterations} "
+                             "iterations" if r.method != "closed-form" else " (Kronecker product of line solutions)"))
+        details["structured"] = True
+    if not r.exists and len(r.negative[0]):
+        idx, val = r.negative
         details["n_negative"] = int(len(idx))
         # The most negative entries first; at most 20 (the count says how many there are).
         order = sorted(range(len(idx)), key=lambda k: val[k])[:20]
-        labels = space.labels
-        details["negative"] = [{"index": int(idx[k]), "label": labels[int(idx[k])], "value": float(val[k])} for k in order]
-    return Outcome("tight-constraints", bool(r.exists), r.channel if r.exists else None, getattr(r, "reason", ""), details)
-
-
-def _tight_grid(space, epsilon, progress=None):
-    import numpy as np
-
-    from ..structured import tight_constraints_grid
-
-    r = tight_constraints_grid(space, epsilon=epsilon, progress=progress)
-    details = {
-        "solver": f"{r.method} on the FFT operator (preconditioner {r.preconditioner}), {r.iterations} iterations",
-        "residual": r.residual,
-        "error_bound": r.error_bound,
-        "margin": r.margin,
-        "structured": True,
-    }
+        labels = None if implicit else space.labels
+        details["negative"] = [{"index": int(idx[k]), **({} if labels is None else {"label": labels[int(idx[k])]}),
+                                "value": float(val[k])} for k in order]
     if not r.exists:
-        idx, val = r.negative
-        details["n_negative"] = int(len(idx))
-        order = np.argsort(val)[:20]
-        details["negative"] = [{"index": int(idx[k]), "value": float(val[k])} for k in order]
         return Outcome("tight-constraints", False, None, r.reason, details)
-    return Outcome("tight-constraints", True, None, r.reason, details, implicit=r.mechanism)
+    if implicit:
+        return Outcome("tight-constraints", True, None, r.reason, details, implicit=r.mechanism)
+    return Outcome("tight-constraints", True, r.channel, r.reason, details)
 
 
 def _optimal(space, epsilon, prior=None, **lp):

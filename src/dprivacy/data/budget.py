@@ -4,8 +4,10 @@ The ledger is a JSON file {table key: {"budget": B, "spent": x, "queries": [...]
 exclusive ``fcntl.flock`` on ``LEDGER.lock``, reads the ledger, refuses a charge that would exceed the
 budget (the ledger unchanged), and otherwise writes the new ledger to a temporary file renamed over the
 old one — so two concurrent calls can neither lose nor double-count a charge, and an interrupted call
-leaves the old ledger intact. A grouped query costs ε once (its groups are disjoint: parallel
-composition).
+leaves the old ledger intact. A query is charged the ε of its whole release (a grouped query splits it
+among its groups where a row can change several answers, see :mod:`.tables`). The ledger is validated on
+every read (finite budget > 0, finite spent >= 0 equal to the sum of its queries' ε, one privacy model
+per table); the recorded budget changes only with ``change_budget`` (``--change-budget``).
 """
 
 from __future__ import annotations
@@ -13,9 +15,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import time
 from pathlib import Path
+
+from .tables import PRIVACY_MODELS
 
 #: Spending within this of the budget counts as within it (ε values are decimal inputs).
 SLACK = 1e-12
@@ -40,38 +45,97 @@ def _locked(ledger: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _read(ledger: Path) -> dict:
-    if not ledger.exists():
-        return {}
-    try:
-        data = json.loads(ledger.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"corrupt budget ledger {ledger}: {exc}; fix or remove it (it is left unchanged)") from None
-    if not isinstance(data, dict) or not all(isinstance(v, dict) and isinstance(v.get("spent"), (int, float)) for v in data.values()):
-        raise ValueError(f"corrupt budget ledger {ledger}: expected {{table: {{budget, spent, queries}}}}; it is left unchanged")
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _validate(ledger: Path, data) -> dict:
+    """The ledger's content checked entry by entry; a ValueError naming the first problem otherwise."""
+    def bad(why: str):
+        return ValueError(f"corrupt budget ledger {ledger}: {why}; fix or remove it (it is left unchanged)")
+
+    if not isinstance(data, dict):
+        raise bad(f"expected {{table: {{budget, spent, queries}}}}, found a {type(data).__name__}")
+    for key, entry in data.items():
+        if not isinstance(entry, dict):
+            raise bad(f"the entry of {key!r} is a {type(entry).__name__}, not {{budget, spent, queries}}")
+        budget, spent, queries = entry.get("budget"), entry.get("spent"), entry.get("queries")
+        if not _finite(budget) or budget <= 0:
+            raise bad(f"{key!r} has budget {budget!r} (expected a finite number > 0)")
+        if not _finite(spent) or spent < 0:
+            raise bad(f"{key!r} has spent {spent!r} (expected a finite number >= 0)")
+        if spent > budget + SLACK:
+            raise bad(f"{key!r} has spent {spent:g} over its budget {budget:g}")
+        if not isinstance(queries, list) or not all(isinstance(q, dict) and _finite(q.get("epsilon")) and q["epsilon"] > 0
+                                                    for q in queries):
+            raise bad(f"{key!r} has queries {str(queries)[:60]!r} (expected a list of {{query, epsilon > 0, time}})")
+        total = math.fsum(q["epsilon"] for q in queries)
+        if abs(total - spent) > 1e-9 * max(1.0, spent):
+            raise bad(f"{key!r} has spent {spent:g} but its queries add up to {total:g}")
+        privacy = entry.get("privacy", "standard")
+        if privacy not in PRIVACY_MODELS:
+            raise bad(f"{key!r} has privacy {privacy!r} (expected one of {', '.join(PRIVACY_MODELS)})")
     return data
 
 
-def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None):
+def _read(ledger: Path) -> dict:
+    if not ledger.exists():
+        return {}
+    def no_constant(c):
+        raise ValueError(c)
+
+    try:
+        data = json.loads(ledger.read_text(encoding="utf-8"), parse_constant=no_constant)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"corrupt budget ledger {ledger}: {exc}; fix or remove it (it is left unchanged)") from None
+    except ValueError as exc:
+        raise ValueError(f"corrupt budget ledger {ledger}: {exc} is not a number; fix or remove it (it is left unchanged)") from None
+    return _validate(ledger, data)
+
+
+def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None, privacy: str = "standard",
+           change_budget: bool = False):
     """Charge ε to ``table`` in ``ledger`` under ``budget`` and, inside the lock, call ``run()`` (the
     query) so that the answer is released only when the charge is recorded. Returns (run's result,
-    spent after, remaining)."""
+    spent after, remaining).
+
+    Refused (the ledger unchanged): a ledger that does not validate; a ``budget`` other than the one
+    recorded for the table unless ``change_budget`` (and never below what was spent); a ``privacy`` model
+    other than the table's (ε under d1 and ε under d_h are not in the same unit: they do not add up to one
+    guarantee); a charge that would exceed the budget."""
     ledger = Path(ledger)
     key = table_key(table)
+    if not _finite(epsilon) or epsilon <= 0:
+        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+    if not _finite(budget) or budget <= 0:
+        raise ValueError(f"budget must be a finite number > 0, got {budget!r}")
+    if privacy not in PRIVACY_MODELS:
+        raise ValueError(f"privacy must be one of {', '.join(PRIVACY_MODELS)}, got {privacy!r}")
     with _locked(ledger):
         data = _read(ledger)
-        entry = data.get(key, {"budget": budget, "spent": 0.0, "queries": []})
-        if entry.get("budget") != budget:
-            if entry.get("spent", 0) > budget + SLACK:
-                raise BudgetExceeded(f"budget {budget:g} is below what was already spent on {table} ({entry['spent']:g})")
-            entry["budget"] = budget
+        entry = data.get(key, {"budget": budget, "spent": 0.0, "queries": [], "privacy": privacy})
+        old = entry.get("privacy", "standard")
+        if old != privacy:
+            raise BudgetExceeded(f"the ledger's budget for {table} is in ε under --privacy {old}; this query is under "
+                                 f"--privacy {privacy}, a different unit (the two do not add up to one guarantee): use "
+                                 "another --budget-file; refused, ledger unchanged")
+        if entry["budget"] != budget:
+            if not change_budget:
+                raise BudgetExceeded(f"the ledger's budget for {table} is {entry['budget']:g} (spent {entry['spent']:g}); "
+                                     f"--budget {budget:g} differs: pass --change-budget to change it; refused, ledger unchanged")
+            if entry["spent"] > budget + SLACK:
+                raise BudgetExceeded(f"budget {budget:g} is below what was already spent on {table} ({entry['spent']:g}); "
+                                     "refused, ledger unchanged")
         after = float(entry["spent"]) + float(epsilon)
         if after > budget + SLACK:
             raise BudgetExceeded(f"this query would spend ε = {epsilon:g} on {table}, but only {max(budget - entry['spent'], 0):g} "
                                  f"of the budget {budget:g} remains (spent {entry['spent']:g}); refused, ledger unchanged")
         result = run() if run is not None else None
+        entry["budget"] = budget
+        entry["privacy"] = privacy
         entry["spent"] = after
-        entry["queries"].append({"query": what, "epsilon": float(epsilon), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        entry["queries"].append({"query": what, "epsilon": float(epsilon), "privacy": privacy,
+                                 "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
         data[key] = entry
         tmp = ledger.with_name(f".{ledger.name}.{os.getpid()}.partial")
         tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

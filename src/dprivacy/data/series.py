@@ -83,7 +83,7 @@ def _values(batch, column: str, first_row: int, skip_invalid: bool):
                 out[k] = float(v)
             except (TypeError, ValueError):
                 if not skip_invalid:
-                    raise ValueError(f"row {first_row + k}: {column} = {v!r} is not a number; use --skip-invalid to "
+                    raise ValueError(f"row {first_row + k + 1} of the file (1 = first data row): {column} = {v!r} is not a number; use --skip-invalid to "
                                      "drop such rows (they are counted in the report)") from None
         return out, ~np.isfinite(out)
     x = np.asarray(pc.fill_null(pc.cast(col, pa.float64()), float("nan")).to_numpy(zero_copy_only=False),
@@ -134,7 +134,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
         x, bad = _values(batch, column, row, skip_invalid)
         if bad.any() and not skip_invalid:
             k = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"row {row + k}: {column} is missing or not finite ({x[k]}); use --skip-invalid to drop "
+            raise ValueError(f"row {row + k + 1} of the file (1 = first data row): {column} is missing or not finite ({x[k]}); use --skip-invalid to drop "
                              "such rows (they are counted in the report)")
         n_valid += int((~bad).sum())
         n_invalid += int(bad.sum())
@@ -211,7 +211,7 @@ def _accumulate(sums: dict, tcol, noisy: np.ndarray, per: str, first_row: int) -
                              "2010-03-24 09:51:00") from None
     if tcol.null_count:
         k = int(np.flatnonzero(np.asarray(pc.is_null(tcol)))[0])
-        raise ValueError(f"row {first_row + k}: missing time (aggregates per period need every reading's time)")
+        raise ValueError(f"row {first_row + k + 1} of the file (1 = first data row): missing time (aggregates per period need every reading's time)")
     t = tcol.to_numpy(zero_copy_only=False).astype(f"datetime64[{_PERIODS[per]}]")
     keys, inv = np.unique(t, return_inverse=True)
     s = np.bincount(inv, weights=noisy, minlength=keys.size)

@@ -1,39 +1,64 @@
 r"""Private answers to count, sum, average and percentile queries on real tables (seed 002 §5).
 
 The table is read and aggregated by DuckDB (filtering with ``where``, grouping with ``group_by``,
-clamping to the declared ``bounds`` and counting what was clamped) — no Python loop over rows. Each
-group's true answer then goes through the **truncated geometric mechanism** on its answer grid: a
-two-sided geometric noise K with P(K = k) = (1−α)/(1+α)·α^{|k|}, α = e^{−ε/Δ}, added to the integer
-answer and clamped to the answer range (clamping is post-processing and gives exactly the truncated
-geometric channel of seed 002 Fig 2 (iv)). It is universally optimal for counting queries (Ghosh et al.;
-seed 002 Thm 8) and, under the metrics of seed 002 §5, for sum, average and percentile (Thm 10–13).
+clamping to the declared ``bounds`` and counting what was clamped) — no Python loop over rows. DuckDB
+may read the table file only: external access is switched off and the configuration locked before any
+user text reaches it, and ``where`` must parse as one true/false expression on the row (no subquery,
+comment or ``;``). Each answer then goes through the **truncated geometric mechanism** on its public
+answer grid: a two-sided geometric noise K with P(K = k) = (1−α)/(1+α)·α^{|k|}, α = e^{−ε_a/Δ}, added to
+the integer answer and clamped to the answer range (clamping is post-processing and gives exactly the
+truncated geometric channel of seed 002 Fig 2 (iv)).
 
-Privacy models (``privacy``), the neighbourhood of two tables of the same size N (one row changed),
-with R = HI − LO; Δ is the sensitivity of the integer answer the noise is added to (the sum for avg):
+Neighbouring tables. Two tables of the same size N differ in one row (N is public). Under ``standard``
+(d_h) any of the row's columns may change, so a row can enter or leave the ``where`` selection and move
+between two ``group_by`` groups. Under the metrics on values (``normalized-d1``, ``d1``, ``dinf``) the
+distance is on the values of the query's column; every other column — in particular those used by
+``where`` and ``group_by`` — is treated as public (not protected), and the query's column may not be
+used by them. With ``group_by`` the group keys (the distinct values of the column in the whole table) are
+treated as public: every key gets an answer, whether or not a selected row has it.
 
-================  =================  ======================  ==============  =====================
-query             ``standard`` d_h   ``normalized-d1`` d̃1    ``d1``          ``dinf``
-================  =================  ======================  ==============  =====================
-count             Δ = 1 (Thm 8 ★)    —                       —               —
+Δ is the sensitivity of the integer answer the noise is added to, R = HI − LO, M = max(|LO|, |HI|):
+
+================  ======================  ======================  ==============  =====================
+query             ``standard`` d_h        ``normalized-d1`` d̃1    ``d1``          ``dinf``
+================  ======================  ======================  ==============  =====================
+count             Δ = 1 (Thm 8 ★)         —                       —               —
 kcount:C1,…,Ck    Δ = 1 per count, ε/k each (sequential composition; Thm 9: no universal optimum)
-sum:COL           Δ = R              Δ = R (Thm 11 ★)        Δ = 1 (Thm 12 ★) —
-avg:COL           Δ = R              Δ = R (Thm 11 ★)        Δ = 1 (Thm 12 ★) Δ = N (Thm 13 ★)
-percentile:COL:P  Δ = R              Δ = R (Thm 11 ★)        Δ = 1 (Thm 12 ★) Δ = 1 (Thm 13 ★)
-================  =================  ======================  ==============  =====================
+sum:COL           Δ = R; max(R, M) with   Δ = R (Thm 11 ★)        Δ = 1 (Thm 12 ★) —
+                  where/group-by
+avg:COL           Δ = R on the sum        Δ = R on the sum ★      Δ = 1 on sum ★  Δ = 1 on the mean
+                                                                                  rounded to the grid
+                                                                                  (Thm 13 ★)
+percentile:COL:P  Δ = R                   Δ = R (Thm 11 ★)        Δ = 1 (Thm 12 ★) Δ = 1 (Thm 13 ★)
+================  ======================  ======================  ==============  =====================
 
 ★: the truncated geometric mechanism is universally optimal there (seed 002 §5: the query is uniformly
-Δ-sensitive, Thm 10). Under d_h only counts have a universally optimal mechanism (Thm 9); the others
-are private with the stated Δ but carry no optimality claim.
+Δ-sensitive, Thm 10). For avg = sum/N under d̃1 and d1 (N public, no null values) this is Thm 11/12 for
+the sum; under d∞ only the mean *rounded to the value grid* is uniformly 1-sensitive (Thm 13; the exact
+mean is not, see ``queries.average``), so that is what is released. Under d_h only counts have a
+universally optimal mechanism (Thm 9); the others are private with the stated Δ but carry no optimality
+claim.
 
-Values are clamped to [LO, HI] and rounded to integers (the value grid of Thm 10–13); the number of
-clamped values is reported. N, the table size, is public under this neighbourhood (one row *changed*).
-Accuracy is stated exactly for the untruncated noise, which bounds the truncated one: E|K| = 2α/(1−α²),
-and P(|K| > t) = 2α^{t+1}/(1+α), the (α, δ)-usefulness of seed 002 §5.
+Several answers. With ``group_by`` under ``standard`` a changed row can move between two groups and
+change two answers, so each group's answer gets ε/2 (the release is ε-DP, the ledger charges ε). Under
+``dinf`` all rows can change at once, so every one of the G groups' answers can change: each gets ε/G.
+Under ``d1`` and ``normalized-d1`` the distance adds up over rows and the groups are disjoint, so each
+group's answer gets ε (parallel composition).
+
+Answer ranges are public: count 0..N; sum N·LO..N·HI for the whole table, and min(0, N·LO)..max(0,
+N·HI) with ``where``/``group_by``/``skip_invalid`` (a selection has 0..N rows); percentile and the rounded
+mean LO..HI. Values are clamped to [LO, HI] and rounded to integers; the number clamped is reported for
+the data owner (not private). The accuracy stated for each answer is exact and holds for every true
+answer in the range: the largest expected |error| over the range, E|TG(a) − a| = α/((1−α)(1+α))·
+(2 − α^{hi−a} − α^{a−lo}), and the smallest t with P(|error| > t) ≤ 1 − confidence for every a, the
+(α, δ)-usefulness of seed 002 §5.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -42,6 +67,7 @@ import numpy as np
 QUERY_KINDS = ("count", "kcount", "sum", "avg", "percentile")
 PRIVACY_MODELS = ("standard", "normalized-d1", "d1", "dinf")
 MECHANISMS = ("auto", "truncated-geometric", "geometric", "tight-constraints", "optimal")
+VALUE_METRICS = ("normalized-d1", "d1", "dinf")
 
 #: Largest answer range on which ``--mechanism optimal`` computes its remap and exact accuracy.
 OPTIMAL_MAX_ANSWERS = 3000
@@ -91,45 +117,86 @@ def parse_query(spec: str) -> Query:
     raise ValueError(f"bad --query {spec!r}: expected count, kcount:COL1,COL2,..., sum:COL, avg:COL or percentile:COL:P")
 
 
-def sensitivity(q: Query, privacy: str, bounds, total: int | None = None) -> float:
-    """Δ of the integer answer the noise is added to (the sum for avg), per the module table; ``total``
-    (N, the public table size) is needed for avg under d∞."""
-    return _sensitivity(q, privacy, bounds, total)[0]
+def sensitivity(q: Query, privacy: str, bounds, total: int | None = None, *, selected: bool = False,
+                skip_invalid: bool = False) -> float:
+    """Δ of the integer answer the noise is added to (the sum for avg under d_h, d̃1, d1; the rounded mean
+    under d∞), per the module table. ``selected``: a ``where`` or ``group_by`` is given (under d_h a row
+    can then enter or leave an answer); ``skip_invalid``: null values are possible. ``total`` is kept for
+    compatibility (no Δ depends on it any more)."""
+    return _sensitivity(q, privacy, bounds, total, selected=selected, skip_invalid=skip_invalid)[0]
 
 
-def _sensitivity(q: Query, privacy: str, bounds, total) -> tuple[float, str]:
-    """(Δ, the theorem behind it) per the module table."""
+def _sensitivity(q: Query, privacy: str, bounds, total=None, *, selected: bool = False,
+                 skip_invalid: bool = False) -> tuple[float, str, bool]:
+    """(Δ, the theorem behind it, whether a universal-optimality theorem applies) per the module table."""
     if privacy not in PRIVACY_MODELS:
         raise ValueError(f"--privacy must be one of {', '.join(PRIVACY_MODELS)}, got {privacy!r}")
     if q.kind in ("count", "kcount"):
         if privacy != "standard":
             raise ValueError(f"a {q.kind} is not a query on values: use --privacy standard")
         if q.kind == "count":
-            return 1.0, "seed 002 Thm 8 (Ghosh et al.): the truncated geometric is universally optimal for a count"
+            note = ("" if selected else " (without --where the count of all rows is the table size N, which this "
+                    "neighbourhood treats as public)")
+            return 1.0, ("seed 002 Thm 8 (Ghosh et al.): a changed row changes a count by at most 1 and the truncated "
+                         "geometric is universally optimal for a count" + note), True
         return 1.0, (f"each of the {len(q.columns)} counts at ε/{len(q.columns)} (one row changes every count by at most 1: "
                      "sequential composition); the k-count's answer graph is not a path, so no universally optimal "
                      "mechanism exists (seed 002 Thm 9); the tight-constraints mechanism of seed 000 §3.2 on that graph is "
-                     "optimal for regular priors (`dprivacy design kcount:U,K`)")
+                     "optimal for regular priors (`dprivacy design kcount:U,K`)"), False
     lo, hi = bounds
     r = float(hi - lo) if hi > lo else 1.0
+    reach = float(max(abs(lo), abs(hi)))  # what one value entering/leaving an answer (or turning null) moves a sum by
     name = {"sum": "sum", "avg": "average", "percentile": "percentile"}[q.kind]
     if privacy == "standard":
-        return r, (f"Δ = HI − LO under d_h; private, but the {name}'s answer graph is not a path, so no universally "
-                   "optimal mechanism exists under d_h (seed 002 Thm 9)")
+        if q.kind == "sum" and (selected or skip_invalid):
+            why = " or its value turn null" if skip_invalid else ""
+            d = max(r, reach, 1.0)
+            return d, (f"Δ = max(HI − LO, |LO|, |HI|) = {d:g} under d_h: a changed row can enter or leave the selected rows{why}, "
+                       "moving the sum by up to max(|LO|, |HI|), or stay and move it by up to HI − LO; private, but the sum's "
+                       "answer graph is not a path, so no universally optimal mechanism exists under d_h (seed 002 Thm 9)"), False
+        on = " on the sum (avg = sum/N)" if q.kind == "avg" else ""
+        return r, (f"Δ = HI − LO{on} under d_h; private, but the {name}'s answer graph is not a path, so no universally "
+                   "optimal mechanism exists under d_h (seed 002 Thm 9)"), False
+    raised = ""
     if privacy == "normalized-d1":
-        return r, (f"seed 002 Thm 11: the {name} is uniformly (HI − LO)-sensitive wrt the normalized Manhattan metric, so "
+        d = r
+        if skip_invalid and q.kind == "sum" and reach > r:
+            d, raised = reach, "max(|LO|, |HI|)"
+        if q.kind == "avg":
+            thm = ("seed 002 Thm 11 for the sum: the sum is uniformly (HI − LO)-sensitive wrt the normalized Manhattan metric "
+                   "(no null values, N public), and avg = sum/N is a relabelling of it, so the truncated geometric on the sum at "
+                   "ε/(HI − LO), divided by N, is universally optimal for ε·d̃1")
+        else:
+            thm = (f"seed 002 Thm 11: the {name} is uniformly (HI − LO)-sensitive wrt the normalized Manhattan metric, so "
                    "the truncated geometric at ε/(HI − LO) is universally optimal for ε·d̃1 (the same noise as d_h, with "
                    "more protection for small changes)")
-    if privacy == "d1":
-        return 1.0, f"seed 002 Thm 12: the {name} is uniformly 1-sensitive wrt d1: the truncated geometric is universally optimal"
-    if q.kind == "sum":
-        raise ValueError("--privacy dinf is not available for sum (seed 002 Thm 13 covers avg and percentile): use d1")
-    if q.kind == "avg":
-        if total is None:
-            raise ValueError("avg under dinf needs the table size")
-        return float(total), ("seed 002 Thm 13: the average is uniformly 1-sensitive wrt d∞ (Δ = N on the sum): the "
-                              "truncated geometric on the average's grid is universally optimal")
-    return 1.0, "seed 002 Thm 13: the percentile is uniformly 1-sensitive wrt d∞: the truncated geometric is universally optimal"
+    elif privacy == "d1":
+        d = 1.0
+        if skip_invalid and q.kind == "sum" and reach > r:
+            d, raised = reach / max(hi - lo, 1), "max(|LO|, |HI|)/(HI − LO)"
+        if q.kind == "avg":
+            thm = ("seed 002 Thm 12 for the sum: the sum is uniformly 1-sensitive wrt d1 (no null values, N public), and "
+                   "avg = sum/N is a relabelling of it, so the truncated geometric on the sum at ε, divided by N, is "
+                   "universally optimal for ε·d1")
+        else:
+            thm = f"seed 002 Thm 12: the {name} is uniformly 1-sensitive wrt d1: the truncated geometric is universally optimal"
+    else:  # dinf
+        if q.kind == "sum":
+            raise ValueError("--privacy dinf is not available for sum (seed 002 Thm 13 covers avg and percentile): use d1")
+        d = 1.0
+        if q.kind == "avg":
+            thm = ("seed 002 Thm 13: the mean rounded to the value grid LO..HI (nearest, ties up) is uniformly 1-sensitive "
+                   "wrt d∞, so the truncated geometric on LO..HI is universally optimal for it; the exact mean is not "
+                   "uniformly 1-sensitive (the project's test_exact_average_is_not_uniformly_1_sensitive and experiment "
+                   "002-thm10-13), so the released answer is the rounded mean (the rounding itself is up to 0.5 from the "
+                   "exact mean, on top of the stated error)")
+        else:
+            thm = "seed 002 Thm 13: the percentile is uniformly 1-sensitive wrt d∞: the truncated geometric is universally optimal"
+    if raised:
+        thm = (f"Δ = {raised} = {d:g}: a value turning null (--skip-invalid) moves the sum by up to max(|LO|, |HI|), more than "
+               f"the theorem's Δ; private, but outside the theorem, so no optimality claim (without nulls: {thm})")
+        return d, thm, False
+    return d, thm, True
 
 
 def geometric_accuracy(alpha: float, *, confidence: float = 0.95) -> tuple[float, int]:
@@ -143,10 +210,48 @@ def geometric_accuracy(alpha: float, *, confidence: float = 0.95) -> tuple[float
     return mean, int(t)
 
 
+def truncated_geometric_error(alpha: float, lo: int, hi: int, a: int) -> float:
+    """E|TG(a) − a| exactly, for the truncated geometric on lo..hi (seed 002 Fig 2 (iv)):
+    α/((1−α)(1+α))·(2 − α^{hi−a} − α^{a−lo}) (the noise beyond an end is cut at that end)."""
+    if alpha <= 0 or hi <= lo:
+        return 0.0
+    one_minus = -math.expm1(math.log(alpha))
+    return alpha / (one_minus * (1 + alpha)) * (2 - alpha ** (hi - a) - alpha ** (a - lo))
+
+
+def truncated_geometric_accuracy(alpha: float, lo: int, hi: int, *, confidence: float = 0.95) -> tuple[float, int]:
+    """(max over a in lo..hi of E|TG(a) − a|, the smallest t with P(|TG(a) − a| > t) ≤ 1 − confidence for every a).
+
+    The expected error is largest in the middle of the range; P(|TG(a) − a| > t) = α^{t+1}/(1+α) times the
+    number of sides with more than t answers of room, largest when both have room."""
+    w = int(hi - lo)
+    if alpha <= 0 or w <= 0:
+        return 0.0, 0
+    mid = lo + w // 2
+    mean = truncated_geometric_error(alpha, lo, hi, mid)
+    delta = 1.0 - confidence
+
+    def worst(t: int) -> float:
+        sides = 2 if w >= 2 * (t + 1) else (1 if w >= t + 1 else 0)
+        return sides * alpha ** (t + 1) / (1 + alpha)
+
+    t_hi = geometric_accuracy(alpha, confidence=confidence)[1]  # enough on an unbounded line
+    t_lo = 0
+    while t_lo < t_hi:  # smallest t with worst(t) <= δ (worst is non-increasing)
+        m = (t_lo + t_hi) // 2
+        if worst(m) <= delta:
+            t_hi = m
+        else:
+            t_lo = m + 1
+    return mean, int(t_lo)
+
+
 @dataclass
 class GroupAnswer:
     """One group's released answer. ``clamped_not_private`` is the exact number of values outside the
-    bounds: for the data owner, not for publication."""
+    bounds: for the data owner, not for publication. ``expected_abs_error`` and ``within`` hold for every
+    true answer in the public range (the worst case); ``expected_abs_error_under_prior`` (``--mechanism
+    optimal`` only) is the expected |error| averaged over the prior's answers."""
 
     group: object
     noisy: float | list
@@ -154,6 +259,7 @@ class GroupAnswer:
     expected_abs_error: float
     within: float
     confidence: float
+    expected_abs_error_under_prior: float | None = None
 
 
 @dataclass
@@ -175,6 +281,15 @@ class QueryResult:
     delivered_epsilon: float = 0.0
     sampler: str = ""
     rows_skipped_not_private: int = 0
+    neighbours: str = ""
+    public: str = ""
+    epsilon_per_answer: float = 0.0
+    composition: str = ""
+    answer_range: tuple = ()
+    answer_step: float = 1.0
+    noise_alpha: float = 0.0
+    accuracy: str = ""
+    universally_optimal: bool = False
 
     def to_dict(self) -> dict:
         from ..results import jsonable
@@ -189,8 +304,8 @@ def _quote(name: str) -> str:
 
 
 def _first_bad_row(con, rel: str, sel: str, bad: str, columns) -> str:
-    """', the first at row K (value V)' for the error message: K counts data rows from 1 in file
-    order (DuckDB keeps insertion order); empty when it cannot be found."""
+    """', the first at row K of the file (1 = first data row) (value V)' for the error message: K counts
+    data rows from 1 in file order (DuckDB keeps insertion order); empty when it cannot be found."""
     columns = [columns] if isinstance(columns, str) else list(columns)
     try:
         got = con.execute(f"SELECT __row, {', '.join(_quote(c) for c in columns)} FROM "
@@ -202,7 +317,7 @@ def _first_bad_row(con, rel: str, sel: str, bad: str, columns) -> str:
         return ""
     show = lambda v: "empty" if v is None else repr(v)  # noqa: E731
     vals = show(got[1]) if len(columns) == 1 else ", ".join(f"{c} = {show(v)}" for c, v in zip(columns, got[1:]))
-    return f", the first at row {int(got[0])} ({vals})"
+    return f", the first at row {int(got[0])} of the file (1 = first data row) ({vals})"
 
 
 def _as_type(col: str, sql_type: str, target: str) -> str:
@@ -223,9 +338,13 @@ def _as_double(col: str, sql_type: str) -> str:
     return _as_type(col, sql_type, "DOUBLE")
 
 
+def _literal(path: str) -> str:
+    return "'" + path.replace("'", "''") + "'"
+
+
 def _relation(path: str, *, all_varchar: bool = False) -> str:
     low = path.lower()
-    lit = "'" + path.replace("'", "''") + "'"
+    lit = _literal(path)
     if low.endswith(".parquet") or low.endswith(".pq"):
         return f"read_parquet({lit})"
     if low.endswith(".csv") or low.endswith(".csv.gz") or low.endswith(".tsv"):
@@ -233,6 +352,87 @@ def _relation(path: str, *, all_varchar: bool = False) -> str:
         # every value is then read as text and the queries' TRY_CASTs decide what is a number.
         return f"read_csv_auto({lit}, header=true{', all_varchar=true' if all_varchar else ''})"
     raise ValueError(f"cannot tell the format of {path!r}: expected .csv, .csv.gz or .parquet")
+
+
+def _connect(path: str):
+    """A DuckDB connection that may read ``path`` and nothing else: external access off (no other file,
+    no network, no extension loading) and the configuration locked, before any user text is run."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute(f"SET allowed_paths=[{_literal(path)}]")
+    con.execute("SET enable_external_access=false")
+    con.execute("SET lock_configuration=true")
+    return con
+
+
+#: Expression classes a --where may not contain: a subquery (another table, another file), ``*`` or
+#: COLUMNS(...), a window over other rows.
+_WHERE_FORBIDDEN = {"SUBQUERY": "a subquery", "STAR": "'*' or COLUMNS(...)", "WINDOW": "a window function"}
+
+
+def check_where(con, where: str, rel: str) -> set:
+    """Validate ``where`` as one true/false expression on a row of ``rel``; return the columns it uses.
+
+    Refused, with the reason: ``;`` or a comment; text that does not parse as exactly one expression
+    (``SELECT (where)`` must be a single select item with no FROM, GROUP BY, HAVING, ORDER, LIMIT...);
+    a subquery, ``*``/COLUMNS or a window function anywhere in it; an aggregate; a type other than
+    BOOLEAN. The SQL built from it then only ever places it inside ``FILTER (WHERE (...))``."""
+    import duckdb
+
+    if not isinstance(where, str) or not where.strip():
+        raise ValueError("bad --where: give one true/false condition on a row, e.g. \"Region = 'West'\"")
+    w = where.strip()
+    for tok, what in ((";", "';'"), ("--", "a '--' comment"), ("/*", "a '/*' comment"), ("*/", "'*/'")):
+        if tok in w:
+            raise ValueError(f"bad --where {where!r}: {what} is not allowed (one true/false condition on a row, "
+                             "e.g. \"Region = 'West'\")")
+    tree = json.loads(con.execute("SELECT json_serialize_sql(?)", [f"SELECT ({w}) AS __w"]).fetchone()[0])
+    if tree.get("error"):
+        try:
+            past_end = int(tree.get("position", 0)) >= len("SELECT (") + len(w)
+        except (TypeError, ValueError):
+            past_end = False
+        why = "not a single condition (check the parentheses)" if past_end else tree.get("error_message", "does not parse")
+        raise ValueError(f"bad --where {where!r}: {why} (one true/false condition on a row, e.g. \"Region = 'West'\")")
+    stmts = tree.get("statements", [])
+    node = stmts[0].get("node", {}) if len(stmts) == 1 else {}
+    single = (node.get("type") == "SELECT_NODE" and node.get("from_table", {}).get("type") == "EMPTY"
+              and len(node.get("select_list", [])) == 1 and node.get("where_clause") is None
+              and not node.get("group_expressions") and not node.get("group_sets") and node.get("having") is None
+              and node.get("qualify") is None and not node.get("modifiers") and node.get("sample") is None
+              and not node.get("cte_map", {}).get("map"))
+    if not single:
+        raise ValueError(f"bad --where {where!r}: not a single condition (one true/false condition on a row, "
+                         "e.g. \"Region = 'West'\")")
+    used: set = set()
+
+    def walk(x):
+        if isinstance(x, dict):
+            cls = x.get("class")
+            if cls in _WHERE_FORBIDDEN:
+                raise ValueError(f"bad --where {where!r}: {_WHERE_FORBIDDEN[cls]} is not allowed (a condition on the "
+                                 "row's own columns only)")
+            if x.get("type") == "TABLE_FUNCTION" or "subquery" in x:
+                raise ValueError(f"bad --where {where!r}: a subquery or table function is not allowed")
+            if cls == "COLUMN_REF" and x.get("column_names"):
+                used.add(x["column_names"][-1])
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    walk(node["select_list"][0])
+    try:
+        con.execute(f"DESCRIBE SELECT * FROM {rel} WHERE ({w})").fetchall()  # binds: columns, no aggregate
+        typ = str(con.execute(f"DESCRIBE SELECT ({w}) AS __w FROM {rel}").fetchall()[0][1]).upper()
+    except duckdb.Error as exc:
+        msg = str(exc).splitlines()[0]
+        raise ValueError(f"bad --where {where!r}: {msg}") from None
+    if typ != "BOOLEAN":
+        raise ValueError(f"bad --where {where!r}: it is a {typ}, not a true/false condition")
+    return used
 
 
 def truncated_geometric_rows(alpha: float, lo: int, hi: int) -> np.ndarray:
@@ -260,6 +460,40 @@ def bayes_remap_abs(rows: np.ndarray, prior: np.ndarray) -> tuple[np.ndarray, fl
     return remap, float((joint * err).sum())
 
 
+def remap_accuracy(rows: np.ndarray, remap: np.ndarray, *, confidence: float = 0.95) -> tuple[float, int, np.ndarray]:
+    """Worst case over the true answers of the remapped mechanism a → o → remap[o] (indices 0..n−1):
+    (max_a E|remap(o) − a|, the smallest t with P(|remap(o) − a| > t) ≤ 1 − confidence for every a, the
+    expected |error| of each a). Exact from the channel (no prior involved)."""
+    n = rows.shape[0]
+    err = np.abs(remap[None, :].astype(np.int64) - np.arange(n, dtype=np.int64)[:, None])
+    per_a = (rows * err).sum(axis=1)
+    hist = np.bincount((np.arange(n, dtype=np.int64)[:, None] * n + err).ravel(), weights=rows.ravel(),
+                       minlength=n * n).reshape(n, n)  # [a, |error|]
+    tail = rows.sum(axis=1)[:, None] - np.cumsum(hist, axis=1)  # P(|error| > t)
+    ok = np.flatnonzero(tail.max(axis=0) <= (1.0 - confidence) + 1e-12)
+    return float(per_a.max()), int(ok[0]) if ok.size else n, per_a
+
+
+def _plan_split(q: Query, privacy: str, group_by, groups: int) -> tuple[int, str]:
+    """(the factor by which ε is divided for each released number, why)."""
+    k = len(q.columns) if q.kind == "kcount" else 1
+    parts, factor = [], k
+    if k > 1:
+        parts.append(f"each of the {k} counts at ε/{k} (one row changes all of them: sequential composition)")
+    if group_by is not None and privacy == "standard":
+        factor *= 2
+        parts.append("with --group-by a changed row can move between two groups and change both groups' answers, so each "
+                     "group's answer uses ε/2 and the release is ε-DP (the ledger charges ε)")
+    elif group_by is not None and privacy == "dinf":
+        factor *= max(groups, 1)
+        parts.append(f"under d∞ every row can change at once, so all {groups} groups' answers can change together: each "
+                     f"group's answer uses ε/{groups} (sequential composition; the ledger charges ε)")
+    elif group_by is not None:
+        parts.append("the groups are disjoint and the distance adds up over rows, so each group's answer uses ε and "
+                     "the release is ε-private (parallel composition)")
+    return factor, "; ".join(parts)
+
+
 def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: str | None = None,
               group_by: str | None = None, privacy: str = "standard", rng=None, confidence: float = 0.95,
               mechanism: str = "auto", skip_invalid: bool = False, prior=None) -> QueryResult:
@@ -267,14 +501,14 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
 
     ``mechanism``: ``auto``/``truncated-geometric`` (the answer clamped to its public range: the truncated
     geometric, universally optimal where the module table says so), ``geometric`` (the same noise, not
-    clamped) or ``tight-constraints`` (on the path of answers it *is* the truncated geometric, seed 000
-    §6.1: the same draw, cited as such). ``skip_invalid``: empty or non-numeric values are left out of the
-    aggregate as null values (seed 002 §5 extends the value metric with a null at the maximal distance),
-    with Δ raised where a null changes the sum by more than HI − LO; their number is reported for the data
-    owner only.
+    clamped), ``tight-constraints`` (only where the answers' constraint graph is a path — a count, or a
+    sum/avg/percentile under a metric on values, seed 002 Thm 6 — on which it *is* the truncated geometric,
+    seed 000 §6.1; refused elsewhere) or ``optimal`` (the truncated geometric followed by the Bayes remap for
+    ``prior``; the only mechanism that uses ``prior``). ``skip_invalid``: empty or non-numeric values are
+    left out of the aggregate as null values (seed 002 §5 extends the value metric with a null at the
+    maximal distance), with Δ raised where a null changes the sum by more than the theorem's Δ; their
+    number is reported for the data owner only.
     """
-    import os
-
     import duckdb
 
     from .._validate import check_epsilon
@@ -284,8 +518,13 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     eps = check_epsilon(epsilon)
     if mechanism not in MECHANISMS:
         raise ValueError(f"--mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
+    if privacy not in PRIVACY_MODELS:
+        raise ValueError(f"--privacy must be one of {', '.join(PRIVACY_MODELS)}, got {privacy!r}")
+    if prior is not None and mechanism != "optimal":
+        raise ValueError(f"--prior is used only by --mechanism optimal; --mechanism {mechanism} ignores it (drop --prior)")
     if not os.path.exists(table):
         raise FileNotFoundError(f"table not found: {table}")
+    table = os.path.abspath(table)
     if query.kind not in ("count", "kcount") and bounds is None:
         raise ValueError(f"{query.name} needs --bounds LO,HI: the declared range of {query.column!r} (values are clamped to it)")
     if bounds is not None:
@@ -299,7 +538,15 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     if query.kind == "kcount" and mechanism == "tight-constraints":
         raise ValueError("tight-constraints for a k-count lives on its answer graph: build it with `dprivacy design "
                          "kcount:U,K --mechanism tight-constraints`; here the counts get truncated geometric noise")
-    con = duckdb.connect()
+    if query.kind in ("sum", "avg", "percentile") and privacy == "standard" and mechanism == "tight-constraints":
+        graph = ("answers i and j are adjacent when |i − j| ≤ HI − LO (seed 000 §7.1)" if query.kind in ("sum", "avg")
+                 else "a changed row can move it across many answers")
+        raise ValueError(f"--mechanism tight-constraints is not implemented for {query.kind} under --privacy standard: its "
+                         f"answer graph is not a path ({graph}), so the truncated geometric is not the tight-constraints "
+                         f"mechanism there; build it on the answer space with `dprivacy design sum:U,V --mechanism "
+                         "tight-constraints`, or use --mechanism truncated-geometric here")
+    selected = bool(where) or group_by is not None
+    con = _connect(table)
     rel = _relation(table)
     try:
         described = con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()
@@ -310,15 +557,17 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     for c in [query.column, group_by, *query.columns]:
         if c is not None and c not in cols:
             raise ValueError(f"unknown column {c!r}: the table's columns are {', '.join(cols)}")
-    filt = ""
-    if where:
-        try:
-            con.execute(f"SELECT count(*) FROM {rel} WHERE {where} LIMIT 0").fetchall()
-        except duckdb.Error as exc:
-            raise ValueError(f"bad --where {where!r}: {str(exc).splitlines()[0]}") from None
-        filt = f"WHERE {where}"
+    where_cols: set = set()
+    if where is not None:
+        where_cols = check_where(con, where, rel)
+        where = where.strip()
+    public_cols = sorted(where_cols | ({group_by} if group_by is not None else set()))
+    if privacy in VALUE_METRICS and query.column is not None and query.column.lower() in {c.lower() for c in public_cols}:
+        raise ValueError(f"under --privacy {privacy} the columns of --where/--group-by are treated as public, but "
+                         f"{query.column!r} is the protected column: filter or group by other columns, or use --privacy standard")
     sel = f"({where})" if where else "TRUE"
-    # One scan for the table size and the invalid values (N is public: one row changed keeps it).
+    gexpr = _quote(group_by) if group_by is not None else None
+    # One scan for the table size, the invalid values and the number of group keys (all public here).
     checks = ["count(*)"]
     if query.kind in ("sum", "avg", "percentile"):
         col = _quote(query.column)
@@ -331,16 +580,25 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
                           + (f" OR {_quote(c)} NOT IN (0, 1))" if _is_numeric(types[c]) else ")") for c in query.columns)
         checks.append(f"count(*) FILTER (WHERE {sel} AND ({bad}))")
         checks.append("0")
-    try:
+    else:
+        checks += ["0", "0"]
+    checks.append(f"count(DISTINCT {gexpr}) + max(CASE WHEN {gexpr} IS NULL THEN 1 ELSE 0 END)" if gexpr else "1")
+
+    def scan(sql: str):
+        nonlocal rel
         try:
-            got = con.execute(f"SELECT {', '.join(checks)} FROM {rel}").fetchone()
-        except duckdb.ConversionException:
-            rel = _relation(table, all_varchar=True)
-            got = con.execute(f"SELECT {', '.join(checks)} FROM {rel}").fetchone()
-    except duckdb.Error as exc:
-        raise ValueError(f"cannot read the table: {str(exc).splitlines()[0]}") from None
+            try:
+                return con.execute(sql).fetchall()
+            except duckdb.ConversionException:
+                old, rel = rel, _relation(table, all_varchar=True)
+                return con.execute(sql.replace(old, rel)).fetchall()
+        except duckdb.Error as exc:
+            raise ValueError(f"the query failed: {str(exc).splitlines()[0]}") from None
+
+    got = scan(f"SELECT {', '.join(checks)} FROM {rel}")[0]
     total = int(got[0])
-    wrong, empty = (int(got[1]), int(got[2])) if len(got) > 1 else (0, 0)
+    wrong, empty = int(got[1]), int(got[2])
+    n_groups = int(got[3] or 0)
     invalid = wrong + empty
     if invalid and not skip_invalid:
         what = f"column {query.column!r}" if query.column else "columns " + ", ".join(map(repr, query.columns))
@@ -352,106 +610,154 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         else:
             found = f"{what}: {wrong} selected row(s) have a missing or non-boolean value"
         raise ValueError(f"{found} (expected {expect}){first}; --skip-invalid leaves them out as null values and counts them")
-    delta, theorem = _sensitivity(query, privacy, bounds, total)
-    if skip_invalid and query.kind == "sum":
+    if query.kind == "avg" and total == 0:
+        raise ValueError("the table has no rows: its average is undefined")
+    delta, theorem, optimal_thm = _sensitivity(query, privacy, bounds, total, selected=selected,
+                                               skip_invalid=skip_invalid)
+    if mechanism == "tight-constraints" and not optimal_thm and query.kind != "count":
+        raise ValueError("--mechanism tight-constraints: with null values the answers' constraint graph is no longer the "
+                         "path of the theorem; use --mechanism truncated-geometric")
+    factor, composition = _plan_split(query, privacy, group_by, n_groups)
+    eps_answer = eps / factor
+    # The public integer grid of each answer, and the step that turns it into the released value.
+    step = 1.0
+    if query.kind in ("count", "kcount"):
+        lo_a, hi_a = 0, total
+    elif query.kind == "sum":
         lo, hi = bounds
-        reach = float(max(abs(lo), abs(hi)))  # what one value turning null changes the sum by
-        if privacy == "d1":
-            delta = max(delta, reach / max(hi - lo, 1))
-        else:
-            delta = max(delta, reach)
-    g = _quote(group_by) if group_by else "NULL"
+        lo_a, hi_a = (min(0, total * lo), max(0, total * hi)) if (selected or skip_invalid) else (total * lo, total * hi)
+    elif query.kind == "avg" and privacy != "dinf":
+        lo_a, hi_a = bounds[0] * total, bounds[1] * total
+        step = 1.0 / total
+    else:  # percentile, or the rounded mean under d∞
+        lo_a, hi_a = bounds
+    # The answers: one aggregate pass, the selection as a FILTER, one row per group key of the whole table.
     k = len(query.columns)
     if query.kind == "count":
-        sql = f"SELECT {g} AS g, count(*) AS v, 0 AS clamped FROM {rel} {filt} GROUP BY ALL ORDER BY 1"
+        aggs = [f"count(*) FILTER (WHERE {sel})"]
+        clamped = "0"
     elif query.kind == "kcount":
-        counts = ", ".join(f"count(*) FILTER (WHERE {_as_type(_quote(c), types[c], 'BOOLEAN')}) AS v{i}"
-                           for i, c in enumerate(query.columns))
-        sql = f"SELECT {g} AS g, {counts}, 0 AS clamped FROM {rel} {filt} GROUP BY ALL ORDER BY 1"
+        aggs = [f"count(*) FILTER (WHERE {sel} AND {_as_type(_quote(c), types[c], 'BOOLEAN')})" for c in query.columns]
+        clamped = "0"
     else:
         lo, hi = bounds
         ok = f"{val} IS NOT NULL AND NOT isnan({val})"
-        x = f"round(least(greatest({val}, {lo}), {hi}))"
-        agg = f"quantile_disc({x}, {query.p / 100.0}) FILTER (WHERE {ok})" if query.kind == "percentile" else \
-            f"coalesce(sum({x}) FILTER (WHERE {ok}), 0)"
-        clamped = f"count(*) FILTER (WHERE {ok} AND ({val} < {lo} OR {val} > {hi}))"
-        sql = f"SELECT {g} AS g, {agg} AS v, {clamped} AS clamped FROM {rel} {filt} GROUP BY ALL ORDER BY 1"
-    try:
-        try:
-            rows = con.execute(sql).fetchall()
-        except duckdb.ConversionException:
-            rows = con.execute(sql.replace(rel, _relation(table, all_varchar=True))).fetchall()
-    except duckdb.Error as exc:
-        raise ValueError(f"the query failed: {str(exc).splitlines()[0]}") from None
-    if not rows:
-        raise ValueError("no rows match: there is no group to answer (a private answer on an empty selection "
-                         "would still spend ε; widen --where)")
-    if any(r[1] is None for r in rows):
-        raise ValueError(f"no rows match (or no valid value in a group) for {query.name}: a percentile of an empty selection is undefined "
-                         "(widen --where)")
+        x = f"CAST(round(least(greatest({val}, {lo}), {hi})) AS BIGINT)"
+        aggs = [f"quantile_disc({x}, {query.p / 100.0}) FILTER (WHERE {sel} AND {ok})" if query.kind == "percentile" else
+                f"coalesce(sum({x}) FILTER (WHERE {sel} AND {ok}), 0)"]
+        clamped = f"count(*) FILTER (WHERE {sel} AND {ok} AND ({val} < {lo} OR {val} > {hi}))"
+    if gexpr:
+        sql = f"SELECT {gexpr} AS g, {', '.join(aggs)}, {clamped} AS clamped FROM {rel} GROUP BY 1 ORDER BY 1 NULLS LAST"
+    else:
+        sql = f"SELECT NULL AS g, {', '.join(aggs)}, {clamped} AS clamped FROM {rel}"
+    rows = scan(sql)
+    # One released answer per group key (1 without --group-by): anything else is refused, never released.
+    keys = [r[0] for r in rows]
+    expected = n_groups if gexpr else 1
+    if len(rows) != expected or len(set(map(repr, keys))) != len(keys):
+        raise ValueError(f"refused: the query produced {len(rows)} answers where {expected} (one per group) were expected")
+    if gexpr and not rows:
+        raise ValueError("the table has no rows: there is no group to answer")
+    missing = [r[0] for r in rows if any(v is None for v in r[1:-1])]
+    if missing:
+        which = f" in group {missing[0]!r}" if gexpr else ""
+        raise ValueError(f"no rows match{which} (no selected row with a valid value) for {query.name}: a percentile of an "
+                         "empty selection is undefined (widen --where)")
     src = random_source(rng)
-    # Exact integer sampling (CKS 2020) at s/t ≤ ε/Δ: no floating-point step decides a released value.
-    eps_each = eps / k if query.kind == "kcount" else eps
-    params = geometric_parameters(eps_each, delta)
-    mean, t = geometric_accuracy(params.alpha, confidence=confidence)
+    # Exact integer sampling (CKS 2020) at s/t ≤ ε_a/Δ: no floating-point step decides a released value.
+    params = geometric_parameters(eps_answer, delta)
+    alpha = params.alpha
     width = k if query.kind == "kcount" else 1
     noise = discrete_laplace(len(rows) * width, params.s, params.t, src.generator).reshape(len(rows), width)
     clamp = mechanism != "geometric"
-    remap = None
+    if clamp:
+        mean, t = truncated_geometric_accuracy(alpha, lo_a, hi_a, confidence=confidence)
+        accuracy = ("exact for the truncated geometric on the public range, and valid for every true answer in it: "
+                    "'expected |error|' is the largest E|error| over the range (reached in its middle; smaller near the "
+                    "ends), 'within ±' the smallest t with P(|error| > t) ≤ " f"{1 - confidence:g} for every true answer")
+    else:
+        mean, t = geometric_accuracy(alpha, confidence=confidence)
+        accuracy = "exact for the (unclamped) two-sided geometric noise: E|K| = 2α/(1−α²), P(|K| > t) = 2α^{t+1}/(1+α)"
+    remap = prior_err = None
     if mechanism == "optimal":
         if query.kind in ("kcount", "avg"):
             raise ValueError(f"--mechanism optimal is for count, sum and percentile answers, not {query.kind}")
-        lo_r, hi_r = (0, total) if query.kind == "count" else (
-            (bounds[0] * total, bounds[1] * total) if query.kind == "sum" else bounds)
-        size = hi_r - lo_r + 1
+        size = hi_a - lo_a + 1
         if size > OPTIMAL_MAX_ANSWERS:
             raise ValueError(f"--mechanism optimal: the answers range over {size:,} values, over the {OPTIMAL_MAX_ANSWERS:,} "
                              "on which the remap is computed; use the truncated geometric (auto)")
-        pi = _answer_prior(prior, size, lo_r, hi_r)
-        remap, opt_err = bayes_remap_abs(truncated_geometric_rows(params.alpha, lo_r, hi_r), pi)
-        remap = remap + lo_r
+        pi = _answer_prior(prior, size, lo_a, hi_a)
+        chan = truncated_geometric_rows(alpha, lo_a, hi_a)
+        remap, prior_err = bayes_remap_abs(chan, pi)
+        mean, t, _ = remap_accuracy(chan, remap, confidence=confidence)
+        remap = remap + lo_a
+        accuracy = ("'E|error| under the prior' averages the remapped answer's |error| over the prior's answers: it is only "
+                    "as true as the prior (a true answer the prior deems unlikely can be far off every time); 'expected "
+                    "|error|' and 'within ±' are the worst case over every true answer in the range, computed exactly "
+                    "from the channel: the figures to quote")
     answers = []
     for row, kk in zip(rows, noise):
-        grp, vals, clamped = row[0], row[1:-1], row[-1]
-        if query.kind in ("count", "kcount"):
-            lo_a, hi_a = 0, total
-        elif query.kind in ("sum", "avg"):
-            # the clamp range must be public: N·LO..N·HI with N the table size, not the group's size
-            lo_a, hi_a = bounds[0] * total, bounds[1] * total
-        else:
-            lo_a, hi_a = bounds
-        out = [int(v) + int(e) for v, e in zip(vals, kk)]
+        grp, vals, n_clamped = row[0], row[1:-1], row[-1]
+        ints = [int(v) for v in vals]
+        if query.kind == "avg" and privacy == "dinf":
+            ints = [(2 * s + total) // (2 * total) for s in ints]  # the mean rounded to the grid (nearest, ties up)
+        out = [v + int(e) for v, e in zip(ints, kk)]
         if clamp:
             out = [min(max(o, lo_a), hi_a) for o in out]
         if remap is not None:
             out = [int(remap[o - lo_a]) for o in out]
-        scale = 1.0 / total if query.kind == "avg" else 1.0
-        noisy = [o * scale for o in out] if query.kind == "kcount" else out[0] * scale
-        e_abs = opt_err if remap is not None else mean
-        answers.append(GroupAnswer(grp, noisy, int(clamped), e_abs * scale, t * scale, confidence))
+        noisy = [o * step for o in out] if query.kind == "kcount" else out[0] * step
+        answers.append(GroupAnswer(grp, noisy, int(n_clamped), mean * step, t * step, confidence,
+                                   None if prior_err is None else prior_err * step))
     used = {"auto": "truncated-geometric", "truncated-geometric": "truncated-geometric", "geometric": "geometric",
             "tight-constraints": "tight-constraints", "optimal": "truncated-geometric + Bayes remap"}[mechanism]
     if mechanism == "optimal":
-        theorem += ("; --mechanism optimal: the truncated geometric followed by the remap that minimises the expected "
-                    "|error| for the given prior (a weighted median of the posterior): the truncated geometric is "
-                    "universally optimal (seed 002 Thm 8, 10), so this is the optimal ε-private mechanism for that prior and "
-                    "loss; its expected |error| is computed exactly under the prior (the 'within ±' figure is the "
-                    "un-remapped noise's)")
+        if optimal_thm:
+            claim = ("the truncated geometric is universally optimal here (the theorem above), so followed by this remap it "
+                     "minimises the prior's expected |error| over all mechanisms with the same privacy for this answer")
+        else:
+            claim = ("no universally optimal mechanism exists here (the theorem above), so this is the best remap of the "
+                     "truncated geometric for the prior, not the optimal mechanism: the linear program on the answer space "
+                     "(`dprivacy design ... --mechanism optimal`) can do better")
+        theorem += ("; --mechanism optimal: the truncated geometric followed by the remap that minimises the expected |error| "
+                    f"under the given prior (a weighted median of the posterior); {claim}")
     if mechanism == "tight-constraints":
-        theorem += ("; on the path of answers the tight-constraints mechanism is the truncated geometric (seed 000 §6.1: "
-                    "z = (1−α)/(1+α) inside and 1/(1+α) at the ends), drawn here as such")
+        theorem += ("; the answers' constraint graph is a path here (a count, or a query uniformly Δ-sensitive on values, "
+                    "seed 002 Thm 6), and on a path the tight-constraints mechanism is the truncated geometric (seed 000 "
+                    "§6.1: z = (1−α)/(1+α) inside and 1/(1+α) at the ends), drawn here as such")
     elif mechanism == "geometric":
         theorem += "; --mechanism geometric: the same noise without clamping, so answers may fall outside the range"
-    spent = eps
+    if privacy == "standard":
+        neighbours = (f"standard ε-DP (d_h): neighbouring tables differ in one row, any of its columns changed; the table "
+                      f"size N = {total} is public")
+        guarantee = (f"ε = {eps:g} (standard): changing one row changes the probability of every release by at most a "
+                     f"factor e^{eps:g}")
+    else:
+        metric = {"normalized-d1": "d̃1 = Σ_rows |x − x'|/(HI − LO)", "d1": "d1 = Σ_rows |x − x'|",
+                  "dinf": "d∞ = max_rows |x − x'|"}[privacy]
+        col_name = query.column
+        neighbours = (f"ε·{privacy}-privacy on the values of {col_name!r} ({metric}, nulls at distance HI − LO); the table "
+                      f"size N = {total} and every other column are public")
+        guarantee = (f"ε = {eps:g} ({privacy}): two tables whose {col_name!r} values are at distance d get every release "
+                     f"with probabilities within a factor e^(ε·d)")
+    public = [f"N = {total} rows"]
+    if privacy in VALUE_METRICS and public_cols:
+        public.append(f"the columns used by --where/--group-by ({', '.join(public_cols)}) are treated as public: they are "
+                      "NOT protected")
+    if group_by is not None:
+        public.append(f"the group keys (the {n_groups} distinct values of {group_by!r} in the table) are treated as public; "
+                      "each gets an answer, with or without selected rows")
+    if composition:
+        guarantee += "; " + composition
+    delivered = params.delivered_epsilon * factor
     res = QueryResult(table, query.name, privacy, used, eps, delta, bounds, where, group_by,
                       answers, src.to_dict(),
-                      guarantee=(f"ε = {eps:g} ({privacy}): changing one row changes the probability of every released "
-                                 f"answer by at most a factor e^{eps:g}; groups are disjoint, so a grouped query spends ε once "
-                                 "(parallel composition)"),
-                      theorem=theorem, epsilon_spent=spent,
-                      delivered_epsilon=params.delivered_epsilon * (k if query.kind == "kcount" else 1),
+                      guarantee=guarantee, theorem=theorem, epsilon_spent=eps, delivered_epsilon=delivered,
                       sampler=(f"exact discrete Laplace in integer arithmetic (Canonne, Kamath, Steinke 2020, Alg. 2) with "
-                               f"P(K = k) ∝ exp(−|k|·{params.s}/{params.t}), ε/Δ rounded down to a multiple of 2^-40"))
+                               f"P(K = k) ∝ exp(−|k|·{params.s}/{params.t}), ε_a/Δ rounded down to a multiple of 2^-40"),
+                      neighbours=neighbours, public="; ".join(public), epsilon_per_answer=eps_answer,
+                      composition=composition, answer_range=(lo_a, hi_a), answer_step=step, noise_alpha=alpha,
+                      accuracy=accuracy, universally_optimal=bool(optimal_thm and mechanism != "geometric"))
     res.rows_skipped_not_private = invalid if skip_invalid else 0
     return res
 

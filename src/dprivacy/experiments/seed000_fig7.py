@@ -10,7 +10,7 @@ mechanism exists — the plotted curve starts at 0.4, so the paper reads as "it 
 (d) the privacy of the planar Laplace channel used.
 
 The finding: on the 100×100 Euclidean grid the tight-constraints mechanism does not exist below
-ε* ≈ 0.6654 (certified both ways by :func:`dprivacy.structured.tight_threshold_grid`). Below it the
+ε* ≈ 0.6654 (certified both ways by :func:`dprivacy.tight_threshold`, method="structured"). Below it the
 solution z of Φz = 1 is negative at the four cells diagonally next to the corners (from ε ≈ 0.6 down)
 and, lower still, along the second row and column of every edge. The grid's size does not matter
 (the same ε* on 10×10 … 200×200); a larger step would (ε* scales as 1/step); a Manhattan metric would
@@ -32,7 +32,10 @@ import numpy as np
 from .. import bounds, measures, spaces
 from ..mechanisms.planar_laplace import ccs_adjusted_epsilon, planar_laplace_grid
 from ..spaces import GridSpace, MetricSpace
-from ..structured import ImplicitTightMechanism, max_convolution, tight_constraints_grid, tight_threshold_grid
+from .._kernels.implicit import ImplicitTightMechanism
+from .._kernels.maxplus import max_convolution
+from ..mechanisms.tight import tight_constraints
+from ..threshold import tight_threshold
 from .claims import Claim
 from .registry import Context, Outcome, experiment
 from .seed000 import GRID, MU_TOL, P, curves, first_true_on_grid, formula_where_absent, epsilon_grid
@@ -140,7 +143,7 @@ def _threshold_readings(ctx: Context, grid: GridSpace, lo: float, hi: float) -> 
     # 1. The tolerance that reproduces Fig 6's thresholds: accept μ = z/n ≥ −MU_TOL.
     step = 0.05 if ctx.quick else GRID
     scan = epsilon_grid(GRID if not ctx.quick else 0.05, math.floor(lo / GRID) * GRID, step)
-    mins = np.array([tight_constraints_grid(grid, epsilon=float(e)).min_z / n for e in scan])
+    mins = np.array([tight_constraints(grid, epsilon=float(e), method="structured").min_z / n for e in scan])
     passed = mins >= -MU_TOL
     facts["tol_scan"] = (scan, mins)
     readings.append({"reading": f"accept μ = z/n ≥ −{MU_TOL:g} (the tolerance that reproduces Fig 6a, 6b and Example 3): "
@@ -152,20 +155,20 @@ def _threshold_readings(ctx: Context, grid: GridSpace, lo: float, hi: float) -> 
     # 2. Other grid sizes (the threshold is a corner effect, not a size effect).
     sizes = (10, 50, 200) if ctx.quick else (10, 50, 200, 300)
     for s in sizes:
-        th = tight_threshold_grid(spaces.grid(s, s, metric="euclidean", step=STEP), tol=1e-4, scan=0)
+        th = tight_threshold(spaces.grid(s, s, metric="euclidean", step=STEP), tol=1e-4, scan=0, method="structured")
         readings.append({"reading": f"grid {s}x{s}, step {STEP:g}, Euclidean: certified bracket of ε*", "value": list(th.bracket or ())})
 
     # 3. Another step: ε·d is what matters, so ε* scales as 1/step (checked at step 2).
-    th2 = tight_threshold_grid(spaces.grid(SIZE, SIZE, metric="euclidean", step=2.0), tol=1e-4, scan=0)
+    th2 = tight_threshold(spaces.grid(SIZE, SIZE, metric="euclidean", step=2.0), tol=1e-4, scan=0, method="structured")
     readings.append({"reading": f"grid {SIZE}x{SIZE}, step 2 km: certified bracket of ε* (half the step-1 value)",
                      "value": list(th2.bracket or ())})
     readings.append({"reading": "step (km) at which ε* would be 0.4 (ε*·1 km / 0.4)", "value": hi * STEP / PUBLISHED_START})
 
     # 4. Other metrics.
-    man = tight_threshold_grid(spaces.grid(SIZE, SIZE, metric="manhattan", step=STEP))
+    man = tight_threshold(spaces.grid(SIZE, SIZE, metric="manhattan", step=STEP))
     readings.append({"reading": "Manhattan metric: ε* (0 = a mechanism exists for every ε > 0, in closed form)",
                      "value": man.epsilon_star})
-    cheb = tight_threshold_grid(spaces.grid(SIZE, SIZE, metric="chebyshev", step=STEP), tol=1e-4, scan=0)
+    cheb = tight_threshold(spaces.grid(SIZE, SIZE, metric="chebyshev", step=STEP), tol=1e-4, scan=0, method="structured")
     readings.append({"reading": "Chebyshev metric: certified bracket of ε*", "value": list(cheb.bracket or ())})
     return readings, facts
 
@@ -183,14 +186,14 @@ def fig7(ctx: Context) -> Outcome:
 
     # 1. The threshold, certified both ways.
     t0 = time.perf_counter()
-    th = tight_threshold_grid(grid, tol=1e-4, scan=4 if ctx.quick else 10)
+    th = tight_threshold(grid, tol=1e-4, scan=4 if ctx.quick else 10, method="structured")
     lo, hi = th.bracket
-    g, _ = first_true_on_grid(lambda e: tight_constraints_grid(grid, epsilon=e).exists, lo - GRID, hi + GRID)
-    r_start = tight_constraints_grid(grid, epsilon=PUBLISHED_START)
+    g, _ = first_true_on_grid(lambda e: tight_constraints(grid, epsilon=e, method="structured").exists, lo - GRID, hi + GRID)
+    r_start = tight_constraints(grid, epsilon=PUBLISHED_START, method="structured")
     neg_cells = r_start.negative[0]
     row, col = neg_cells // SIZE, neg_cells % SIZE
     edge_dist = np.minimum(np.minimum(row, SIZE - 1 - row), np.minimum(col, SIZE - 1 - col))
-    r_lo = tight_constraints_grid(grid, epsilon=lo)
+    r_lo = tight_constraints(grid, epsilon=lo, method="structured")
     times["threshold"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -206,7 +209,7 @@ def fig7(ctx: Context) -> Outcome:
     t_tight = t_pl = 0.0
     for e in xs:
         t0 = time.perf_counter()
-        r = tight_constraints_grid(grid, epsilon=e)
+        r = tight_constraints(grid, epsilon=e, method="structured")
         status.append("exists" if r.exists else ("absent" if r.decided else "undecided"))
         tight.append(measures.utility(r.mechanism, np.full(n, 1.0 / n)).value if r.exists else None)
         formula.append(float(r.z.sum()) / n)  # Σμ with μΦ = u, μ = z/n (Thm 2's formula)
@@ -226,7 +229,7 @@ def fig7(ctx: Context) -> Outcome:
     # 3. Cross-checks of the tight-constraints utility against Thm 2 (an explicit channel; in the full
     # run also the dense solve of μΦ = u), and its privacy.
     t0 = time.perf_counter()
-    r_dense = tight_constraints_grid(grid, epsilon=DENSE_EPS)
+    r_dense = tight_constraints(grid, epsilon=DENSE_EPS, method="structured")
     dense_grid = spaces.grid(SIZE, SIZE, metric="euclidean", step=STEP)  # its n×n distances are freed with it
     mech_dense = ImplicitTightMechanism(dense_grid, r_dense.z, epsilon=DENSE_EPS, certificate=r_dense)
     uniform = np.full(n, 1.0 / n)
@@ -241,11 +244,11 @@ def fig7(ctx: Context) -> Outcome:
             gaps[f"explicit channel vs Σμ from the dense solve of μΦ = u at ε = {DENSE_EPS:g}"] = abs(u_explicit - sum_mu_dense)
     del mech_dense, dense_grid
     for e in (float(hi), EPS_RANGE[1]):
-        m = tight_constraints_grid(grid, epsilon=e).mechanism
+        m = tight_constraints(grid, epsilon=e, method="structured").mechanism
         conv, _ = max_convolution(grid, uniform, e)  # the general algorithm, not the uniform shortcut
         gaps[f"max-convolution utility (prior given explicitly) vs Σz/n at ε = {e:.5g}"] = abs(float(conv @ m.z) - m.z.sum() / n)
-    m_hi = tight_constraints_grid(grid, epsilon=float(hi)).mechanism
-    m_top = tight_constraints_grid(grid, epsilon=EPS_RANGE[1]).mechanism
+    m_hi = tight_constraints(grid, epsilon=float(hi), method="structured").mechanism
+    m_top = tight_constraints(grid, epsilon=EPS_RANGE[1], method="structured").mechanism
     spot_hi, spot_top = m_hi.spot_check(rows=SPOT_ROWS, rng=0), m_top.spot_check(rows=SPOT_ROWS, rng=0)
     cert_ok = bool(m_hi.certificate.ok and m_top.certificate.ok and spot_hi.ok and spot_top.ok)
     times["cross-checks"] = time.perf_counter() - t0
@@ -284,7 +287,7 @@ def fig7(ctx: Context) -> Outcome:
               "Euclidean grid (published: read off the plot, whose tight-constraints curve starts at the left end of the "
               "plotted range ε = 0.4; agrees iff ε* ≤ 0.4 + one sweep step)", PUBLISHED_START, float(hi), START_TOL,
               agrees=bool(hi <= PUBLISHED_START + START_TOL),
-              note=(f"Certified by dprivacy.structured.tight_threshold_grid: {th.reason}. The first ε on a 0.01 grid with a "
+              note=(f"Certified by dprivacy.tight_threshold (structured): {th.reason}. The first ε on a 0.01 grid with a "
                     f"mechanism is {g}. At ε = {PUBLISHED_START} non-existence is certified ({r_start.reason.split(';')[0].removeprefix('does not exist: ')}): "
                     f"{neg_cells.size} entries of z are negative, all within {int(edge_dist.max())} cell(s) of an edge (the second "
                     f"row/column along each edge); just below ε* (ε = {lo:.5f}) only {r_lo.negative[0].size} are, the cells "

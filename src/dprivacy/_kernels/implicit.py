@@ -64,7 +64,7 @@ class ImplicitTightMechanism(Mechanism):
 
     Notes
     -----
-    Usually obtained as ``tight_constraints_grid(grid, epsilon=ε).mechanism``. Rows sum to
+    Usually obtained as ``dprivacy.tight_constraints(grid, epsilon=ε).mechanism``. Rows sum to
     (Φz)_y = 1 + r_y with r the solver's residual (|r_y| ≲ 1e-10).
     """
 
@@ -91,14 +91,16 @@ class ImplicitTightMechanism(Mechanism):
             if not res <= atol:
                 raise ValueError(
                     f"z does not solve Φz = 1 for ε = {self.epsilon:g} on {grid.name}: ‖Φz − 1‖∞ = {res:.3g} > "
-                    f"{atol:g}, so its rows are not distributions (use tight_constraints_grid)"
+                    f"{atol:g}, so its rows are not distributions (use dprivacy.tight_constraints)"
                 )
         z.setflags(write=False)
         self.z = z
         self.solver_result = certificate
         self._sampler = None
         if certificate is not None:
-            rigorous = certificate.certainty == "certified"
+            from .phi_solve import RIGOROUS
+
+            rigorous = certificate.certainty in RIGOROUS
             reason = ("z ≥ 0 " + ("certified" if rigorous else "verified numerically") + f" by the solver ({certificate.reason}); "
                       "a tight-constraints mechanism with z ≥ 0 on a metric is ε·d-private (seed 000 Prop 6)")
         else:

@@ -8,9 +8,10 @@ Same contract, result type and search as :func:`dprivacy.threshold.tight_thresho
 every ε > ε*. What is specific to grids:
 
 * every probe is a conjugate-gradient solve, warm-started from the z of the nearest ε already
-  probed (z(ε) is smooth in ε, so near the threshold a few iterations suffice);
-* Manhattan grids need no search: z is positive for every ε in closed form
-  (:mod:`.closed_form`), so ε* = 0.
+  probed (z(ε) is smooth in ε, so near the threshold a few iterations suffice).
+
+Closed forms (a Manhattan grid: ε* = 0) are the front door's business (:func:`dprivacy.tight_threshold`),
+written once there.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from typing import Callable
 
 import numpy as np
 
-from .._validate import check_epsilon, check_positive_int
+from .._validate import check_epsilon
 from ..spaces import GridSpace
-from ..threshold import MonotoneCheck, Probe, ThresholdResult, bracket_threshold
+from ..threshold import Probe, ThresholdResult, bracket_threshold, check_search
 from .solve import DEFAULT_TOL, tight_constraints_grid
 
 #: Default lower limit of the downward search, as a fraction of the first ε tried (1/step).
@@ -110,23 +111,7 @@ def tight_threshold_grid(
     """
     if not isinstance(grid, GridSpace):
         raise TypeError(f"grid must be a GridSpace, got {type(grid).__name__}")
-    tol = check_epsilon(tol, name="tol")
-    scan = check_positive_int(scan, name="scan", minimum=0)
-    scan_factor = check_epsilon(scan_factor, name="scan_factor")
-    if scan > 0 and scan_factor <= 1:
-        raise ValueError(f"scan_factor must exceed 1 to scan above hi, got {scan_factor}")
-    lo = None if lo is None else check_epsilon(lo, name="lo")
-    hi = None if hi is None else check_epsilon(hi, name="hi")
-    if lo is not None and hi is not None and not lo < hi:
-        raise ValueError(f"lo must be below hi, got lo={lo} and hi={hi}")
-    if grid.metric == "manhattan":
-        return ThresholdResult(
-            epsilon_star=0.0, bracket=None, certified=True, solves=0,
-            monotone_checked=MonotoneCheck(np.zeros(0), (), (), True, "by the closed form"),
-            always_exists=True, tol=tol,
-            reason="Manhattan grid: Φ = T_H ⊗ T_W and z = (T_H⁻¹1) ⊗ (T_W⁻¹1) > 0 in closed form, so a "
-            "tight-constraints mechanism exists for every ε > 0 (dprivacy.structured.closed_form)",
-        )
+    tol, scan, scan_factor, lo, hi = check_search(tol, scan, scan_factor, lo, hi)
     start = 1.0 / grid.step
     eps_min = check_epsilon(DEFAULT_EPS_MIN_FACTOR * start if eps_min is None else eps_min, name="eps_min")
     probe = _GridProber(grid, dict(tol=solver_tol, max_iter=max_iter, workers=workers), progress)

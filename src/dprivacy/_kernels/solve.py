@@ -36,6 +36,7 @@ from ..mechanisms.tight import TightResult
 from ..spaces import GridSpace
 from .krylov import KrylovOutcome, pcg
 from .operator import GridConstraintsOperator
+from .phi_solve import decide, margin_of
 from .spectrum import EigenvalueBound, eigenvalue_lower_bound, fft_rounding
 
 _U = float(np.finfo(np.float64).eps) / 2
@@ -82,13 +83,14 @@ class GridTightResult(TightResult):
     margin : float
         min z / error_bound: > 1 exists, < −1 does not exist, otherwise undecided.
     certainty : str
-        "certified" or "undecided".
+        "certified", "closed-form" (a Manhattan grid, :mod:`.closed_form`) or "undecided" (the shared
+        vocabulary of :mod:`.phi_solve`).
     singular : bool or None
         False when Φ̃ is certified positive definite; None otherwise.
     nullity : int or None
         0 when Φ̃ is certified positive definite; None otherwise.
     method : str
-        "cg" (conjugate gradients, possibly preconditioned) or "minres".
+        "cg" (conjugate gradients, possibly preconditioned), "minres" or "closed-form".
     preconditioner : str
         "none", "embedding" or "circulant".
     iterations : int
@@ -134,7 +136,7 @@ class GridTightResult(TightResult):
         return None if m is None else m.channel
 
 
-def _empty_negative():
+def empty_negative():
     return np.zeros(0, dtype=np.intp), np.zeros(0)
 
 
@@ -199,6 +201,50 @@ def tight_constraints_grid(
     if not isinstance(grid, GridSpace):
         raise TypeError(f"grid must be a GridSpace, got {type(grid).__name__}")
     e = check_epsilon(epsilon)
+    gs = solve_grid(grid, e, np.ones(grid.n), tol=tol, method=method, preconditioner=preconditioner, x0=x0,
+                    max_iter=max_iter, refine=refine, workers=workers, progress=progress, operator=operator)
+    return _result(grid, e, gs, time.perf_counter() - t0)
+
+
+@dataclass
+class GridSolution:
+    """One certified solve of Φ x = b on a grid (:func:`solve_grid`), in b's scale.
+
+    ``x``, ``residual`` (b − Φ̃x by FFT); ``status``/``margin``/``certainty`` as in
+    :mod:`.phi_solve` (one decision for dense and grid solves); ``error_bound``: bound on
+    ‖x − x*‖₂ ≥ max_y |x_y − x*_y|; ``rnorm`` = ‖residual‖₂; ``bound``: the eigenvalue bound;
+    ``method``, ``preconditioner``, ``iterations``, ``converged``, ``history``; ``op`` the operator.
+    """
+
+    x: np.ndarray
+    residual: np.ndarray
+    status: str
+    certainty: str
+    margin: float
+    error_bound: float
+    rnorm: float
+    bound: EigenvalueBound
+    method: str
+    preconditioner: str
+    iterations: int
+    converged: bool
+    history: tuple
+    op: GridConstraintsOperator
+
+
+def solve_grid(grid: GridSpace, e: float, b: np.ndarray, *, tol: float = DEFAULT_TOL, method: str = "auto",
+               preconditioner: str = "auto", x0: np.ndarray | None = None, max_iter: int = 5000,
+               refine: bool = True, workers: int | None = None, progress=None,
+               operator: GridConstraintsOperator | None = None) -> GridSolution:
+    """Solve Φ x = b on ``grid`` by preconditioned CG (or MINRES) on the FFT operator and decide the
+    signs of x with the certificate of the module notes: the one grid solve behind tight-constraints
+    (b = 1) and regularity (b = π).
+
+    b is first divided by its largest entry (exact for a constant b, so the uniform prior and the
+    vector of ones are the same system: seed 000 Prop 8 holds by construction), and the answer scaled
+    back. When the first answer is undecided and ``refine``, CG goes on with smaller residual targets
+    until the signs are certain or the residual reaches its rounding floor.
+    """
     tol = check_epsilon(tol, name="tol")
     if method not in _METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, _METHODS))}; got {method!r}")
@@ -228,75 +274,74 @@ def tight_constraints_grid(
         preconditioner = "embedding" if (op.embedding_min > 0 and a < EMBEDDING_BELOW_A) else "circulant"
     apply_m = op.preconditioner(preconditioner)
 
-    b = np.ones(n)
+    b = np.asarray(b, dtype=np.float64)
+    scale = float(np.abs(b).max()) or 1.0
+    bn = b / scale
+    beta = float(np.linalg.norm(np.where(bn == 1.0, 0.0, _U * np.abs(bn))))  # rounding of the division
     if x0 is None:
-        x = 1.0 / op.matvec(b)
+        x = bn / op.matvec(np.ones(n))  # the exact answer on a torus for b = 1
     else:
-        x = np.asarray(x0, dtype=np.float64).ravel()
+        x = np.asarray(x0, dtype=np.float64).ravel() / scale
         if x.shape != (n,):
             raise ValueError(f"x0 has {x.size} entries, expected {n} (one per cell)")
     sqrt_n = math.sqrt(n)
-    floor_rel = _rounding_floor(op, x) / sqrt_n
+    bnorm = float(np.linalg.norm(bn))
+    floor_rel = rounding_floor(op, x, bnorm) / sqrt_n
     target_rel = max(tol, 2 * floor_rel)
     iterations, history = 0, []
 
     def solve(x, target_rel, budget):
         if method == "cg":
-            return pcg(op.matvec, b, x0=x, apply_m=apply_m, target=target_rel * sqrt_n, max_iter=budget,
+            return pcg(op.matvec, bn, x0=x, apply_m=apply_m, target=target_rel * sqrt_n, max_iter=budget,
                        progress=progress, start_iteration=iterations)
-        return _minres(op, b, x, apply_m, target_rel * sqrt_n, budget, progress, iterations)
+        return _minres(op, bn, x, apply_m, target_rel * sqrt_n, budget, progress, iterations)
 
     out = solve(x, target_rel, max_iter)
     iterations += out.iterations
     history += out.history
     converged = out.converged
-    cert = _certify(op, bound, out)
+    cert = _certify(op, bound, out, bnorm, beta)
     while refine and cert["status"] == "undecided" and pd and iterations < max_iter:
         current = cert["rnorm"]
         floor = 2 * cert["delta"]
         if current <= floor:
             break  # the residual cannot be trusted any lower
-        need = bound.value * abs(cert["min_z"]) - cert["delta"]  # a residual below this decides
+        need = bound.value * abs(cert["min_x"]) - cert["delta"]  # a residual below this decides
         goal = max(min(current / 1e3, need / 2) if need > 0 else current / 1e3, floor)
         out = solve(out.x, goal / sqrt_n, max_iter - iterations)
         iterations += out.iterations
         history += out.history[1:]
-        cert = _certify(op, bound, out)
+        cert = _certify(op, bound, out, bnorm, beta)
         if not cert["rnorm"] < current:
             break
-    return _result(grid, e, op, bound, out, cert, method, preconditioner, iterations,
-                   converged or out.converged, time.perf_counter() - t0, history)
+    status = cert["status"]
+    return GridSolution(
+        x=out.x * scale, residual=out.residual * scale, status=status,
+        certainty="certified" if status != "undecided" else "undecided", margin=cert["margin"],
+        error_bound=cert["error_bound"] * scale, rnorm=cert["rnorm"] * scale, bound=bound, method=method,
+        preconditioner=preconditioner, iterations=iterations, converged=bool(converged or out.converged),
+        history=tuple(history), op=op,
+    )
 
 
-def _rounding_floor(op: GridConstraintsOperator, z: np.ndarray) -> float:
-    """δ: rounding in computing 1 − Φ̃z by FFT, in the 2-norm (first-order model with safety factor)."""
+def rounding_floor(op: GridConstraintsOperator, x: np.ndarray, bnorm: float | None = None) -> float:
+    """δ: rounding in computing b − Φ̃x by FFT, in the 2-norm (first-order model with safety factor);
+    ``bnorm`` = ‖b‖₂ (√n for b = 1)."""
     p, q = op.torus
-    zn = float(np.linalg.norm(z))
-    return fft_rounding(p * q) * op.embedding_max_abs * zn + 2 * _U * (math.sqrt(op.n) + op.kernel_sum * zn)
+    xn = float(np.linalg.norm(x))
+    bn = math.sqrt(op.n) if bnorm is None else bnorm
+    return fft_rounding(p * q) * op.embedding_max_abs * xn + 2 * _U * (bn + op.kernel_sum * xn)
 
 
-def _certify(op, bound: EigenvalueBound, out: KrylovOutcome) -> dict:
-    z = out.x
+def _certify(op, bound: EigenvalueBound, out: KrylovOutcome, bnorm: float, beta: float) -> dict:
+    """The sign decision of :mod:`.phi_solve` with the grid's error bound (‖r‖₂ + δ + β)/λ."""
+    x = out.x
     rnorm = float(np.linalg.norm(out.residual))
-    delta = _rounding_floor(op, z)
-    min_z = float(z.min())
-    if bound.positive_definite:
-        eb = (rnorm + delta) / bound.value
-    else:
-        eb = math.inf
-    if eb > 0:
-        margin = min_z / eb
-    else:
-        margin = math.copysign(math.inf, min_z)
-    if not np.isfinite(z).all():
-        status, margin = "undecided", 0.0
-    elif margin > 1.0:
-        status = "exists"
-    elif margin < -1.0:
-        status = "absent"
-    else:
-        status = "undecided"
-    return dict(status=status, error_bound=eb, margin=float(margin), min_z=min_z, delta=delta, rnorm=rnorm)
+    delta = rounding_floor(op, x, bnorm) + beta
+    eb = (rnorm + delta) / bound.value if bound.positive_definite else math.inf
+    margin = margin_of(x, eb)
+    return dict(status=decide(margin), error_bound=eb, margin=float(margin), min_x=float(x.min()), delta=delta,
+                rnorm=rnorm)
 
 
 def _minres(op, b, x, apply_m, target, budget, progress, start) -> KrylovOutcome:
@@ -321,49 +366,36 @@ def _minres(op, b, x, apply_m, target, budget, progress, start) -> KrylovOutcome
     return KrylovOutcome(x=xs, residual=r, iterations=count[0], converged=bool(np.linalg.norm(r) <= target), history=history)
 
 
-def _result(grid, e, op, bound, out, cert, method, preconditioner, iterations, converged, elapsed, history) -> GridTightResult:
-    z = out.x
+def _result(grid, e, gs: GridSolution, elapsed: float) -> GridTightResult:
+    z = gs.x
     neg_idx = np.flatnonzero(z < 0)
-    status = cert["status"]
-    eb, margin = cert["error_bound"], cert["margin"]
-    pd = bound.positive_definite
+    status = gs.status
+    eb, margin, bound, pd = gs.error_bound, gs.margin, gs.bound, gs.bound.positive_definite
     how = (
-        f"{method}{'' if preconditioner == 'none' else ' + ' + preconditioner + ' preconditioner'}, "
-        f"{iterations} iterations, ‖1 − Φz‖₂ = {cert['rnorm']:.3g}, λ_min(Φ) ≥ {bound.value:.4g} "
+        f"{gs.method}{'' if gs.preconditioner == 'none' else ' + ' + gs.preconditioner + ' preconditioner'}, "
+        f"{gs.iterations} iterations, ‖1 − Φz‖₂ = {gs.rnorm:.3g}, λ_min(Φ) ≥ {bound.value:.4g} "
         f"(from the {bound.source})"
     )
+    from ..mechanisms.tight import tight_reason
+
     w = grid.width
     if status == "exists":
-        reason = (
-            f"exists: every entry of z exceeds the error bound {eb:.3g} (min z = {cert['min_z']:.6g}, "
-            f"margin {margin:.3g}); {how}"
-        )
-    elif status == "absent":
-        i = int(np.argmin(z))
-        reason = (
-            f"does not exist: z has {neg_idx.size} negative entr{'y' if neg_idx.size == 1 else 'ies'}, the "
-            f"smallest z[{i}] (row {i // w}, col {i % w}) = {z[i]:.6g} < −{eb:.3g} (the uniform prior is "
-            f"not ε·d-regular, seed 000 Prop 8); {how}"
-        )
-    elif not pd:
-        reason = (
-            "undecided: Φ is not certified positive definite (no positive lower bound on λ_min from the "
-            f"symbol, {bound.symbol:.3g}, or the circulant embedding, {bound.embedding:.3g}), so the "
-            f"residual does not bound the error of z (min z = {cert['min_z']:.6g}); {how}"
-        )
+        how = f"every entry of z exceeds the error bound {eb:.3g} (margin {margin:.3g}); " + how
+    if not pd:
+        why = ("Φ is not certified positive definite: no positive lower bound on λ_min from the symbol, "
+               f"{bound.symbol:.3g}, or the circulant embedding, {bound.embedding:.3g}, so the residual does not "
+               "bound the error of z")
     else:
-        reason = (
-            f"undecided: min z = {cert['min_z']:.3g} is within the error bound {eb:.3g} of 0 "
-            f"(residual at its rounding floor or iteration budget spent); {how}"
-        )
-    resid = out.residual
+        why = "residual at its rounding floor or iteration budget spent"
+    reason = tight_reason(status, z, neg_idx.size, eb, how, undecided_why=why,
+                          where=lambda i: f" (row {i // w}, col {i % w})")
+    resid = gs.residual
     return GridTightResult(
         exists=status == "exists", epsilon=e, grid=grid, z=z,
-        negative=(neg_idx, z[neg_idx]) if neg_idx.size else _empty_negative(), reason=reason,
+        negative=(neg_idx, z[neg_idx]) if neg_idx.size else empty_negative(), reason=reason,
         residual=float(np.abs(resid).max()), residual_norm=float(np.linalg.norm(resid)),
-        condition=op.embedding_max / bound.value if pd else None, error_bound=eb, margin=margin,
-        certainty="certified" if status in ("exists", "absent") else "undecided",
-        singular=False if pd else None, nullity=0 if pd else None, method=method,
-        preconditioner=preconditioner, iterations=iterations, converged=converged,
-        eigenvalue_bound=bound, elapsed=elapsed, history=tuple(history),
+        condition=gs.op.embedding_max / bound.value if pd else None, error_bound=eb, margin=margin,
+        certainty=gs.certainty, singular=False if pd else None, nullity=0 if pd else None, method=gs.method,
+        preconditioner=gs.preconditioner, iterations=gs.iterations, converged=gs.converged,
+        eigenvalue_bound=bound, elapsed=elapsed, history=gs.history,
     )

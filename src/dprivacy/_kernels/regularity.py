@@ -1,0 +1,49 @@
+r"""Regularity of a prior on a grid without the n×n matrix (seed 000 Def 4, Prop 2, Thm 4).
+
+π is ε·d-regular iff μ = π Φ⁻¹ ≥ 0 (Φ = e^{−ε d} is invertible on the three grid metrics, and
+symmetric, so μ solves Φ μ = π). The solve and the sign decision are :func:`.solve.solve_grid`, the
+same as the tight-constraints solve with π in place of 1 (π is normalised by its largest entry, so the
+uniform prior *is* that system: seed 000 Prop 8 by construction): with r = π − Φ̃μ̃ and δ the rounding
+of the FFT product,
+
+    ‖μ − μ̃‖∞ ≤ ‖μ − μ̃‖₂ ≤ (‖r‖₂ + δ) / λ_min(Φ̃),
+
+λ_min bounded below by :func:`.spectrum.eigenvalue_lower_bound`. The decision and its reason are
+:func:`dprivacy.priors.decide_prior`, shared with the dense tester: a prior with a zero entry is never
+regular (seed 000 Prop 2: every entry of a regular prior is at least 1/Σ_{y'} e^{ε d(y,y')} > 0); a
+prior the solve cannot decide is tested for being a corner prior (regular by construction, Def 5)
+with the rows of Φ computed from the metric.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._validate import as_prior, check_epsilon
+from ..spaces import GridSpace
+from .phi_solve import PhiSolution
+from .solve import solve_grid
+
+
+def regularity_grid(grid: GridSpace, prior, *, epsilon: float, **solver):
+    """Whether ``prior`` is ε·d-regular on ``grid`` (seed 000 Def 4), decided by CG on the FFT operator;
+    a :class:`dprivacy.priors.RegularityResult` with ``method="cg"`` (see the module notes for the
+    certificate). ``solver``: keyword arguments of :func:`.solve.solve_grid`."""
+    from ..priors import decide_prior
+
+    if not isinstance(grid, GridSpace):
+        raise TypeError(f"grid must be a GridSpace, got {type(grid).__name__}")
+    e = check_epsilon(epsilon)
+    p = as_prior(prior, grid.n)
+    gs = solve_grid(grid, e, p, **solver)
+    pd = gs.bound.positive_definite
+    note = "" if pd else "no positive lower bound on λ_min(Φ) was found, so the solve certifies nothing; "
+    sol = PhiSolution(
+        x=gs.x, status=gs.status, certainty=gs.certainty, method=gs.method,
+        residual=float(np.abs(gs.residual).max()), condition=None, error_bound=gs.error_bound, margin=gs.margin,
+        singular=False, nullity=0 if pd else None, note=note)
+    row_sums = gs.op.matvec(np.ones(grid.n))
+    return decide_prior(p, sol, row=lambda y: np.exp(-e * grid.distances_from(y)), row_sums=row_sums, lower=None,
+                        rcond=math.nan, mu_sum_error=math.sqrt(grid.n) * gs.error_bound)

@@ -1,0 +1,107 @@
+"""The optimal-mechanism LP by Dantzig–Wolfe decomposition over the privacy cone
+(``dprivacy.mechanisms.decomposition``).
+
+References: the LP of seed 000 §3.4 / §5.1, seed 001 Def 22 / Prop 23, seed 002 Def 7. The reference
+optimum is the independent dense all-pairs LP of test_lp_engine.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import metric_matrices, plane_metrics, priors
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from test_lp_engine import LP_TOL, gain_form, reference_optimum
+
+from dprivacy import spaces
+from dprivacy.mechanisms.decomposition import _cone_factors, dantzig_wolfe, largest_minorant
+
+
+def _in_cone(r, d, eps, rtol=1e-12):
+    with np.errstate(over="ignore", invalid="ignore"):
+        lhs = r[:, None]
+        rhs = np.exp(eps * d) * r[None, :]
+    rhs[np.isnan(rhs)] = np.inf
+    return bool((lhs <= rhs * (1 + rtol) + 1e-300).all())
+
+
+@given(metric_matrices(min_n=1, max_n=7, extended=True), st.floats(0.1, 3.0), st.data())
+@settings(max_examples=40)
+def test_largest_minorant_is_in_the_cone_below_r_and_fixes_cone_vectors(d, eps, data):
+    n = d.shape[0]
+    space = spaces.from_matrix(d)
+    # entries 0 or normal floats (the cone factors go up to e^{εd}; subnormals lose their relative precision)
+    entry = st.one_of(st.just(0.0), st.floats(1e-100, 1.0))
+    r = np.asarray(data.draw(st.lists(entry, min_size=n, max_size=n)))
+    f = _cone_factors(space, eps)
+    low, arg = largest_minorant(r, f)
+    assert (low <= r + 1e-15).all()
+    assert _in_cone(low, d, eps)
+    # the minorant of a cone vector is itself, and every violated point names a violated pair
+    again, _ = largest_minorant(low, f)
+    np.testing.assert_allclose(again, low, rtol=1e-12, atol=0)
+    bad = np.flatnonzero(low < r)
+    assert (r[bad] > f[bad, arg[bad]] * r[arg[bad]] * (1 - 1e-12)).all()
+
+
+@given(plane_metrics(min_n=2, max_n=7), st.floats(0.2, 3.0), st.sampled_from(["binary", "distance", "gain"]), st.data())
+@settings(max_examples=30, deadline=None)
+def test_decomposition_equals_the_all_pairs_lp_and_its_bound_brackets_it(d, eps, kind, data):
+    # Precondition: the cone's coefficients e^{εd} stay within 1e5 (the pricing LPs' duals are float
+    # numbers; beyond that range the engine may stop as "stalled", which the caller handles).
+    assume(eps * d.max() <= 11.5)
+    n = d.shape[0]
+    space = spaces.from_matrix(d)
+    prior = data.draw(priors(n))
+    c, _, _ = gain_form(prior, d, kind)
+    opt = reference_optimum(d, prior, eps, c)
+    out = dantzig_wolfe(space, c, epsilon=eps, gap=0.0)
+    assert out.status in ("optimal", "gap")  # "gap": the bound met the objective exactly
+    assert out.objective == pytest.approx(opt, abs=LP_TOL)
+    assert out.bound >= opt - 1e-9
+    assert out.bound - out.objective <= 1e-6 * max(1.0, abs(opt))
+    h = out.raw
+    np.testing.assert_allclose(h.sum(axis=1), 1.0, atol=n * 1e-9)
+    assert float((c * h).sum()) == pytest.approx(opt, abs=LP_TOL)
+    for w in range(h.shape[1]):  # every column of the master's channel is in the privacy cone
+        assert _in_cone(h[:, w], d, eps, rtol=1e-9)
+
+
+def test_decomposition_on_a_manhattan_grid_with_a_prior_with_zeros_and_the_tent_centre():
+    from scipy.optimize import linprog
+
+    space = spaces.grid(5, 5, metric="manhattan")
+    rng = np.random.default_rng(7)
+    prior = rng.dirichlet(np.full(space.n, 0.4))
+    prior[[0, 1, 7, 12, 24]] = 0.0
+    prior /= prior.sum()
+    eps = 0.7
+    kept = np.flatnonzero(prior > 0)
+    c = np.zeros((space.n, kept.size))
+    c[kept, np.arange(kept.size)] = prior[kept]
+    opt = reference_optimum(space.distances, prior, eps, prior[:, None] * np.eye(space.n))
+    phi = np.exp(-eps * space.distances[:, kept])
+    res = linprog(-prior[kept], A_ub=phi, b_ub=np.ones(space.n), bounds=(0, None), method="highs")
+    mu = np.maximum(-res.ineqlin.marginals, 0.0)
+    mu *= max(1.0, float((prior[kept] / (phi.T @ mu)).max()))  # dual feasible: Φᵀμ ≥ π
+    out = dantzig_wolfe(space, c, epsilon=eps, center=mu, center_bound=float(mu.sum()), gap=0.0)
+    assert out.status in ("optimal", "gap")
+    assert out.objective == pytest.approx(opt, abs=LP_TOL)
+    assert opt - 1e-9 <= out.bound <= float(mu.sum()) + 1e-15
+    # only the pairs the optimum needs were priced: at most the grid's edges (both orientations)
+    assert out.rows <= 2 * 2 * 5 * 4
+
+
+def test_a_time_limit_returns_a_channel_and_a_valid_bound():
+    space = spaces.grid(6, 6)
+    rng = np.random.default_rng(2)
+    prior = rng.dirichlet(np.ones(space.n))
+    c = prior[:, None] * np.eye(space.n)
+    full = dantzig_wolfe(space, c, epsilon=1.0, gap=0.0)
+    cut = dantzig_wolfe(space, c, epsilon=1.0, gap=0.0, time_limit=0.05)
+    assert cut.status in ("time-limit", "optimal")
+    assert cut.raw is not None
+    np.testing.assert_allclose(cut.raw.sum(axis=1), 1.0, atol=space.n * 1e-9)
+    assert cut.bound >= full.objective - 1e-9
+    assert cut.objective <= full.objective + 1e-9

@@ -1,0 +1,480 @@
+"""What `dprivacy query` releases, checked against the mathematics (issue 12 audit): the --where is one
+condition and DuckDB reads nothing else; answer ranges and Δ under --where/--group-by make the release
+ε-private (exact privacy checks on small universes); the channel of run_query's outputs (chi-square with
+a power check), its stated accuracy (against the empirical error) and its optimality (LP optimum over
+H_f(ε·d_X), for every theorem `auto` cites, with the Δ and the grid run_query chooses)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+pytest.importorskip("duckdb")
+
+from dprivacy import measures, queries  # noqa: E402
+from dprivacy.channels import Channel  # noqa: E402
+from dprivacy.data.budget import BudgetExceeded, charge  # noqa: E402
+from dprivacy.data.tables import (  # noqa: E402
+    parse_query, remap_accuracy, run_query, truncated_geometric_accuracy, truncated_geometric_error,
+    truncated_geometric_rows)
+from dprivacy.experiments.seed002 import oblivious_answer_space  # noqa: E402
+from dprivacy.mechanisms.optimal import optimal_mechanism  # noqa: E402
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def _data(name: str) -> str:
+    bs = pytest.importorskip("bokeh_sampledata", reason="real tables ship with bokeh-sampledata (the test extra)")
+    return os.path.join(os.path.dirname(bs.__file__), "_data", name)
+
+
+def _cli(*args, cwd=None):
+    env = dict(os.environ, PYTHONPATH=SRC)
+    return subprocess.run([sys.executable, "-m", "dprivacy.cli", *args], capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=120)
+
+
+def _csv(path: Path, header: str, rows) -> str:
+    path.write_text(header + "\n" + "\n".join(",".join(map(str, r)) if isinstance(r, (tuple, list)) else str(r)
+                                              for r in rows) + "\n")
+    return str(path)
+
+
+# -- 1. --where is one boolean condition; DuckDB reads the table file only ---------------------------------
+
+INJECTIONS = [
+    "Region='West' GROUP BY GROUPING SETS ((),(),()) --",
+    "Region='West' GROUP BY GROUPING SETS ((),(),())",
+    "1=1 GROUP BY Region --",
+    "1=1 GROUP BY Region",
+    "Region='West') GROUP BY Region HAVING (1=1",
+    "EXISTS (SELECT 1 FROM read_csv_auto('/etc/passwd'))",
+    "Region IN (SELECT Region FROM read_csv_auto('/etc/passwd'))",
+    "1=1; SELECT 1",
+    "1=1 /* x */",
+    "row_number() OVER () < 5",
+    "Quantity + 1",
+    "sum(Quantity) > 1",
+]
+
+
+@pytest.mark.parametrize("where", INJECTIONS)
+def test_where_must_be_one_condition_on_the_row(where):
+    with pytest.raises(ValueError, match="bad --where") as exc:
+        run_query(_data("SampleSuperstore.csv.gz"), parse_query("count"), epsilon=1.0, where=where)
+    assert "LIMIT" not in str(exc.value)
+
+
+def test_where_injection_through_the_cli_is_one_line_exit_2(tmp_path):
+    led = tmp_path / "ledger.json"
+    p = _cli("query", _data("SampleSuperstore.csv.gz"), "--query", "count", "--epsilon", "1", "--where",
+             "Region='West' GROUP BY GROUPING SETS ((),(),()) --", "--budget-file", str(led), "--budget", "5")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "bad --where" in p.stderr and not p.stdout
+    assert not led.exists() or json.loads(led.read_text()) == {}
+
+
+def test_a_valid_where_gives_one_answer_per_group_key():
+    sup = _data("SampleSuperstore.csv.gz")
+    r = run_query(sup, parse_query("count"), epsilon=1.0, where="Region = 'West' AND Quantity >= 2", rng=0)
+    assert len(r.answers) == 1
+    # every key of the group-by column in the table gets an answer, also those the --where leaves empty
+    r = run_query(sup, parse_query("count"), epsilon=1.0, where="Region = 'West'", group_by="Region", rng=0)
+    assert sorted(a.group for a in r.answers) == ["Central", "East", "South", "West"]
+    assert "treated as public" in r.public
+
+
+def test_duckdb_reads_the_table_file_and_nothing_else(tmp_path):
+    import duckdb
+
+    from dprivacy.data.tables import _connect, _relation
+
+    t = _csv(tmp_path / "t.csv", "x", [1, 2])
+    other = _csv(tmp_path / "other.csv", "y", [3])
+    con = _connect(os.path.abspath(t))
+    assert con.execute(f"SELECT count(*) FROM {_relation(os.path.abspath(t))}").fetchone()[0] == 2
+    with pytest.raises(duckdb.Error):
+        con.execute(f"SELECT * FROM read_csv_auto('{other}')").fetchall()
+    with pytest.raises(duckdb.Error):
+        con.execute("SET enable_external_access=true")
+
+
+# -- 2. the public range of a sum under a selection ---------------------------------------------------------
+
+
+def test_grouped_sum_with_positive_lo_is_not_stuck_at_n_lo():
+    import duckdb
+
+    sup = _data("SampleSuperstore.csv.gz")
+    r = run_query(sup, parse_query("sum:Sales"), epsilon=50.0, bounds=(100, 1000), group_by="Region", rng=4)
+    n = 9994
+    assert tuple(r.answer_range) == (0, n * 1000)  # a group has 0..N rows: min(0, N·LO)..max(0, N·HI)
+    truth = dict(duckdb.sql(f"SELECT Region, sum(CAST(round(least(greatest(Sales, 100), 1000)) AS BIGINT)) "
+                            f"FROM read_csv_auto('{sup}') GROUP BY 1").fetchall())
+    for a in r.answers:
+        assert abs(a.noisy - truth[a.group]) <= 10 * a.within  # near the truth, not N·LO = 999400
+    w = run_query(sup, parse_query("sum:Sales"), epsilon=1.0, bounds=(-50, 1000), where="Region = 'West'", rng=1)
+    assert tuple(w.answer_range) == (-50 * n, 1000 * n)
+    p = run_query(sup, parse_query("percentile:Sales:50"), epsilon=1.0, bounds=(100, 1000), group_by="Region", rng=1)
+    assert tuple(p.answer_range) == (100, 1000) and all(100 <= a.noisy <= 1000 for a in p.answers)
+
+
+# -- 3. Δ and ε per answer under --where/--group-by: exact privacy checks on small universes ---------------
+
+
+def _tg(result) -> np.ndarray:
+    lo, hi = result.answer_range
+    return truncated_geometric_rows(result.noise_alpha, lo, hi)
+
+
+def test_standard_where_sum_is_private_when_rows_enter_and_leave(tmp_path):
+    """Rows (flag, value) with value in 1..3; the answer is the sum of the values of the rows with flag = 1.
+    Under d_h a changed row can enter the selection: TG∘f must be ε·d_h-private on all 2-row tables."""
+    t = _csv(tmp_path / "t.csv", "flag,v", [(1, 2), (0, 3)])
+    eps = 0.8
+    r = run_query(t, parse_query("sum:v"), epsilon=eps, bounds=(1, 3), where="flag = 1", rng=0)
+    assert r.sensitivity == 3  # max(HI − LO, |LO|, |HI|)
+    U = queries.universe(2, 6)  # symbol s: flag = s // 3, value = 1 + s % 3
+    flag, val = U.databases // 3, 1 + U.databases % 3
+    f = (flag * val).sum(axis=1)
+    lo, _ = r.answer_range
+    H = Channel(_tg(r)[f - lo])
+    assert measures.check_privacy(H, U.hamming(), epsilon=eps).ok
+    # the old Δ = HI − LO on the same range is not private: the check has teeth
+    H_old = Channel(truncated_geometric_rows(math.exp(-eps / 2), *r.answer_range)[f - lo])
+    assert not measures.check_privacy(H_old, U.hamming(), epsilon=eps).ok
+
+
+def _joint(channels_per_group) -> np.ndarray:
+    """Product channel over groups: rows are databases, columns the joint outputs."""
+    out = channels_per_group[0]
+    for h in channels_per_group[1:]:
+        out = (out[:, :, None] * h[:, None, :]).reshape(out.shape[0], -1)
+    return out
+
+
+def test_standard_group_by_count_spends_eps_when_a_row_moves_between_groups(tmp_path):
+    t = _csv(tmp_path / "t.csv", "g", ["A", "B"])
+    eps = 1.0
+    r = run_query(t, parse_query("count"), epsilon=eps, group_by="g", rng=0)
+    assert r.epsilon_per_answer == pytest.approx(eps / 2) and r.epsilon_spent == eps
+    U = queries.universe(2, 2)  # each row in group A (0) or B (1)
+    tg = _tg(r)
+    counts = [(U.databases == g).sum(axis=1) for g in (0, 1)]
+    H = _joint([tg[c] for c in counts])
+    assert measures.check_privacy(H, U.hamming(), epsilon=eps).ok
+    tg_full = truncated_geometric_rows(math.exp(-eps), *r.answer_range)  # ε per group: a moved row costs 2ε
+    assert not measures.check_privacy(_joint([tg_full[c] for c in counts]), U.hamming(), epsilon=eps).ok
+
+
+def test_dinf_group_by_percentile_spends_eps_over_the_groups(tmp_path):
+    t = _csv(tmp_path / "t.csv", "g,v", [("A", 1), ("B", 2)])
+    eps = 1.0
+    r = run_query(t, parse_query("percentile:v:50"), epsilon=eps, bounds=(0, 3), privacy="dinf", group_by="g", rng=0)
+    assert r.epsilon_per_answer == pytest.approx(eps / 2) and "NOT protected" in r.public
+    U = queries.universe(2, 4)  # row 0 in A, row 1 in B (public), values 0..3
+    tg = _tg(r)
+    H = _joint([tg[U.databases[:, 0]], tg[U.databases[:, 1]]])
+    assert measures.check_privacy(H, U.chebyshev(), epsilon=eps).ok
+    tg_full = truncated_geometric_rows(math.exp(-eps), 0, 3)
+    assert not measures.check_privacy(_joint([tg_full[U.databases[:, 0]], tg_full[U.databases[:, 1]]]),
+                                      U.chebyshev(), epsilon=eps).ok
+    # under d1 the groups compose in parallel: ε per group is ε·d1-private for the release
+    r1 = run_query(t, parse_query("sum:v"), epsilon=eps, bounds=(0, 3), privacy="d1", group_by="g", rng=0)
+    assert r1.epsilon_per_answer == eps
+    tg1 = _tg(r1)
+    lo1 = r1.answer_range[0]
+    H1 = _joint([tg1[U.databases[:, 0] - lo1], tg1[U.databases[:, 1] - lo1]])
+    assert measures.check_privacy(H1, U.manhattan(), epsilon=eps).ok
+
+
+def test_value_metrics_refuse_the_protected_column_in_where_or_group_by(tmp_path):
+    t = _csv(tmp_path / "t.csv", "g,v", [("A", 1), ("B", 2)])
+    for kw in (dict(where="v > 1"), dict(where='"V" > 1 OR g = \'A\''), dict(group_by="v")):  # SQL names ignore case
+        with pytest.raises(ValueError, match="protected column"):
+            run_query(t, parse_query("sum:v"), epsilon=1.0, bounds=(0, 3), privacy="d1", **kw)
+    run_query(t, parse_query("sum:v"), epsilon=1.0, bounds=(0, 3), where="v > 1", rng=0)  # d_h: allowed
+
+
+# -- 4. tight-constraints only on a path; --prior only with optimal ----------------------------------------
+
+
+def test_tight_constraints_is_refused_off_a_path_and_prior_needs_optimal(tmp_path):
+    t = _csv(tmp_path / "t.csv", "v", [1, 2, 3])
+    for q in ("sum:v", "percentile:v:50", "avg:v"):
+        with pytest.raises(ValueError, match="not a path"):
+            run_query(t, parse_query(q), epsilon=1.0, bounds=(0, 3), mechanism="tight-constraints")
+    # under d1 the answers' constraint metric is the line: the tight-constraints mechanism is the TG, same draws
+    tc = [run_query(t, parse_query("sum:v"), epsilon=0.3, bounds=(0, 3), privacy="d1", mechanism="tight-constraints",
+                    rng=s).answers[0].noisy for s in range(20)]
+    tg = [run_query(t, parse_query("sum:v"), epsilon=0.3, bounds=(0, 3), privacy="d1", rng=s).answers[0].noisy
+          for s in range(20)]
+    assert tc == tg
+    with pytest.raises(ValueError, match="--prior is used only by --mechanism optimal"):
+        run_query(t, parse_query("count"), epsilon=1.0, prior="uniform")
+    p = _cli("query", t, "--query", "count", "--epsilon", "1", "--prior", "/nonexistent.npy")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--prior" in p.stderr
+
+
+# -- 5. --mechanism optimal states the worst case, and the prior's figure as such -----------------------------
+
+
+def test_optimal_with_a_wrong_prior_states_an_error_it_keeps(tmp_path):
+    pen = _data("penguins.csv")
+    n = 344
+    prior = np.zeros(n + 1)
+    prior[200] = 1.0
+    pf = tmp_path / "prior.npy"
+    np.save(pf, prior)
+    errs = []
+    for s in range(20):
+        r = run_query(pen, parse_query("count"), epsilon=1.0, mechanism="optimal", prior=str(pf), rng=s)
+        a = r.answers[0]
+        errs.append(abs(a.noisy - n))
+    assert a.expected_abs_error_under_prior < 1e-3  # what the prior believes...
+    assert np.mean(errs) == pytest.approx(144, abs=1)  # ...the truth is 344 and the answer is 200 every time
+    assert a.expected_abs_error >= np.mean(errs) - 1e-9 and a.within >= 144  # the stated worst case holds
+    assert "under the prior" in r.accuracy and r.universally_optimal
+
+
+def test_remap_accuracy_is_the_channel_worst_case():
+    rows = truncated_geometric_rows(math.exp(-0.7), 0, 6)
+    prior = np.array([0.05, 0.3, 0.02, 0.03, 0.4, 0.1, 0.1])
+    from dprivacy.data.tables import bayes_remap_abs
+
+    remap, _ = bayes_remap_abs(rows, prior)
+    worst, t, per_a = remap_accuracy(rows, remap, confidence=0.9)
+    gen = np.random.default_rng(0)
+    for a in range(7):
+        o = gen.choice(7, size=100_000, p=rows[a])
+        assert np.abs(remap[o] - a).mean() == pytest.approx(per_a[a], abs=0.02)
+    assert worst == pytest.approx(per_a.max())
+    tails = [(np.abs(remap[None, :] - np.arange(7)[:, None]) > s).astype(float) * rows for s in range(8)]
+    probs = [tl.sum(axis=1).max() for tl in tails]
+    assert probs[t] <= 0.1 + 1e-12 and (t == 0 or probs[t - 1] > 0.1)
+
+
+def test_optimal_under_standard_sum_does_not_claim_optimality(tmp_path):
+    t = _csv(tmp_path / "t.csv", "v", [1, 2, 3])
+    r = run_query(t, parse_query("sum:v"), epsilon=1.0, bounds=(0, 3), mechanism="optimal", prior="uniform", rng=0)
+    assert not r.universally_optimal and "not the optimal mechanism" in r.theorem
+    r = run_query(t, parse_query("sum:v"), epsilon=1.0, bounds=(0, 3), privacy="d1", mechanism="optimal", prior="uniform",
+                  rng=0)
+    assert r.universally_optimal and "universally optimal" in r.theorem
+
+
+# -- 7. the ledger: validated on read, the budget changes only when asked ------------------------------------
+
+
+@pytest.mark.parametrize("entry, needle", [
+    ({"budget": 1.0, "spent": float("nan"), "queries": []}, "NaN"),
+    ({"budget": 1.0, "spent": -0.5, "queries": [{"epsilon": 0.1}]}, "spent -0.5"),
+    ({"budget": 1.0, "spent": 0.5, "queries": 5}, "queries"),
+    ({"budget": "1", "spent": 0.0, "queries": []}, "budget"),
+    ({"budget": 1.0, "spent": 0.5, "queries": [{"epsilon": 0.1}]}, "add up"),
+    ({"budget": 1.0, "spent": 2.0, "queries": [{"epsilon": 2.0}]}, "over its budget"),
+    ([1, 2], "expected"),
+])
+def test_a_corrupt_ledger_is_refused_and_left_unchanged(tmp_path, entry, needle):
+    from dprivacy.data.budget import table_key
+
+    led = tmp_path / "ledger.json"
+    text = json.dumps(entry if isinstance(entry, list) else {table_key("t.csv"): entry})
+    led.write_text(text)
+    with pytest.raises(ValueError, match="corrupt budget ledger") as exc:
+        charge(led, "t.csv", epsilon=0.1, budget=1.0, what="count")
+    assert needle in str(exc.value) and led.read_text() == text
+
+
+def test_a_changed_budget_needs_the_flag_and_models_do_not_mix(tmp_path):
+    led = tmp_path / "ledger.json"
+    charge(led, "t.csv", epsilon=0.8, budget=1.0, what="count")
+    before = led.read_text()
+    with pytest.raises(BudgetExceeded, match="--change-budget"):
+        charge(led, "t.csv", epsilon=0.1, budget=5.0, what="count")
+    with pytest.raises(BudgetExceeded, match="different unit"):
+        charge(led, "t.csv", epsilon=0.1, budget=1.0, what="sum", privacy="d1")
+    with pytest.raises(BudgetExceeded, match="below what was already spent"):
+        charge(led, "t.csv", epsilon=0.1, budget=0.5, what="count", change_budget=True)
+    assert led.read_text() == before
+    _, spent, left = charge(led, "t.csv", epsilon=0.5, budget=5.0, what="count", change_budget=True)
+    assert spent == pytest.approx(1.3) and left == pytest.approx(3.7)
+
+
+def test_cli_ledger_errors_are_one_line_and_the_ledger_is_unchanged(tmp_path):
+    t = _csv(tmp_path / "t.csv", "v", [1, 2, 3])
+    led = tmp_path / "ledger.json"
+    assert _cli("query", t, "--query", "count", "--epsilon", "0.8", "--budget-file", str(led), "--budget", "1").returncode == 0
+    before = led.read_text()
+    p = _cli("query", t, "--query", "count", "--epsilon", "0.1", "--budget-file", str(led), "--budget", "5")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--change-budget" in p.stderr and led.read_text() == before
+    p = _cli("query", t, "--query", "count", "--epsilon", "0.1", "--budget-file", str(led), "--budget", "5", "--change-budget",
+             "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["budget_remaining"] == pytest.approx(4.1)
+    entry = next(iter(json.loads(led.read_text()).values()))
+    entry["queries"] = 5
+    led.write_text(json.dumps({"x": entry}))
+    before = led.read_text()
+    p = _cli("query", t, "--query", "count", "--epsilon", "0.1", "--budget-file", str(led), "--budget", "5")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "corrupt" in p.stderr and "internal" not in p.stderr
+    assert led.read_text() == before
+
+
+# -- 8, 10. what the table view and small cases say ------------------------------------------------------------
+
+
+def test_table_view_shows_the_clamped_count_as_not_private_and_an_empty_table_has_no_error(tmp_path):
+    p = _cli("query", _data("SampleSuperstore.csv.gz"), "--query", "sum:Quantity", "--bounds", "0,10", "--epsilon", "1",
+             "--group-by", "Region")
+    assert p.returncode == 0 and "clamped" in p.stdout and "not private" in p.stdout, p.stdout
+    e = str(tmp_path / "empty.csv")
+    (tmp_path / "empty.csv").write_text("x\n")
+    r = run_query(e, parse_query("count"), epsilon=1.0, rng=0)
+    assert r.answers[0].noisy == 0 and r.answers[0].expected_abs_error == 0 and r.answers[0].within == 0
+
+
+# -- 9. the channel, the stated accuracy and the optimality of what run_query releases -------------------------
+
+
+def _chi2(obs_values, probs: np.ndarray, support: np.ndarray) -> float:
+    obs = np.array([(obs_values == s).sum() for s in support])
+    return stats.chisquare(obs, probs * obs_values.size).pvalue
+
+
+def test_outputs_follow_the_truncated_geometric_row_at_both_ends(tmp_path):
+    """3000 one-row groups of value 1, percentile on 0..4 at ε = 8 (ε/2 per group under d_h, Δ = 4): each
+    group's output is one draw of TG row a = 1 on 0..4, mass at both clamped ends included."""
+    n = 3000
+    t = _csv(tmp_path / "t.csv", "g,v", [(i, 1) for i in range(n)])
+    r = run_query(t, parse_query("percentile:v:50"), epsilon=8.0, bounds=(0, 4), group_by="g", rng=11)
+    assert r.sensitivity == 4 and r.epsilon_per_answer == 4.0 and tuple(r.answer_range) == (0, 4)
+    out = np.array([a.noisy for a in r.answers])
+    support = np.arange(5)
+    assert _chi2(out, truncated_geometric_rows(math.exp(-1.0), 0, 4)[1], support) > 1e-4
+    # power: ε 25% off, or ε per group instead of ε/2, is rejected
+    assert _chi2(out, truncated_geometric_rows(math.exp(-1.25), 0, 4)[1], support) < 1e-4
+    assert _chi2(out, truncated_geometric_rows(math.exp(-2.0), 0, 4)[1], support) < 1e-4
+
+
+def test_grouped_sum_at_the_lower_clamp_follows_the_channel(tmp_path):
+    """Groups with no selected row have the true sum 0, the lower end of the public range 0..N·HI."""
+    n = 3000
+    t = _csv(tmp_path / "t.csv", "g,flag,v", [(i, 0, 5) for i in range(n)])
+    r = run_query(t, parse_query("sum:v"), epsilon=2.0, bounds=(0, 5), where="flag = 1", group_by="g", rng=3)
+    assert r.sensitivity == 5 and tuple(r.answer_range) == (0, 5 * n)
+    out = np.array([a.noisy for a in r.answers])
+    alpha = math.exp(-1.0 / 5)
+    support = np.arange(12)
+    row = truncated_geometric_rows(alpha, 0, 5 * n)[0]
+    probs = np.append(row[:12], row[12:].sum())
+    obs = np.append([(out == s).sum() for s in support], (out >= 12).sum())
+    assert stats.chisquare(obs, probs * n).pvalue > 1e-4
+    row_bad = truncated_geometric_rows(math.exp(-2.0 / 5), 0, 5 * n)[0]  # ε per group
+    assert stats.chisquare(obs, np.append(row_bad[:12], row_bad[12:].sum()) * n).pvalue < 1e-4
+
+
+def _sd_abs(alpha: float) -> float:
+    """Standard deviation of |K| for the two-sided geometric (bounds that of the truncated one)."""
+    e1 = 2 * alpha / (1 - alpha * alpha)
+    e2 = 2 * alpha * (1 + alpha) / ((1 - alpha) ** 2 * (1 + alpha))
+    return math.sqrt(max(e2 - e1 * e1, 0.0))
+
+
+def test_stated_error_of_sum_matches_the_empirical_error(tmp_path):
+    n = 3000
+    t = _csv(tmp_path / "t.csv", "g,v", [(i, 3) for i in range(n)])
+    r = run_query(t, parse_query("sum:v"), epsilon=4.0, bounds=(-10, 10), group_by="g", rng=5)
+    err = np.abs(np.array([a.noisy for a in r.answers]) - 3)
+    stated = r.answers[0].expected_abs_error
+    se = _sd_abs(r.noise_alpha) / math.sqrt(n)
+    assert err.mean() == pytest.approx(stated, abs=4 * se)
+    assert (err > r.answers[0].within).mean() <= 0.05 + 4 * math.sqrt(0.05 * 0.95 / n)
+
+
+def test_stated_error_of_percentile_matches_the_empirical_error(tmp_path):
+    n = 3000
+    for value, exact_is_stated in ((4, True), (1, False)):
+        t = _csv(tmp_path / f"t{value}.csv", "g,v", [(i, value) for i in range(n)])
+        r = run_query(t, parse_query("percentile:v:50"), epsilon=8.0, bounds=(0, 8), group_by="g", rng=6 + value)
+        err = np.abs(np.array([a.noisy for a in r.answers]) - value)
+        exact = truncated_geometric_error(r.noise_alpha, 0, 8, value)
+        se = _sd_abs(r.noise_alpha) / math.sqrt(n)
+        assert err.mean() == pytest.approx(exact, abs=4 * se)
+        stated = r.answers[0].expected_abs_error
+        assert (stated == pytest.approx(exact)) if exact_is_stated else stated > exact  # the worst case is the middle
+
+
+def test_truncated_accuracy_is_the_worst_case_of_the_channel():
+    for alpha, lo, hi in ((math.exp(-0.3), 0, 9), (math.exp(-1.0), -3, 4), (math.exp(-0.05), 0, 3), (0.5, 2, 2)):
+        rows = truncated_geometric_rows(alpha, lo, hi)
+        a = np.arange(lo, hi + 1)
+        err = np.abs(a[None, :] - a[:, None])
+        per_a = (rows * err).sum(axis=1)
+        assert per_a == pytest.approx([truncated_geometric_error(alpha, lo, hi, x) for x in a], abs=1e-12)
+        mean, t = truncated_geometric_accuracy(alpha, lo, hi, confidence=0.9)
+        assert mean == pytest.approx(per_a.max(), abs=1e-12)
+        tail = lambda s: ((err > s) * rows).sum(axis=1).max()  # noqa: E731
+        assert tail(t) <= 0.1 + 1e-12 and (t == 0 or tail(t - 1) > 0.1)
+
+
+def _priors(n: int) -> dict:
+    skew = 0.5 ** np.arange(n)
+    return {"uniform": np.full(n, 1.0 / n), "skewed": skew / skew.sum(), "dirichlet": np.random.default_rng(7).dirichlet(np.ones(n))}
+
+
+def _assert_lp_optimal(result, ans, X, eps):
+    """TG on run_query's grid, at its α, is ε·d_X-private for f and its expected |error| equals the LP
+    optimum over H_f(ε·d_X) for several priors (seed 002 Def 7: optimal for the prior and the loss)."""
+    lo, hi = result.answer_range
+    step = result.answer_step
+    rows = truncated_geometric_rows(result.noise_alpha, lo, hi)
+    S = oblivious_answer_space(ans, X)
+    labels = np.array(S.labels, dtype=float)
+    grid = np.rint(labels / step).astype(int) - lo
+    assert grid.min() >= 0 and grid.max() <= hi - lo  # every answer is on the released grid
+    idx, _ = queries.answer_index(ans, S.labels)
+    assert measures.check_privacy(Channel(rows[grid][idx]), X, epsilon=eps).ok
+    out_labels = (np.arange(lo, hi + 1) * step)
+    loss = np.abs(labels[:, None] - labels[None, :])
+    for name, prior in _priors(S.n).items():
+        tg = measures.expected_loss(Channel(rows[grid]), prior, loss).value
+        lp = optimal_mechanism(S, prior, epsilon=eps, loss=loss, method="full")
+        assert lp.solved, name
+        assert tg == pytest.approx(lp.value, abs=1e-6), (result.theorem, name)
+    assert out_labels.size == rows.shape[1]
+
+
+@pytest.mark.parametrize("privacy, metric, thm, queries_", [
+    ("normalized-d1", lambda U: U.manhattan(normalized=True), "Thm 11", ("sum", "avg", "percentile")),
+    ("d1", lambda U: U.manhattan(), "Thm 12", ("sum", "avg", "percentile")),
+    ("dinf", lambda U: U.chebyshev(), "Thm 13", ("avg", "percentile")),
+])
+def test_every_theorem_auto_cites_is_the_lp_optimum(tmp_path, privacy, metric, thm, queries_):
+    """2 rows with values 0..3: run_query's Δ, ε and grid give the LP optimum over H_f(ε·d_X)."""
+    t = _csv(tmp_path / "t.csv", "v", [1, 2])
+    U = queries.universe(2, 4)
+    X = metric(U)
+    eps = 0.9
+    fs = {"sum": queries.total(U), "percentile": queries.percentile(U, 50),
+          "avg": queries.average(U, step=1) if privacy == "dinf" else queries.total(U) / 2}
+    for kind in queries_:
+        spec = {"sum": "sum:v", "avg": "avg:v", "percentile": "percentile:v:50"}[kind]
+        r = run_query(t, parse_query(spec), epsilon=eps, bounds=(0, 3), privacy=privacy, rng=0)
+        assert thm in r.theorem and r.universally_optimal
+        _assert_lp_optimal(r, fs[kind], X, eps)
+
+
+def test_count_theorem_8_is_the_lp_optimum_with_a_where(tmp_path):
+    t = _csv(tmp_path / "t.csv", "flag", [1, 0, 1])
+    eps = 0.7
+    r = run_query(t, parse_query("count"), epsilon=eps, where="flag = 1", rng=0)
+    assert "Thm 8" in r.theorem and tuple(r.answer_range) == (0, 3)
+    U = queries.universe(3, 2)
+    _assert_lp_optimal(r, queries.count(U, {1}), U.hamming(), eps)
