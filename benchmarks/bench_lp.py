@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from dprivacy.priors import constraints_matrix
 import scipy
 
 from dprivacy import spaces
@@ -46,9 +48,9 @@ def run_one(space, prior, eps, pairs, method, time_limit):
     total = time.perf_counter() - t0
     return {
         "pairs": pairs,
-        "success": r.success,
+        "success": r.solved,
         "status": r.status,
-        "message": r.message,
+        "message": r.solver_message,
         "n_pairs": r.n_pairs,
         "n_variables": r.n_variables,
         "n_constraints": r.n_constraints,
@@ -84,7 +86,7 @@ def main(argv=None):
         space = spaces.grid(side, side, metric="manhattan")
         n = space.n
         prior = np.full(n, 1.0 / n)
-        mu = np.linalg.solve(space.constraints_matrix(args.epsilon), prior)
+        mu = np.linalg.solve(constraints_matrix(space, epsilon=args.epsilon), prior)
         sum_mu = float(mu.sum()) if (mu >= 0).all() else float("nan")
         ess = run_one(space, prior, args.epsilon, "essential", args.method, args.time_limit)
         full = run_one(space, prior, args.epsilon, "all", args.method, args.time_limit)

@@ -63,7 +63,7 @@ def run(space, prior, eps, method, *, loss=None, time_limit=None, gap=1e-7):
     t = time.perf_counter()
     r = optimal_mechanism(space, prior, epsilon=eps, method=method, loss=loss, time_limit=time_limit, gap=gap)
     return {
-        "method": r.method, "ok": r.ok, "status": r.status, "message": r.message, "value": r.value,
+        "method": r.method, "ok": r.ok, "status": r.status, "message": r.solver_message, "value": r.value,
         "bound": r.bound, "gap": r.gap, "rounds": r.rounds, "constraints": r.n_constraints,
         "variables": r.n_variables, "seconds": time.perf_counter() - t,
         "smallest_epsilon": r.smallest_epsilon,

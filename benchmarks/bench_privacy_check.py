@@ -57,7 +57,7 @@ def main() -> None:
         (ok_loop, eps_loop), t_loop = timed(per_pair_loop, h, d, eps)
         r_all, t_all = timed(measures.check_privacy, ch, unstructured, epsilon=eps)
         r_str, t_str = timed(measures.check_privacy, ch, g, epsilon=eps)
-        assert ok_loop == r_all.holds == r_str.holds
+        assert ok_loop == r_all.ok == r_str.ok
         assert abs(eps_loop - r_all.smallest_epsilon) < 1e-9 and abs(eps_loop - r_str.smallest_epsilon) < 1e-9
         rows.append(
             {

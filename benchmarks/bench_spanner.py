@@ -72,9 +72,9 @@ def run_one(side, kind, args, spanner_cache):
         "constraints": r.n_constraints,
         "variables": r.n_variables,
         "all_pairs_constraints": r.all_pairs_constraints,
-        "success": r.success,
+        "success": r.solved,
         "status": r.status,
-        "message": r.message,
+        "message": r.solver_message,
         "seconds": r.seconds,
         "build_seconds": r.build_seconds,
         "certify_seconds": r.certify_seconds,
@@ -83,11 +83,11 @@ def run_one(side, kind, args, spanner_cache):
         "lp_epsilon": r.lp_epsilon,
         "smallest_epsilon": r.smallest_epsilon,
         "private": r.private,
-        "repair_mass": r.lp.repair_mass if r.success else nan,
+        "repair_mass": r.lp.repair_mass if r.solved else nan,
         "exact_value": r.exact_value,
         "exact_seconds": r.exact_seconds,
         "exact_constraints": r.exact_n_constraints,
-        "exact_success": None if r.exact is None else r.exact.success,
+        "exact_success": None if r.exact is None else r.exact.solved,
         "optimality_loss": r.optimality_loss,
         "relative_loss": r.relative_loss,
     }
@@ -125,7 +125,7 @@ def tradeoff(side, args):
               f"{ex.seconds:>8.1f} {ex.value:>12.8f} {ex.smallest_epsilon:>10.7f} {0.0:>8.4f}", flush=True)
         rows.append({"grid": f"{side}x{side}", "n": n, "kind": kind, "target_dilation": None, "exact": True,
                      "constraints": ex.n_constraints, "seconds": ex.seconds, "value": ex.value,
-                     "smallest_epsilon": ex.smallest_epsilon, "success": ex.success})
+                     "smallest_epsilon": ex.smallest_epsilon, "success": ex.solved})
         for t in args.tradeoff_dilations:
             sp = build_spanner(space, dilation=t, method=args.spanner)
             r = optimal_mechanism_spanner(space, prior, epsilon=args.epsilon, spanner=sp, loss=loss,
@@ -138,7 +138,7 @@ def tradeoff(side, args):
                          "spanner_method": sp.method, "spanner_k": sp.k, "dilation": sp.dilation,
                          "edges": sp.n_edges, "constraints": r.n_constraints, "seconds": r.seconds,
                          "value": r.value, "smallest_epsilon": r.smallest_epsilon, "private": r.private,
-                         "success": r.success, "exact_value": ex.value, "relative_loss": rel})
+                         "success": r.solved, "exact_value": ex.value, "relative_loss": rel})
     return rows
 
 

@@ -113,7 +113,7 @@ def part_threshold(quick: bool) -> dict:
         r = tight_threshold_grid(g, tol=1e-4, scan=5)
         out[f"{w}x{w}:{metric}"] = dict(
             seconds=time.perf_counter() - t0, epsilon_star=r.epsilon_star, bracket=r.bracket,
-            certified=r.certified, solves=r.solves, monotone=r.monotone_checked.holds if r.monotone_checked else None,
+            certified=r.certified, solves=r.solves, monotone=r.monotone_checked.ok if r.monotone_checked else None,
             reason=r.reason,
         )
     out["rss_peak_mb"] = _peak_rss_mb()

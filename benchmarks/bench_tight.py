@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dprivacy.priors import constraints_matrix
+
 from dprivacy import spaces
 from dprivacy.mechanisms.tight import tight_constraints
 from dprivacy.spaces import MetricSpace
@@ -68,7 +70,7 @@ def timed(fn, repeats: int):
 
 
 def bench_solve(space: MetricSpace, eps: float, repeats: int) -> dict:
-    phi = space.constraints_matrix(eps)
+    phi = constraints_matrix(space, epsilon=eps)
     ones = np.ones(space.n)
     t_plain, z_plain = timed(lambda: np.linalg.solve(phi, ones), repeats)
     t_tight, res = timed(lambda: tight_constraints(space, epsilon=eps), repeats)
@@ -110,7 +112,7 @@ def bench_threshold(space: MetricSpace, published: float | None, scan: int) -> d
         out["monotone"] = {
             "scanned": int(m.epsilons.size),
             "range": [float(m.epsilons.min()), float(m.epsilons.max())] if m.epsilons.size else None,
-            "failures": [list(f) for f in m.failures], "undecided": list(m.undecided), "holds": m.holds,
+            "failures": [list(f) for f in m.failures], "undecided": list(m.undecided), "holds": m.ok,
             "note": m.note,
         }
     if r.certified and r.epsilon_star:

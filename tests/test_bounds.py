@@ -153,9 +153,9 @@ def test_example_3_on_the_database_space(eps, regular):
     if regular and reg.boundary:
         # At ε = 0.70, just above ln 2, the smallest μ is a product of five small per-individual
         # entries (~1e-15), below the float error bound: undecided, never "not regular".
-        assert not lb.applicable and "undecided" in reg.reason
+        assert not lb.ok and "undecided" in reg.reason
         regular = False
-    assert lb.applicable == regular
+    assert lb.ok == regular
     # the formula log2(Σμ / max π); here Σμ = (1 + 3α)^{−5} for every prior (constant row sums)
     a = math.exp(-eps)
     formula = math.log2(1 / ((1 + 3 * a) ** 5 * 0.3**5))
@@ -179,7 +179,7 @@ def test_example_3_published_bound_is_exceeded_at_eps_half():
     for _ in range(5):
         k = np.kron(k, k1)  # the product mechanism: changing one individual changes one factor
     space = spaces.hamming(5, 4)
-    assert check_privacy(k, space, epsilon=eps).holds
+    assert check_privacy(k, space, epsilon=eps).ok
     pi = _product_prior(P_EX3, 5)
     leak = min_entropy_leakage(k, pi)
     assert leak == pytest.approx(5 * math.log2(0.8 / ((1 + 2 * a) * 0.3)), rel=1e-9)  # ≈ 1.345
@@ -196,24 +196,24 @@ def test_example_3_published_bound_is_exceeded_at_eps_half():
 @given(metric_spaces(min_n=2, max_n=6), epsilons, st.integers(0, 2**32 - 1))
 def test_bounds_hold_for_random_regular_priors_and_private_channels(space, eps, seed):
     rng = np.random.default_rng(seed)
-    t = RegularityTester(space, eps)
+    t = RegularityTester(space, epsilon=eps)
     d = space.distances
     pri, gam = sample_regular_priors(space, epsilon=eps, size=3, rng=rng, return_gamma=True)
     uni = uniform_leakage_bound(space, epsilon=eps, tester=t)
     for p in pri:
         ub = utility_bound(space, p, epsilon=eps, tester=t)
         lb = leakage_bound(space, p, epsilon=eps, tester=t)
-        assert ub.applicable and lb.applicable
+        assert ub.ok and lb.ok
         # γ-form of the bound (seed 000 §5.1) equals the μ-form
         reg = ub.certificate
         assert (reg.gamma / t.row_sums).sum() == pytest.approx(ub.value, rel=1e-9)
         assert lb.value == pytest.approx(math.log2(ub.value / p.max()), rel=1e-12)
         for _ in range(3):
             h = private_channel(d, eps, rng)
-            assert check_privacy(h, space, epsilon=eps).holds
+            assert check_privacy(h, space, epsilon=eps).ok
             assert utility(h, p).value <= ub.value * (1 + 1e-9) + 1e-12
             assert min_entropy_leakage(h, p) <= lb.value + 1e-9
-            if uni.applicable:
+            if uni.ok:
                 q = rng.dirichlet(np.ones(space.n))
                 assert min_entropy_leakage(h, q) <= uni.value + 1e-9
         # the best private mechanism for p, by linear programming: Thm 2 bounds it, and when a
@@ -222,7 +222,7 @@ def test_bounds_hold_for_random_regular_priors_and_private_channels(space, eps, 
         # HiGHS's simplex meets constraints to its primal feasibility tolerance (1e-7), so the LP's
         # optimum may exceed the exact one by about that much.
         assert opt <= ub.value * (1 + 1e-7) + 1e-6
-        if uni.applicable and uni.certificate.margin > 1:
+        if uni.ok and uni.certificate.margin > 1:
             assert opt == pytest.approx(ub.value, rel=1e-6)
 
 
@@ -232,13 +232,13 @@ def test_uniform_leakage_bound_is_prop_5_at_the_uniform_prior(space, eps):
     n = space.n
     u = uniform_leakage_bound(space, epsilon=eps)
     p5 = leakage_bound(space, np.full(n, 1 / n), epsilon=eps)
-    assert u.applicable == p5.applicable
-    if u.applicable:
+    assert u.ok == p5.ok
+    if u.ok:
         assert u.value == pytest.approx(p5.value, rel=1e-12, abs=1e-12)
         # Prop 8: u regular ⇔ a tight-constraints mechanism exists, with diagonal n·μ
         z = n * u.certificate.mu
         h = np.exp(-eps * space.distances) * z[None, :]
-        assert attains_utility_bound(h, space, epsilon=eps, tol=1e-7).attains
+        assert attains_utility_bound(h, space, epsilon=eps, tol=1e-7).ok
     else:
         assert math.isnan(u.value) and "uniform prior is not regular" in u.reason
 
@@ -246,14 +246,14 @@ def test_uniform_leakage_bound_is_prop_5_at_the_uniform_prior(space, eps):
 def test_not_regular_prior_gives_no_bound():
     s = spaces.line(4)
     r = utility_bound(s, [0.7, 0.1, 0.1, 0.1], epsilon=0.5)
-    assert not r.applicable and math.isnan(r.value)
+    assert not r.ok and math.isnan(r.value)
     assert "not regular" in r.reason and "μ[" in r.reason
     assert np.isfinite(r.formula_value)  # Σμ is still defined (Lemma 1), it just bounds nothing
 
 
 def test_tester_reuse_is_checked():
     s = spaces.line(4)
-    t = RegularityTester(s, 1.0)
+    t = RegularityTester(s, epsilon=1.0)
     with pytest.raises(ValueError, match="another space or epsilon"):
         utility_bound(s, np.full(4, 0.25), epsilon=2.0, tester=t)
 
@@ -272,15 +272,15 @@ def test_tight_constraints_mechanism_attains_thm_2(space, eps):
         pytest.skip("no tight-constraints mechanism at this ε")
     h = phi * z[None, :]  # Def 6: h_{yy'} = e^{−d(y,y')} h_{y'y'}; rows sum to 1 by Φz = 1
     t = attains_utility_bound(h, space, epsilon=eps)
-    assert t.attains and t.private.holds and t.max_slack < 1e-12
+    assert t.ok and t.private.ok and t.max_slack < 1e-12
     rng = np.random.default_rng(0)
     for p in sample_regular_priors(space, epsilon=eps, size=4, rng=rng):
         assert utility(h, p).value == pytest.approx(utility_bound(space, p, epsilon=eps).value, rel=1e-10)
     # relabelled outputs with the matching remap still attain it
     perm = rng.permutation(space.n)
     hp = h[:, perm]
-    assert attains_utility_bound(hp, space, epsilon=eps, remap=perm).attains
-    assert attains_utility_bound(hp, space, epsilon=eps).attains  # the optimal remap finds it
+    assert attains_utility_bound(hp, space, epsilon=eps, remap=perm).ok
+    assert attains_utility_bound(hp, space, epsilon=eps).ok  # the optimal remap finds it
 
 
 def test_non_tight_and_non_private_channels():
@@ -290,13 +290,13 @@ def test_non_tight_and_non_private_channels():
     h = np.exp(-0.5 * eps * d)
     h /= h.sum(axis=1, keepdims=True)
     t = attains_utility_bound(h, s, epsilon=eps)
-    assert t.private.holds and not t.attains and t.slack.max() > 0.1
+    assert t.private.ok and not t.ok and t.slack.max() > 0.1
     # Lemma 1: U = Σμ − μ·s for the remap used
     p = corner_priors(s, epsilon=eps).mean(axis=0)
     reg = regularity(s, p, epsilon=eps)
     assert utility(h, p).value == pytest.approx(reg.mu_sum - reg.mu @ t.slack, rel=1e-10)
     ident = attains_utility_bound(np.eye(5), s, epsilon=eps)
-    assert not ident.private.holds and not ident.attains
+    assert not ident.private.ok and not ident.ok
     with pytest.raises(ValueError, match="remap"):
         attains_utility_bound(h, s, epsilon=eps, remap=np.array([0, 1, 2]))
     with pytest.raises(ValueError, match="rows"):
@@ -320,11 +320,11 @@ def test_database_bounds_agree(u, v, eps):
     direct = u * math.log2(v * math.exp(eps) / (v - 1 + math.exp(eps)))
     for r in (thm3, bnd(u, v, epsilon=eps), uniform_leakage_bound(space, epsilon=eps),
               symmetric_leakage_bound(space, epsilon=eps)):
-        assert r.applicable and r.value == pytest.approx(direct, rel=1e-12)
+        assert r.ok and r.value == pytest.approx(direct, rel=1e-12)
     # Prop 16: K = e^{−εd}/Σ_d n_d e^{−εd} is ε-DP and leaks exactly Bnd for the uniform prior
     k = np.exp(-eps * d)
     k /= k.sum(axis=1, keepdims=True)
-    assert check_privacy(k, space, epsilon=eps).holds
+    assert check_privacy(k, space, epsilon=eps).ok
     assert min_entropy_leakage(k, np.full(v**u, 1 / v**u)) == pytest.approx(direct, rel=1e-10)
     # Prop 21 is Bnd for one individual, and Thm 12 on the v-clique
     assert individual_leakage_bound(v, epsilon=eps).value == pytest.approx(bnd(1, v, epsilon=eps).value, rel=1e-12)
@@ -355,7 +355,7 @@ def test_symmetric_bounds(space, eps):
     uni = np.full(n, 1 / n)
     # Thm 27 = seed 000 Thm 2 at the uniform prior (Φ has constant row sums here)
     t27 = symmetric_utility_bound(space, epsilon=eps)
-    assert t27.applicable
+    assert t27.ok
     assert t27.value == pytest.approx(utility_bound(space, uni, epsilon=eps).value, rel=1e-10)
     # Thm 28 mechanism attains Thm 12 and Thm 27
     h = np.exp(-eps * space.distances)
@@ -374,7 +374,7 @@ def test_symmetric_bounds(space, eps):
 def test_symmetric_bounds_refuse_asymmetric_spaces():
     for f in (conditional_entropy_bound, symmetric_leakage_bound, symmetric_utility_bound):
         r = f(spaces.line(4), epsilon=1.0)
-        assert not r.applicable and math.isnan(r.value) and "n_d depends on the point" in r.reason
+        assert not r.ok and math.isnan(r.value) and "n_d depends on the point" in r.reason
 
 
 def test_prop_20_closed_forms():
@@ -399,7 +399,7 @@ def test_prop_20_floor_not_ceiling():
     e = math.exp(eps)
     p = e / (1 + e)
     k = np.array([[p, 1 - p], [1 - p, p], [0.5, 0.5]])
-    assert check_privacy(k, spaces.clique(3), epsilon=eps).holds
+    assert check_privacy(k, spaces.clique(3), epsilon=eps).ok
     leak = min_entropy_leakage(k, np.full(3, 1 / 3))
     assert leak == pytest.approx(math.log2(2 * e / (1 + e)), rel=1e-12)
     ceiling_variant = math.log2(2 * e / (2 + e))

@@ -25,30 +25,49 @@ def files(tmp_path_factory):
     (d / "text.csv").write_text("a,b\nx,y\n")
     (d / "empty.csv").write_text("")
     (d / "pts.csv").write_text("name,lat,lon\na,10,20\nb,95,20\n")
+    np.save(d / "tg.npy", np.full((6, 6), 1 / 6))
     return d
 
 
 CASES = [
     # sizes: refused before building
-    ("design line:100000 --epsilon 1 --mechanism exponential", 2, "over the 4 GiB limit"),
-    ("design clique:60000 --epsilon 1 --mechanism randomized-response", 2, "over the 4 GiB limit"),
-    ("design grid:200x200 --epsilon 1 --mechanism planar-laplace", 2, "dense 40000x40000"),
+    ("design line:100000 --epsilon 1 --mechanism exponential", 2, "over the memory limit of 8.0 GiB"),
+    ("design clique:60000 --epsilon 1 --mechanism randomized-response", 2, "over the memory limit"),
+    ("design grid:200x200 --epsilon 1 --mechanism planar-laplace", 2, "12 dense 40,000x40,000 arrays"),
     ("design grid:10000x10000 --epsilon 1 --mechanism exponential", 2, "GiB"),
     ("design grid:30x30 --epsilon 1 --mechanism optimal --method full", 2, "privacy constraints"),
     ("design grid:3x3 --epsilon 1 --mechanism optimal --gap 2", 2, "gap must be a number in [0, 1)"),
     ("design grid:3x3 --epsilon 1 --mechanism optimal --time-limit -5", 2, "time_limit must be a positive number"),
     ("design grid:3x3 --epsilon 1 --mechanism optimal --loss distance --gain binary", 2, "not both"),
     ("design grid:3x3 --epsilon 1 --mechanism optimal --loss missing.npy", 2, "loss matrix file not found"),
-    ("design grid:3x3 --epsilon 1 --mechanism geometric --time-limit 5", 2, "apply to --mechanism optimal"),
+    ("design grid:3x3 --epsilon 1 --mechanism truncated-geometric --time-limit 5", 2, "apply to --mechanism optimal"),
     ("design hamming:2000,2 --epsilon 1 --mechanism exponential", 2, "points"),
     ("design kcount:1000,200 --epsilon 1 --mechanism exponential", 2, "points"),
     ("design hamming:100000000,3 --epsilon 1 --mechanism exponential", 2, "points"),
     ("design line:" + "9" * 3000 + " --epsilon 1 --mechanism exponential", 2, "digits"),
+    # the whole pipeline's memory, estimated from the size before anything is built (the audit: SIGKILL
+    # at 6.3 GB, 7.8 GB, std::bad_alloc at 7.4 GB, "Unable to allocate", 74.5 GiB, > 30 s at 5.4 GB)
+    ("design line:20000 --epsilon 1 --mechanism optimal", 2, "needs about 24.0 GiB at its peak"),
+    ("design clique:20000 --epsilon 1 --mechanism tight-constraints", 2, "over the memory limit of 8.0 GiB"),
+    ("design line:3000 --epsilon 1 --mechanism optimal --method full", 2, "linear program of 17,994,000 privacy constraints"),
+    ("threshold grid:10000x10000", 2, "limited to 4,000,000 cells"),
+    ("design grid:3000x3000 --epsilon 1 --mechanism tight-constraints", 2, "limited to 4,000,000 cells"),
+    ("check {d}/tg.npy grid:100000x100000 --epsilon 1", 2, "has 6 rows but grid:100000x100000 has 10,000,000,000 points"),
+    ("check {d}/tg.npy line:6 --epsilon 1e308", 2, "--epsilon 1e+308 times the largest distance"),
+    ("prior grid:3000x3000 --epsilon 1 --prior uniform", 2, "the regularity test on a grid is limited to 4,000,000 cells"),
+    ("prior line:30000 --epsilon 1 --prior uniform", 2, "the regularity test on line:30000"),
     # numbers
     ("design line:5 --epsilon nan --mechanism exponential", 2, "finite"),
     ("design line:5 --epsilon inf --mechanism exponential", 2, "finite"),
     ("design line:5 --epsilon -1 --mechanism exponential", 2, "epsilon"),
     ("design line:5 --epsilon abc --mechanism exponential", 2, "epsilon"),
+    ("design line:5 --epsilon 1e308 --mechanism exponential", 2, "--epsilon 1e+308 times the largest distance of line:5 (4)"),
+    ("design grid:5x5:step=1e300 --epsilon 1e300 --mechanism exponential", 2, "expected --epsilon at most"),
+    ("design line:5 --epsilon １ --mechanism exponential", 2, "ASCII digits"),
+    ("design line:５ --epsilon 1 --mechanism exponential", 2, "ASCII digits 0-9"),
+    ("design grid:５x５ --epsilon 1 --mechanism exponential", 2, "ASCII digits 0-9"),
+    ("design grid:5x5:step=１ --epsilon 1 --mechanism exponential", 2, "ASCII digits"),
+    ("design graph:{d} --epsilon 1 --mechanism exponential", 2, "is a folder, expected a text file"),
     # types and files
     ("check {d}/complex.npy line:3 --epsilon 1", 2, "complex128"),
     ("check {d}/dt.npy line:1 --epsilon 1", 2, "datetime64"),
@@ -79,7 +98,8 @@ CASES = [
 @pytest.mark.parametrize("cmd, status, needle", CASES, ids=[c[0][:48] for c in CASES])
 def test_bad_input_is_one_line(files, cmd, status, needle):
     argv = [a.replace("{d}", str(files)).replace("~", " ") for a in cmd.split(" ")]  # ~: a space inside one argument
-    env = dict(os.environ, PYTHONPATH=SRC)
+    # the memory guards compare with a fixed limit here, so the refusals do not depend on the machine
+    env = dict(os.environ, PYTHONPATH=SRC, DPRIVACY_MEMORY_LIMIT="8G")
     p = subprocess.run([sys.executable, "-m", "dprivacy.cli", *argv], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == status, p.stderr
     assert "Traceback" not in p.stderr
@@ -113,3 +133,59 @@ def test_graph_node_names_01_and_1_stay_distinct(tmp_path):
     (tmp_path / "e.txt").write_text("01 1\n1 2\n")
     sp = load_edge_list(tmp_path / "e.txt")
     assert sp.n == 3 and set(map(str, sp.labels)) == {"01", "1", "2"}
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["design", "line:5", "--epsilon", "1", "--mechanism", "exponential", "--save", ""], "--save needs a file path"),
+    (["design", "line: 5", "--epsilon", "1", "--mechanism", "exponential"], "no spaces"),
+    (["design", "line:5", "--epsilon", "1", "--mechanism", "geometric"], "invalid choice"),
+])
+def test_bad_input_with_odd_characters_is_one_line(argv, needle):
+    env = dict(os.environ, PYTHONPATH=SRC)
+    p = subprocess.run([sys.executable, "-m", "dprivacy.cli", *argv], capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.count("\n") == 1 and needle in p.stderr, p.stderr
+
+
+def test_save_into_a_folder_is_refused_before_any_work(tmp_path):
+    from dprivacy.cli import main
+
+    assert main(["design", "line:5", "--epsilon", "1", "--mechanism", "exponential", "--save", str(tmp_path)]) == 2
+    assert main(["design", "line:5", "--epsilon", "1", "--mechanism", "exponential", "--save",
+                 str(tmp_path / "no" / "x.npy")]) == 2
+
+
+def test_memory_limit_is_a_fraction_of_physical_memory_or_the_environment(monkeypatch):
+    from dprivacy.cli import guards
+
+    monkeypatch.delenv("DPRIVACY_MEMORY_LIMIT", raising=False)
+    limit, how = guards.memory_limit()
+    phys = guards.physical_memory()
+    if phys is not None:
+        assert limit == int(guards.MEMORY_FRACTION * phys) and "of RAM" in how
+    monkeypatch.setenv("DPRIVACY_MEMORY_LIMIT", "1.5G")
+    assert guards.memory_limit()[0] == int(1.5 * 2**30)
+    monkeypatch.setenv("DPRIVACY_MEMORY_LIMIT", "lots")
+    with pytest.raises(ValueError, match="DPRIVACY_MEMORY_LIMIT"):
+        guards.memory_limit()
+
+
+def test_spec_sizes_are_read_without_building_the_space():
+    from dprivacy.cli.guards import spec_points
+
+    assert spec_points("grid:100000x100000") == (1e10, True)
+    assert spec_points("line:7") == (7.0, False) and spec_points("count:7") == (8.0, False)
+    assert spec_points("hamming:3,4") == (64.0, False) and spec_points("sum:10,5") == (51.0, False)
+    assert spec_points("hamming:2000,2")[0] == float("inf") or spec_points("hamming:2000,2")[0] > 1e300
+    assert spec_points("matrix:x.npy") is None and spec_points("graph:e.txt") is None
+
+
+def test_reproduce_help_lists_the_experiment_ids():
+    env = dict(os.environ, PYTHONPATH=SRC)
+    p = subprocess.run([sys.executable, "-m", "dprivacy.cli", "reproduce", "--help"], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert p.returncode == 0 and "experiment ids" in p.stdout
+    from dprivacy.experiments.registry import load_all
+
+    for exp_id in load_all():
+        assert exp_id in p.stdout

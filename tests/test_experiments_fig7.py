@@ -139,10 +139,10 @@ def test_rows_privacy_accepts_private_rows_and_rejects_a_larger_epsilon():
     cells = spot_cells(grid, 10, 1)
     h = planar_laplace_grid(grid, epsilon=1.0).channel.matrix
     ok = rows_privacy(h[cells], grid, cells, 1.0)
-    assert ok.holds and ok.smallest_epsilon <= 1.0 + 1e-9
+    assert ok.ok and ok.smallest_epsilon <= 1.0 + 1e-9
     # The same rows are not 0.5·d-private: the integrated density is only ε-private, not better, near
     # the source (negative control).
-    assert not rows_privacy(h[cells], grid, cells, 0.5).holds
+    assert not rows_privacy(h[cells], grid, cells, 0.5).ok
 
 
 def test_corner_effect_on_a_small_grid_with_the_dense_solver():

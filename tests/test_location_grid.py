@@ -139,7 +139,7 @@ def test_optimal_needs_a_prior_and_returns_a_certified_bracket():
     assert o["utility"] <= o["bound"] * (1 + 1e-12) and o["gap"] <= 1e-6
     import dprivacy as dp
 
-    assert dp.check_privacy(rel.mechanism, g.space(), epsilon=0.004 / 1000).holds
+    assert dp.check_privacy(rel.mechanism, g.space(), epsilon=0.004 / 1000).ok
 
 
 @settings(max_examples=12, deadline=None)
@@ -152,7 +152,7 @@ def test_distance_remap_is_the_bayes_argmin_and_never_worse(w, h, seed):
     if p.sum() == 0:
         p[0] = 1.0
     p /= p.sum()
-    remap, before, after = distance_remap(m, p, g)
+    remap, before, after = distance_remap(m, g, p)
     K, D = m.channel.matrix, g.distances
     loss = np.einsum("x,xz,xw->zw", p, K, D)  # expected distance of guessing w after output z (brute force)
     assert np.allclose(loss[np.arange(g.n), remap], loss.min(axis=1), rtol=1e-12, atol=1e-9)

@@ -66,7 +66,7 @@ def test_constraint_generation_equals_the_all_pairs_lp_and_brackets_it(d, eps, k
     r = optimal_mechanism(space, prior, epsilon=eps, gain=gain, loss=loss, method="constraint-generation")
     assert r.ok and r.method == "constraint-generation" and r.status == 0
     # The channel is private: the library's check and a brute-force triple loop agree.
-    assert check_privacy(r.channel, space, epsilon=eps).holds
+    assert check_privacy(r.channel, space, epsilon=eps).ok
     assert brute_smallest_epsilon(r.channel.matrix, d) <= eps + 1e-9
     sign = 1.0 if r.kind == "gain" else -1.0
     value, bound = sign * r.value, sign * r.bound
@@ -165,7 +165,7 @@ def test_violated_constraints_finds_the_most_violated_constraint_of_each_secret_
                         if (a, b) in pairs and np.isfinite(d[a, b])), default=(0.0, -1))
             if best[0] > 1e-9:
                 expected[(b, w)] = best
-    a, b, w, coef, worst = violated_constraints(h, space, eps)
+    a, b, w, coef, worst = violated_constraints(h, space, epsilon=eps)
     got = {(bb, ww): aa for aa, bb, ww in zip(a.tolist(), b.tolist(), w.tolist())}
     assert set(got) == set(expected)
     for key, aa in got.items():
@@ -187,11 +187,40 @@ def test_time_limit_returns_a_certified_mechanism_and_an_honest_gap():
     for limit in (1e-3, 0.3):
         r = optimal_mechanism(space, prior, epsilon=1.0, method="constraint-generation", time_limit=limit)
         assert r.ok  # a private channel is always returned
-        assert check_privacy(r.channel, space, epsilon=1.0).holds
+        assert check_privacy(r.channel, space, epsilon=1.0).ok
         assert r.value <= ref.value + 1e-9 and r.bound >= ref.value - 1e-7
         if r.status == 1:
-            assert "time limit" in r.message
+            assert "time limit" in r.solver_message
             assert r.gap == pytest.approx((r.bound - r.value) / max(abs(r.bound), abs(r.value)))
+
+
+@pytest.mark.parametrize("method", ["constraint-generation", "full"])
+def test_time_limit_covers_the_whole_call_and_the_message_names_the_users_limit(method):
+    """Issue 9 audit: the tent LP ran without a limit and the message reported the leftover time
+    ("time limit of 0.001 s reached" for --time-limit 5). Every stage gets what is left of the user's
+    limit; the result names that limit, is certified, and its gap is honest (status, not wall-clock)."""
+    space = spaces.grid(12, 12)
+    prior = np.random.default_rng(4).dirichlet(np.full(space.n, 0.5))
+    r = optimal_mechanism(space, prior, epsilon=1.0, method=method, time_limit=1e-3)
+    assert r.status == 1 and r.ok and "time limit of 0.001 s reached" in r.solver_message, r.solver_message
+    assert "time limit of 0.001 s" in r.reason
+    assert check_privacy(r.channel, space, epsilon=1.0).ok
+    assert 0.0 <= r.gap <= 1.0 and r.bound >= r.value
+    if method == "constraint-generation":  # (HiGHS's interior point checks its limit only between iterations)
+        r = optimal_mechanism(space, prior, epsilon=1.0, method=method, time_limit=0.25)
+        assert r.ok and (r.status == 0 or "time limit of 0.25 s" in r.solver_message), r.solver_message
+
+
+def test_certified_repair_stops_at_its_deadline_after_one_lift():
+    from dprivacy.mechanisms.optimal import certified_repair
+
+    space = spaces.grid(4, 4)
+    h = np.random.default_rng(0).dirichlet(np.ones(16), size=16)  # far from private
+    out, moved = certified_repair(h, space, epsilon=1.0, deadline=0.0)  # already past
+    np.testing.assert_allclose(out.sum(axis=1), 1.0)
+    assert moved > 0 and not check_privacy(out, space, epsilon=1.0).ok  # one lift, then stopped
+    out, _ = certified_repair(h, space, epsilon=1.0)
+    assert check_privacy(out, space, epsilon=1.0).ok
 
 
 def test_auto_picks_the_edges_lp_on_graph_metrics_and_generation_on_euclidean_grids():
@@ -228,7 +257,7 @@ def test_columns_priced_in_reach_the_optimum_of_all_columns(d, eps, kind, data):
     c, _, _ = gain_form(prior, d, kind)
     opt = reference_optimum(d, prior, eps, c)
     start = np.asarray(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=True)))
-    out = constraint_generation(space, c, np.arange(n), eps, start=start, max_new_columns=1)
+    out = constraint_generation(space, c, np.arange(n), epsilon=eps, start=start, max_new_columns=1)
     assert out.status == "optimal"
     assert out.objective == pytest.approx(opt, abs=LP_TOL)
     assert all(r.bound >= opt - 1e-9 for r in out.rounds)
@@ -256,7 +285,7 @@ def test_universal_optimality_of_the_truncated_geometric_on_a_line(n, eps, kind,
     assert r.method == "truncated-geometric" and r.ok and r.gap == 0.0
     sign = 1.0 if r.kind == "gain" else -1.0
     assert sign * r.value == pytest.approx(opt, abs=LP_TOL)
-    assert check_privacy(r.channel, space, epsilon=eps).holds
+    assert check_privacy(r.channel, space, epsilon=eps).ok
 
 
 def test_truncated_geometric_is_not_used_where_the_theorem_does_not_apply():

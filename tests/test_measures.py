@@ -213,9 +213,9 @@ def test_check_privacy_agrees_with_brute_force(d, data):
     brute = brute_smallest_epsilon(h, d)
     assume(not np.isfinite(brute) or abs(eps - brute) > 1e-6)  # away from the tolerance band
     res = check_privacy(h, MetricSpace(d), epsilon=eps)
-    assert res.holds == _brute_holds(h, d, eps) == (eps >= brute)
+    assert res.ok == _brute_holds(h, d, eps) == (eps >= brute)
     assert res.smallest_epsilon == pytest.approx(brute, rel=1e-9, abs=1e-12)
-    assert is_private(h, MetricSpace(d), epsilon=eps) == res.holds
+    assert is_private(h, MetricSpace(d), epsilon=eps) == res.ok
     assert smallest_epsilon(h, MetricSpace(d)) == res.smallest_epsilon
     if res.worst is not None:
         _assert_worst_is_consistent(res, h, d)
@@ -229,7 +229,7 @@ def test_essential_pairs_give_the_same_smallest_epsilon_as_all_pairs(d, data):
     shortcut.essential_pairs()  # computed and cached: now only these are checked
     a, b = check_privacy(h, all_pairs, epsilon=1.0), check_privacy(h, shortcut, epsilon=1.0)
     assert b.smallest_epsilon == pytest.approx(a.smallest_epsilon, rel=1e-8)
-    assert a.holds == b.holds or abs(a.smallest_epsilon - 1.0) < 1e-6
+    assert a.ok == b.ok or abs(a.smallest_epsilon - 1.0) < 1e-6
 
 
 @st.composite
@@ -279,12 +279,12 @@ def test_check_privacy_small_cases():
     s = spaces.line(3)
     h = np.array([[0.9, 0.1], [0.5, 0.5], [0.1, 0.9]])
     res = check_privacy(h, s, epsilon=1.0)
-    assert res.smallest_epsilon == pytest.approx(np.log(5)) and res.worst == (1, 0, 1) and not res.holds
+    assert res.smallest_epsilon == pytest.approx(np.log(5)) and res.worst == (1, 0, 1) and not res.ok
     assert res.excess == pytest.approx(np.log(5) - 1.0)
-    assert check_privacy(h, s, epsilon=np.log(5)).holds
+    assert check_privacy(h, s, epsilon=np.log(5)).ok
     # one point: nothing to check
     one = check_privacy([[1.0]], spaces.line(1), epsilon=1.0)
-    assert one.holds and one.worst is None and one.smallest_epsilon == 0.0
+    assert one.ok and one.worst is None and one.smallest_epsilon == 0.0
     # equal rows: 0, and +0.0 rather than −0.0
     eq = check_privacy(np.full((3, 2), 0.5), s, epsilon=1.0)
     assert eq.smallest_epsilon == 0.0 and str(eq.smallest_epsilon) == "0.0"
@@ -296,12 +296,12 @@ def test_infinite_distance_pairs_constrain_nothing():
     d = np.array([[0, np.inf, np.inf], [np.inf, 0, 1], [np.inf, 1, 0]])
     h = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
     res = check_privacy(h, MetricSpace(d), epsilon=0.5)
-    assert res.holds and res.smallest_epsilon == 0.0
+    assert res.ok and res.smallest_epsilon == 0.0
     h2 = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
     res2 = check_privacy(h2, MetricSpace(d), epsilon=0.5)
-    assert not res2.holds and res2.smallest_epsilon == np.inf and res2.worst == (2, 1, 0)
+    assert not res2.ok and res2.smallest_epsilon == np.inf and res2.worst == (2, 1, 0)
     two = check_privacy(np.eye(2), MetricSpace([[0, np.inf], [np.inf, 0]]), epsilon=1.0)
-    assert two.holds and two.worst is None
+    assert two.ok and two.worst is None
 
 
 def test_check_privacy_errors():
@@ -321,7 +321,7 @@ def test_check_privacy_errors():
 @given(metric_matrices(1, 7, extended=True), st.data())
 def test_check_prior_privacy_agrees_with_brute_force(d, data):
     p = data.draw(priors(d.shape[0]))
-    res = check_prior_privacy(p, MetricSpace(d), epsilon=1.0)
+    res = check_prior_privacy(MetricSpace(d), p, epsilon=1.0)
     assert res.smallest_epsilon == pytest.approx(brute_smallest_epsilon(p[:, None], d), rel=1e-9, abs=1e-12)
     if res.worst is not None:
         assert res.worst[2] == 0
@@ -333,15 +333,15 @@ def test_exponential_prior_is_private(space, e, data):
     y0 = data.draw(st.integers(0, space.n - 1))
     p = np.exp(-e * space.distances[y0])
     p /= p.sum()
-    res = check_prior_privacy(p, space, epsilon=e)
-    assert res.holds and res.smallest_epsilon <= e * (1 + 1e-9)
+    res = check_prior_privacy(space, p, epsilon=e)
+    assert res.ok and res.smallest_epsilon <= e * (1 + 1e-9)
 
 
 def test_prior_with_a_zero_next_to_a_positive_is_not_private():
-    res = check_prior_privacy([0.5, 0.5, 0.0], spaces.line(3), epsilon=10.0)
-    assert not res.holds and res.smallest_epsilon == np.inf and res.worst in {(0, 2, 0), (1, 2, 0)}  # ties
-    assert check_prior_privacy([0.25, 0.5, 0.25], spaces.line(3), epsilon=np.log(2)).holds
-    assert not check_prior_privacy([0.25, 0.5, 0.25], spaces.line(3), epsilon=0.69).holds
+    res = check_prior_privacy(spaces.line(3), [0.5, 0.5, 0.0], epsilon=10.0)
+    assert not res.ok and res.smallest_epsilon == np.inf and res.worst in {(0, 2, 0), (1, 2, 0)}  # ties
+    assert check_prior_privacy(spaces.line(3), [0.25, 0.5, 0.25], epsilon=np.log(2)).ok
+    assert not check_prior_privacy(spaces.line(3), [0.25, 0.5, 0.25], epsilon=0.69).ok
 
 
 def test_holds_is_decided_on_every_pair_not_only_the_worst_ratio():
@@ -357,7 +357,7 @@ def test_holds_is_decided_on_every_pair_not_only_the_worst_ratio():
     h = np.array([[a, 1 - a], [b, 1 - b], [c, 1 - c]])
     r = measures.check_privacy(Channel(h), MetricSpace(d), epsilon=1.0)
     assert r.smallest_epsilon == pytest.approx(2.0, rel=1e-4)
-    assert not r.holds
+    assert not r.ok
 
 
 def test_check_privacy_log_sees_the_mechanism_where_float64_underflows():
@@ -373,10 +373,33 @@ def test_check_privacy_log_sees_the_mechanism_where_float64_underflows():
     logh[:, [0, -1]] -= np.log(1 - a)  # the folded end columns of the truncated geometric
     h = np.exp(logh)
     assert (h == 0).any()
-    assert not measures.check_privacy(h / h.sum(axis=1, keepdims=True), sp, epsilon=eps).holds
+    assert not measures.check_privacy(h / h.sum(axis=1, keepdims=True), sp, epsilon=eps).ok
     r = measures.check_privacy_log(logh, sp, epsilon=eps)
-    assert r.holds and r.smallest_epsilon == pytest.approx(eps, rel=1e-12)
+    assert r.ok and r.smallest_epsilon == pytest.approx(eps, rel=1e-12)
     # and it still catches a violation
     bad = logh.copy()
     bad[3, 7] += 0.5
-    assert not measures.check_privacy_log(bad, sp, epsilon=eps).holds
+    assert not measures.check_privacy_log(bad, sp, epsilon=eps).ok
+
+
+def test_privacy_tolerance_is_relative_to_epsilon_d_with_a_rounding_floor():
+    from dprivacy.measures.privacy import LOG_FLOOR_ULPS, PRIVACY_RTOL, rounding_floor
+
+    space = spaces.line(2)
+    for eps in (1e-13, 1e-6, 1.0, 30.0):
+        # a two-point channel whose log-ratio is exactly 2ε on output 0 up to rounding: private at 2ε,
+        # not at 2ε(1 − 1e-6) (relative), whatever the scale
+        a, b = 1.0 / (1.0 + np.exp(-2 * eps)), np.exp(-2 * eps) / (1.0 + np.exp(-2 * eps))
+        h = np.array([[a, b], [b, a]])
+        assert check_privacy(h, space, epsilon=2 * eps).ok
+        assert not check_privacy(h, space, epsilon=2 * eps * (1 - 1e-6)).ok or 2 * eps * 1e-6 < rounding_floor(np.log(h))
+        r = check_privacy(h, space, epsilon=2 * eps)
+        assert r.rtol == PRIVACY_RTOL and r.atol == pytest.approx(LOG_FLOOR_ULPS * 2.0**-52 * max(1.0, -np.log(h).min()))
+    # an explicit atol and rtol are honoured and validated
+    h = np.array([[0.6, 0.4], [0.4, 0.6]])
+    e = np.log(1.5)
+    assert not check_privacy(h, space, epsilon=e * 0.9).ok
+    assert check_privacy(h, space, epsilon=e * 0.9, rtol=0.2).ok
+    assert check_privacy(h, space, epsilon=e * 0.9, atol=0.05).ok
+    with pytest.raises(ValueError, match="rtol"):
+        check_privacy(h, space, epsilon=e, rtol=-1)

@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 
 from dprivacy import measures, spaces
 from dprivacy._validate import uniform_prior
-from dprivacy.mechanisms.exponential import exponential
-from dprivacy.mechanisms.geometric import geometric, line_epsilon, truncated_geometric
+from dprivacy.mechanisms import exponential
+from dprivacy.mechanisms.geometric import line_epsilon, truncated_geometric
 from dprivacy.mechanisms.laplace import laplace_channel, laplace_sample
 from dprivacy.mechanisms.maximal_leakage import maximal_leakage_mechanism
-from dprivacy.mechanisms.randomized_response import randomized_response
+from dprivacy.mechanisms import randomized_response
 
 LN2 = math.log(2.0)
 EPS = st.floats(min_value=0.05, max_value=4.0, allow_nan=False)
@@ -100,7 +100,7 @@ def test_table1_adapted_truncated_geometric_on_clique():
     p = np.array([0.1, 0.2, 0.2, 0.2, 0.2, 0.1])
     assert measures.utility(ch, p).value == pytest.approx(0.2415, abs=5e-5)
     r = measures.check_privacy(ch, space, epsilon=LN2)
-    assert r.holds and r.smallest_epsilon == pytest.approx(LN2, abs=1e-9)
+    assert r.ok and r.smallest_epsilon == pytest.approx(LN2, abs=1e-9)
 
 
 @SMALL
@@ -110,7 +110,7 @@ def test_truncated_geometric_on_line_is_tight(n, eps):
     ch = truncated_geometric(space, epsilon=eps)
     _assert_stochastic(ch)
     r = measures.check_privacy(ch, space, epsilon=eps)
-    assert r.holds
+    assert r.ok
     if n >= 2:
         assert r.smallest_epsilon == pytest.approx(eps, abs=1e-9)
     assert ch.inputs == ch.outputs == space.labels
@@ -152,7 +152,7 @@ def test_truncated_geometric_on_sum_query_uses_eps_over_v(u, v, eps):
     ch = truncated_geometric(space, epsilon=eps)
     np.testing.assert_allclose(ch.matrix, truncated_geometric(n, epsilon=eps / v).matrix, rtol=1e-13, atol=0)
     r = measures.check_privacy(ch, space, epsilon=eps)
-    assert r.holds and r.smallest_epsilon == pytest.approx(eps, abs=1e-9)
+    assert r.ok and r.smallest_epsilon == pytest.approx(eps, abs=1e-9)
 
 
 @SMALL
@@ -170,11 +170,6 @@ def test_truncated_geometric_follows_the_points_order(data, n, eps):
 def test_truncated_geometric_on_two_points_is_binary_randomized_response():
     for eps in (0.1, 1.0, 3.0):
         np.testing.assert_allclose(truncated_geometric(2, epsilon=eps).matrix, randomized_response(2, epsilon=eps).matrix, rtol=1e-14)
-
-
-def test_geometric_is_an_alias_of_truncated_geometric():
-    space = _sum_query_space(3, 2)
-    assert np.array_equal(geometric(space, epsilon=0.7).matrix, truncated_geometric(space, epsilon=0.7).matrix)
 
 
 def test_truncated_geometric_extremes():
@@ -237,7 +232,7 @@ def test_exponential_is_private_on_any_metric(seed, n, kind, eps):
     space = _random_space(seed, n, kind)
     ch = exponential(space, epsilon=eps)
     _assert_stochastic(ch)
-    assert measures.check_privacy(ch, space, epsilon=eps).holds
+    assert measures.check_privacy(ch, space, epsilon=eps).ok
     # Within a row, odds between two outputs are e^{−ε(d(y,z) − d(y,z'))/2} (finite distances).
     h, d = ch.matrix, space.distances
     y = 0
@@ -295,7 +290,7 @@ def test_randomized_response_is_tight_on_cliques(k, delta, eps):
     assert base[0, 0] == pytest.approx(math.exp(eps) / (k - 1 + math.exp(eps)), rel=1e-13)
     assert base[0, 1] == pytest.approx(1 / (k - 1 + math.exp(eps)), rel=1e-13)
     r = measures.check_privacy(ch, space, epsilon=eps)
-    assert r.holds and r.smallest_epsilon == pytest.approx(eps, abs=1e-9)
+    assert r.ok and r.smallest_epsilon == pytest.approx(eps, abs=1e-9)
 
 
 @SMALL
@@ -305,7 +300,7 @@ def test_randomized_response_is_private_on_any_metric(seed, n, kind, eps):
     ch = randomized_response(space, epsilon=eps)
     _assert_stochastic(ch)
     r = measures.check_privacy(ch, space, epsilon=eps)
-    assert r.holds
+    assert r.ok
     if np.isfinite(space.distances[~np.eye(n, dtype=bool)]).any():
         assert r.smallest_epsilon == pytest.approx(eps, abs=1e-9)  # the closest pair is tight
     else:  # no two points at finite distance: nothing to hide, the identity
@@ -355,7 +350,7 @@ def test_laplace_channel_masses_are_cdf_differences(seed, n, metric, eps):
         masses = np.diff(cdf)  # in sorted order
         col = np.searchsorted(xs, x)  # column of point k sits at sorted position col[k]
         np.testing.assert_allclose(ch.matrix[i], masses[col], rtol=1e-9, atol=1e-13)
-    assert measures.check_privacy(ch, space, epsilon=eps).holds
+    assert measures.check_privacy(ch, space, epsilon=eps).ok
 
 
 @SMALL
@@ -365,7 +360,7 @@ def test_laplace_channel_on_line_is_private(n, eps):
     ch = laplace_channel(space, epsilon=eps)
     _assert_stochastic(ch)
     r = measures.check_privacy(ch, space, epsilon=eps)
-    assert r.holds and r.smallest_epsilon <= eps + 1e-9
+    assert r.ok and r.smallest_epsilon <= eps + 1e-9
 
 
 def test_laplace_channel_far_tails_keep_precision():
@@ -373,7 +368,7 @@ def test_laplace_channel_far_tails_keep_precision():
     ch = laplace_channel(spaces.line(31), epsilon=2.0)
     expected = 0.5 * math.exp(-2.0 * 29.5)  # mass of the left tail cell (−∞, 0.5] seen from x = 30
     assert ch.matrix[30, 0] == pytest.approx(expected, rel=1e-12)
-    assert measures.check_privacy(ch, spaces.line(31), epsilon=2.0).holds
+    assert measures.check_privacy(ch, spaces.line(31), epsilon=2.0).ok
 
 
 def test_laplace_channel_rejects_spaces_off_a_line():
@@ -494,7 +489,7 @@ def test_maximal_leakage_mechanism_attains_bnd_and_is_tight(u, v, eps):
     bnd = u * math.log2(v * math.exp(eps) / (v - 1 + math.exp(eps)))
     assert measures.min_entropy_leakage(ch, uniform_prior(v**u)) == pytest.approx(bnd, abs=1e-10)
     r = measures.check_privacy(ch, space, epsilon=eps)
-    assert r.holds and r.smallest_epsilon == pytest.approx(eps, abs=1e-9)
+    assert r.ok and r.smallest_epsilon == pytest.approx(eps, abs=1e-9)
     # Each individual randomized independently: the u-fold Kronecker power of v-ary randomized response.
     rr = randomized_response(v, epsilon=eps).matrix
     kron = np.ones((1, 1))
@@ -535,3 +530,27 @@ def test_laplace_sample_default_is_on_a_fixed_lattice_and_exactly_private():
     assert scipy.stats.kstest(z, scipy.stats.laplace(scale=1.03 * sens / eps).cdf).pvalue < 1e-6
     with pytest.raises(ValueError, match="method"):
         laplace_sample([1.0], epsilon=1.0, method="float")
+
+
+def test_package_names_are_stable_functions_not_submodules():
+    """Issue 9: ``dprivacy.mechanisms.exponential`` was the function on first access and the submodule
+    after (a submodule of the same name replaced it). Every exported name is the same object on every
+    access and after importing every submodule, and no submodule shares an exported name."""
+    import importlib
+    import pkgutil
+
+    import dprivacy
+    import dprivacy.mechanisms as mech
+
+    first = {name: getattr(mech, name) for name in mech.__all__}
+    for info in pkgutil.iter_modules(mech.__path__):
+        importlib.import_module(f"dprivacy.mechanisms.{info.name}")
+        assert info.name not in mech.__all__, info.name
+    for name, obj in first.items():
+        assert getattr(mech, name) is obj, name
+        assert not isinstance(obj, type(mech)), name
+    from dprivacy.mechanisms import exponential, randomized_response, truncated_geometric
+
+    assert callable(exponential) and callable(randomized_response) and callable(truncated_geometric)
+    assert dprivacy.exponential is exponential and dprivacy.randomized_response is randomized_response
+    assert not hasattr(mech, "geometric") or not callable(getattr(mech, "geometric"))

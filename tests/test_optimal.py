@@ -12,6 +12,8 @@ import math
 
 import networkx as nx
 import numpy as np
+
+from dprivacy.priors import constraints_matrix
 import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
@@ -22,7 +24,6 @@ from dprivacy.channels import Channel
 from dprivacy.measures import check_privacy, expected_loss, prior_vulnerability, utility
 from dprivacy.mechanisms.optimal import (
     OptimalResult,
-    optimal_mechanism_all_pairs,
     privacy_constraints,
     private_lift,
 )
@@ -47,7 +48,7 @@ LP_TOL = 1e-7
 
 def tight_constraints(space, eps):
     """Seed 000 Def 6 / Prop 7: H = Φ diag(z) with Φ z = 1; returns (H, z)."""
-    phi = space.constraints_matrix(eps)
+    phi = constraints_matrix(space, epsilon=eps)
     z = np.linalg.solve(phi, np.ones(space.n))
     return phi * z[None, :], z
 
@@ -55,7 +56,7 @@ def tight_constraints(space, eps):
 def corner_mixture(space, eps, gamma):
     """Seed 000 Prop 3: π = Σ γ_y c^y with corner priors c^y = Φ_y / Σ_y' φ_yy'; returns (π, μ) where
     μ_y = γ_y / Σ_y' φ_yy' satisfies μΦ = π, μ ≥ 0."""
-    phi = space.constraints_matrix(eps)
+    phi = constraints_matrix(space, epsilon=eps)
     rows = phi.sum(axis=1)
     corners = phi / rows[:, None]
     pi = gamma @ corners
@@ -101,7 +102,7 @@ def test_seed001_table1_clique6_ln2_uniform_is_two_sevenths():
     # Seed 001 Example 30 / Table 1 (b): clique of 6 answers, ε = ln 2, U(M2) = 2/7 is optimal for the
     # uniform prior (Thm 27/28: 1 / Σ_d n_d e^{−εd} = 1 / (1 + 5/2)).
     r = optimal_mechanism(spaces.clique(6), np.full(6, 1 / 6), epsilon=LN2)
-    assert r.success and r.status == 0
+    assert r.solved and r.status == 0
     assert r.value == pytest.approx(2 / 7, abs=1e-9)
     assert r.objective == pytest.approx(2 / 7, abs=1e-9)
     assert r.private and r.smallest_epsilon <= LN2 + 1e-9
@@ -164,7 +165,7 @@ def test_regular_prior_lp_equals_sum_mu(k, eps, data):
     assume((z >= 0).all())
     pi, mu = corner_mixture(space, eps, dirichlet(data.draw, space.n))
     r = optimal_mechanism(space, pi, epsilon=eps)
-    assert r.success
+    assert r.solved
     assert r.value == pytest.approx(mu.sum(), abs=LP_TOL)
     assert r.value <= mu.sum() + LP_TOL
 
@@ -174,7 +175,7 @@ def test_uniform_prior_lp_equals_sum_mu_on_the_grid():
     # regular there: the grid's Φ is the Kronecker product of two lines').
     space = spaces.grid(4, 4, metric="manhattan")
     u = np.full(16, 1 / 16)
-    mu = np.linalg.solve(space.constraints_matrix(1.0), u)
+    mu = np.linalg.solve(constraints_matrix(space, epsilon=1.0), u)
     assert (mu > 0).all()
     r = optimal_mechanism(space, u, epsilon=1.0)
     assert r.value == pytest.approx(mu.sum(), abs=LP_TOL)
@@ -190,7 +191,7 @@ def test_thm2_bound_on_random_metrics(space, eps, data):
     # channel is private) nor below the utility of the tight-constraints mechanism when it exists.
     pi, mu = corner_mixture(space, eps, dirichlet(data.draw, space.n))
     r = optimal_mechanism(space, pi, epsilon=eps)
-    assert r.success
+    assert r.solved
     assert r.value <= mu.sum() + LP_TOL
     assert r.value >= prior_vulnerability(pi) - LP_TOL
     tc, z = tight_constraints(space, eps)
@@ -216,7 +217,7 @@ def test_prior_outside_region_lp_strictly_beats_tight_constraints_on_ring():
     # entry): the tight-constraints mechanism (optimal for regular priors) is not optimal here.
     space = spaces.ring(6)
     prior = np.array([0.5, 0.1, 0.1, 0.1, 0.1, 0.1])
-    mu = np.linalg.solve(space.constraints_matrix(LN2), prior)
+    mu = np.linalg.solve(constraints_matrix(space, epsilon=LN2), prior)
     assert (mu < 0).any()
     tc, _ = tight_constraints(space, LN2)
     r = optimal_mechanism(space, prior, epsilon=LN2)
@@ -229,7 +230,7 @@ def test_prior_outside_region_on_line_tg_stays_optimal_and_exceeds_sum_mu():
     # region μ has negative entries and Σμ is no bound (Lemma 1: U = Σμ − μ·s with μ·s < 0 possible).
     space = spaces.line(6)
     prior = np.array([0.5, 0.1, 0.1, 0.1, 0.1, 0.1])
-    mu = np.linalg.solve(space.constraints_matrix(LN2), prior)
+    mu = np.linalg.solve(constraints_matrix(space, epsilon=LN2), prior)
     assert (mu < 0).any()
     r = optimal_mechanism(space, prior, epsilon=LN2)
     assert r.value == pytest.approx(utility(truncated_geometric(6, LN2), prior).value, abs=LP_TOL)
@@ -250,12 +251,12 @@ def test_loss_on_line_equals_truncated_geometric(n, eps, step, loss_kind):
     d = space.distances
     loss = {"distance": d, "squared": d**2, "binary": 1.0 - np.eye(n)}[loss_kind]
     tg = truncated_geometric(n, eps, step)
-    assert check_privacy(tg, space, epsilon=eps).holds
+    assert check_privacy(tg, space, epsilon=eps).ok
     rng = np.random.default_rng(7)
     priors = [np.full(n, 1 / n), rng.dirichlet(np.ones(n)), rng.dirichlet(np.full(n, 0.3))]
     for prior in priors:
         r = optimal_mechanism(space, prior, epsilon=eps, loss=loss)
-        assert r.success and r.kind == "loss"
+        assert r.solved and r.kind == "loss"
         assert r.value == pytest.approx(expected_loss(tg, prior, loss).value, abs=LP_TOL)
         assert r.objective == pytest.approx(r.value, abs=LP_TOL)
 
@@ -286,8 +287,8 @@ def test_essential_pairs_lp_equals_all_pairs_lp(space, eps, data):
         k = data.draw(st.integers(1, n + 1))
         gain = np.array(data.draw(st.lists(st.floats(-1, 1), min_size=n * k, max_size=n * k))).reshape(n, k)
     ess = optimal_mechanism(space, prior, epsilon=eps, gain=gain)
-    full = optimal_mechanism_all_pairs(space, prior, epsilon=eps, gain=gain)
-    assert ess.success and full.success
+    full = optimal_mechanism(space, prior, epsilon=eps, gain=gain, pairs="all")
+    assert ess.solved and full.solved
     assert ess.value == pytest.approx(full.value, abs=LP_TOL)
     assert full.pairs == "all" and ess.pairs == "essential"
     finite_pairs = int(np.isfinite(space.distances[np.triu_indices(n, 1)]).sum())
@@ -295,7 +296,7 @@ def test_essential_pairs_lp_equals_all_pairs_lp(space, eps, data):
     assert ess.n_pairs <= full.n_pairs
     # The essential-pairs optimum is private on *all* pairs, not only on those written in the LP.
     everything = spaces.from_matrix(space.distances)  # no essential pairs known: the check sees all
-    assert check_privacy(ess.channel, everything, epsilon=eps).holds
+    assert check_privacy(ess.channel, everything, epsilon=eps).ok
 
 
 def test_graph_metric_uses_edges_only():
@@ -314,7 +315,7 @@ def test_privacy_constraints_matrix_matches_definition():
     # and a column w; compare with a dense matrix written entry by entry from the definition.
     space = spaces.from_graph([(0, 1), (1, 2), (1, 3)])
     eps, m = 0.7, 3
-    A, n_pairs = privacy_constraints(space, eps, m)
+    A, n_pairs = privacy_constraints(space, epsilon=eps, n_outputs=m)
     assert n_pairs == 3
     expected = []
     for a, b in [(0, 1), (1, 2), (1, 3), (1, 0), (2, 1), (3, 1)]:
@@ -407,7 +408,7 @@ def test_private_lift_is_smallest_private_majorant():
     sums = lifted.sum(axis=1)
     normalized = lifted / sums[:, None]
     r = check_privacy(normalized, space, epsilon=eps)
-    assert not r.holds  # this H is far from private, so the row sums differ a lot
+    assert not r.ok  # this H is far from private, so the row sums differ a lot
     assert r.smallest_epsilon <= eps + math.log(sums.max() / sums.min()) + 1e-12
     # A private matrix is its own lift.
     tg = truncated_geometric(4, eps)
@@ -422,8 +423,8 @@ def test_private_lift_is_smallest_private_majorant():
 def test_solver_failure_is_a_result_not_an_exception():
     r = optimal_mechanism(spaces.clique(6), np.full(6, 1 / 6), epsilon=LN2, method="full", solver="highs-ds",
                           options={"maxiter": 1, "presolve": False})
-    assert not r.success and not r
-    assert r.status == 1 and "limit" in r.message.lower()
+    assert not r.solved and not r
+    assert r.status == 1 and "limit" in r.solver_message.lower()
     assert r.channel is None and math.isnan(r.value) and r.remap is None
     assert r.n_variables == 36
 
@@ -447,12 +448,12 @@ def test_tiny_negative_entries_are_clipped_and_recorded(monkeypatch):
     tg = truncated_geometric(3, 1.0)
     s = 1e-12 / tg[2, 2]
     h = np.column_stack([tg[:, 0], tg[:, 1] + (1 - s) * tg[:, 2], s * tg[:, 2]])
-    assert check_privacy(h, spaces.line(3), epsilon=1.0).holds
+    assert check_privacy(h, spaces.line(3), epsilon=1.0).ok
     noisy = h.copy()
     noisy[0, 2] = -1e-13
     monkeypatch.setattr(mod, "linprog", _fake_linprog(noisy))
     r = mod.optimal_mechanism(spaces.line(3), np.full(3, 1 / 3), epsilon=1.0, method="full")
-    assert r.success
+    assert r.solved
     assert r.min_entry == -1e-13
     assert r.clipped == pytest.approx(1e-13)
     assert r.row_sum_error == pytest.approx(1e-13 + h[0, 2], rel=1e-6)
@@ -476,7 +477,7 @@ def test_implausible_solver_output_is_rejected(monkeypatch, entry, row_shift, re
     h[1, 1] += row_shift
     monkeypatch.setattr(mod, "linprog", _fake_linprog(h))
     r = mod.optimal_mechanism(spaces.line(3), np.full(3, 1 / 3), epsilon=1.0, method="full")
-    assert not r.success and r.status == -1 and reason in r.message and r.channel is None
+    assert not r.solved and r.status == -1 and reason in r.solver_message and r.channel is None
 
 
 def test_repair_off_returns_the_solver_channel():

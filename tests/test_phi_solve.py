@@ -24,7 +24,7 @@ from dprivacy._kernels.closed_form import manhattan_diagonal
 from dprivacy._kernels.regularity import regularity_grid
 from dprivacy._kernels.solve import tight_constraints_grid
 from dprivacy.mechanisms.tight import tight_constraints
-from dprivacy.priors import RegularityTester, corner_priors, regularity
+from dprivacy.priors import RegularityTester, constraints_matrix, corner_priors, regularity
 from dprivacy.spaces import GridSpace, MetricSpace
 from dprivacy.threshold import tight_threshold
 
@@ -66,7 +66,7 @@ def test_prop8_holds_by_construction_on_dense_spaces(space, eps):
     # (π / max π is the vector of ones exactly): the same float decision, bit for bit.
     # (Only a one-point space makes the uniform prior a corner, which the tester recognises first.)
     t = tight_constraints(space, epsilon=eps, method="dense")
-    r = RegularityTester(space, eps).test(u)
+    r = RegularityTester(space, epsilon=eps).test(u)
     assert r.regular == t.exists and r.nullity == t.nullity
     assert r.certainty == t.certainty or (n == 1 and r.method == "corner")
     if not t.singular and t.certainty != "exact" and n > 1:
@@ -86,7 +86,7 @@ def test_prop8_at_the_ends_of_a_certified_threshold_bracket(eps_kind):
     r = regularity(sp, np.full(sp.n, 1 / sp.n), epsilon=eps)
     assert t.exists == (eps_kind == "hi") and t.decided
     assert_prop8(t, r, sp.n)
-    tester = RegularityTester(sp, eps).test(np.full(sp.n, 1 / sp.n))
+    tester = RegularityTester(sp, epsilon=eps).test(np.full(sp.n, 1 / sp.n))
     assert tester.regular == t.exists and tester.margin == t.margin
 
 
@@ -124,9 +124,9 @@ def test_k44_singular_phi_is_described_identically_everywhere():
     u = np.full(8, 1 / 8)
     answers = [tight_constraints(sp, epsilon=eps), tight_constraints(sp, epsilon=eps, method="dense"),
                regularity(sp, u, epsilon=eps), regularity(sp, u, epsilon=eps, method="dense"),
-               RegularityTester(sp, eps).test(u)]
+               RegularityTester(sp, epsilon=eps).test(u)]
     assert {a.nullity for a in answers} == {1}
-    assert RegularityTester(sp, eps).nullity == 1 == phi_solve.PhiFactor(sp.constraints_matrix(eps)).nullity
+    assert RegularityTester(sp, epsilon=eps).nullity == 1 == phi_solve.PhiFactor(constraints_matrix(sp, epsilon=eps)).nullity
     phrase = phi_solve.describe_singular(1)
     assert phrase in answers[0].reason and phrase in answers[1].reason
     # the singular path is verified numerically, not certified (the closed form is a theorem)
@@ -139,7 +139,7 @@ def test_k44_singular_phi_is_described_identically_everywhere():
 
 def test_singular_lp_path_is_not_called_certified():
     sp, eps = k44(), math.log(3)
-    t = RegularityTester(sp, eps)
+    t = RegularityTester(sp, epsilon=eps)
     phi = t.phi
     mu0 = np.array([0.05, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3])
     p = mu0 @ phi
@@ -159,7 +159,7 @@ def test_corner_priors_are_regular_on_every_path(w, h, metric):
     grid = GridSpace(w, h, metric=metric)
     eps = 1.0
     c = corner_priors(grid, epsilon=eps)
-    row_sums = grid.constraints_matrix(eps).sum(axis=1)
+    row_sums = constraints_matrix(grid, epsilon=eps).sum(axis=1)
     for y in (0, w + 1, grid.n // 2, grid.n - 1):
         for method in ("dense", "structured"):
             r = regularity(grid, c[y], epsilon=eps, method=method)

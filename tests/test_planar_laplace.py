@@ -177,7 +177,7 @@ def test_channel_is_epsilon_geo_indistinguishable(w, h, epsilon, step):
     """Integrating a pointwise ε-private density over cells and remapping (post-processing) keeps ε·d₂."""
     space = spaces.grid(w, h, metric="euclidean", step=step)
     res = check_privacy(planar_laplace_channel(space, epsilon=epsilon), space, epsilon=epsilon)
-    assert res.holds
+    assert res.ok
     # log-ratios carry rounding of ~1e-14 (relative error of the masses), spread over distances ≥ step
     assert 0.0 < res.smallest_epsilon <= epsilon + 1e-13 / step
 
@@ -191,7 +191,7 @@ def test_ccs_adjustment_is_tiny_and_still_private():
     expected = ccs_adjusted_epsilon(0.8, step=1.0, r_max=9 * math.sqrt(2), delta_theta=SAMPLER_DELTA_THETA)
     assert res.epsilon_used == pytest.approx(expected, rel=1e-15)
     pr = check_privacy(res.channel, space, epsilon=res.epsilon_used)
-    assert pr.holds
+    assert pr.ok
     plain = planar_laplace_channel(space, epsilon=0.8).matrix
     np.testing.assert_allclose(res.channel.matrix, plain, rtol=1e-8)
 

@@ -496,13 +496,13 @@ class TestSensitivity:
         for U in (q.universe(2, 3), q.universe(3, 3), q.universe(2, 3, null=True)):
             ans = QUERY_CASES[name](U)
             r = q.is_uniformly_sensitive(ans, U.hamming(), q.induced_space(ans, U))
-            assert r.holds and r.delta == 1 and r.witness is None and bool(r)
+            assert r.ok and r.delta == 1 and r.witness is None and bool(r)
 
     def test_sum_is_not_uniformly_sensitive_wrt_hamming_and_the_reals(self):
         U = q.universe(2, 3)
         ans = q.total(U)
         r = q.is_uniformly_sensitive(ans, U.hamming(), q.answer_line(ans))
-        assert not r.holds and r.delta == 2 and r.witness_kind == "answers"
+        assert not r.ok and r.delta == 2 and r.witness_kind == "answers"
         assert r.witness == (0, 1)  # d_R(0, 1) = 1: no 2-expansive chain can be tight
         # a given Δ below the sensitivity: not even Δ-sensitive, witness is a database pair
         r1 = q.is_uniformly_sensitive(ans, U.hamming(), q.answer_line(ans), delta=1)
@@ -544,7 +544,7 @@ class TestSensitivity:
         s = q.sensitivity(ans, X, Y)
         assert s == pytest.approx(brute_sensitivity(idx, X.distances, Y.distances), rel=1e-12)
         r = q.is_uniformly_sensitive(ans, X, Y)
-        assert r.holds == brute_uniform(idx, X.distances, Y.distances, s)
+        assert r.ok == brute_uniform(idx, X.distances, Y.distances, s)
 
     # -- seed 002 §5–6 ---------------------------------------------------------------------------
     @pytest.mark.parametrize("u,k", [(2, 2), (2, 3), (3, 2)])
@@ -562,12 +562,12 @@ class TestSensitivity:
         for name, ans in queries.items():
             Y = q.answer_line(ans)
             r1 = q.is_uniformly_sensitive(ans, U.manhattan(), Y)
-            assert r1.holds and r1.delta == pytest.approx(1), (name, r1.reason)  # Thm 12
+            assert r1.ok and r1.delta == pytest.approx(1), (name, r1.reason)  # Thm 12
             r2 = q.is_uniformly_sensitive(ans, U.manhattan(normalized=True), Y)
-            assert r2.holds and r2.delta == pytest.approx(k), (name, r2.reason)  # Thm 11: qk
+            assert r2.ok and r2.delta == pytest.approx(k), (name, r2.reason)  # Thm 11: qk
             if name != "sum":
                 r3 = q.is_uniformly_sensitive(ans, U.chebyshev(), Y)
-                assert r3.holds and r3.delta == pytest.approx(1), (name, r3.reason)  # Thm 13
+                assert r3.ok and r3.delta == pytest.approx(1), (name, r3.reason)  # Thm 13
         # the sum is not 1-sensitive wrt d_∞ (all individuals move at once)
         assert q.sensitivity(queries["sum"], U.chebyshev(), q.answer_line(queries["sum"])) == u
 
@@ -576,7 +576,7 @@ class TestSensitivity:
         U = q.universe(2, [qs * i for i in range(k + 1)], null=True)
         for ans in (q.total(U), q.average(U, step=qs), q.percentile(U, 50)):
             r = q.is_uniformly_sensitive(ans, U.manhattan(normalized=True), q.answer_line(ans))
-            assert r.holds and r.delta == pytest.approx(qs * k), r.reason
+            assert r.ok and r.delta == pytest.approx(qs * k), r.reason
 
     def test_exact_average_is_not_uniformly_1_sensitive(self):
         # Disagreement with seed 002 Thm 12–13 under the exact-mean reading of avg (see average()).
@@ -585,7 +585,7 @@ class TestSensitivity:
         Y = q.answer_line(ans)
         for X in (U.manhattan(), U.chebyshev()):
             r = q.is_uniformly_sensitive(ans, X, Y)
-            assert not r.holds and r.delta == pytest.approx(1)
+            assert not r.ok and r.delta == pytest.approx(1)
             assert [Y.labels[i] for i in r.witness] == [0.0, 0.5]
 
     @pytest.mark.parametrize("k", [2, 3])
@@ -644,7 +644,7 @@ class TestOblivious:
             assert eX == pytest.approx(eY, rel=1e-12) or (np.isinf(eX) and np.isinf(eY))
             if np.isfinite(eY) and eY > 0:
                 for e in (eY, 1.001 * eY, 0.99 * eY):
-                    assert check_privacy(h, Y, epsilon=e).holds == check_privacy(K, U.hamming(), epsilon=e).holds
+                    assert check_privacy(h, Y, epsilon=e).ok == check_privacy(K, U.hamming(), epsilon=e).ok
 
     @given(u=st.integers(1, 3), v=st.integers(2, 3), data=st.data())
     @settings(max_examples=25)
@@ -670,7 +670,7 @@ class TestOblivious:
         for ans in cases:
             Y = q.answer_line(ans)
             r = q.is_uniformly_sensitive(ans, X, Y)
-            assert r.holds
+            assert r.ok
             idx, _ = q.answer_index(ans, Y.labels)
             for _ in range(3):
                 h = random_channel(rng, Y.n, m=4)

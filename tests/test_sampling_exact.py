@@ -10,9 +10,9 @@ from scipy import stats
 
 from dprivacy import measures, spaces
 from dprivacy.channels import Channel
-from dprivacy.mechanisms.exponential import exponential
+from dprivacy.mechanisms import exponential
 from dprivacy.mechanisms.geometric import truncated_geometric
-from dprivacy.mechanisms.randomized_response import randomized_response
+from dprivacy.mechanisms import randomized_response
 from dprivacy.sampling import random_source
 from dprivacy.sampling.exact import WEIGHT_BITS, ExactSampler, delivered_epsilon, quantise_rows
 

@@ -178,7 +178,7 @@ def assert_between_bounds(space, prior, eps, res, *, loss=None):
     kw = {} if loss is None else dict(loss=loss)
     hi = optimal_mechanism(space, prior, epsilon=eps, **kw)
     lo = optimal_mechanism(space, prior, epsilon=res.lp_epsilon, **kw)
-    assert hi.success and lo.success and res.success
+    assert hi.solved and lo.solved and res.solved
     msg = f"value={res.value} exact(eps)={hi.value} exact(eps/delta)={lo.value} dilation={res.dilation}"
     if loss is None:
         assert lo.value - LP_TOL <= res.value <= hi.value + LP_TOL, msg

@@ -242,7 +242,7 @@ def test_threshold_matches_dense(metric, w, h):
     assert a.certified and b.certified
     (lo, hi), (dlo, dhi) = a.bracket, b.bracket
     assert lo < dhi and dlo < hi  # the two brackets overlap
-    assert a.monotone_checked.holds
+    assert a.monotone_checked.ok
     # Independent check of the bracket ends with the dense solve.
     assert (np.linalg.solve(dense_phi(w, h, metric, 1.0, lo), np.ones(grid.n)) < 0).any()
     assert (np.linalg.solve(dense_phi(w, h, metric, 1.0, hi), np.ones(grid.n)) >= 0).all()
@@ -255,7 +255,7 @@ def test_threshold_manhattan_always_exists():
     r = tight_threshold(grid)
     assert r.always_exists and r.epsilon_star == 0.0 and r.certified and r.solves == 0
     s = tight_threshold(grid, method="structured", scan=2)
-    assert not s.certified and s.bracket[0] is None and s.monotone_checked.holds
+    assert not s.certified and s.bracket[0] is None and s.monotone_checked.ok
 
 
 def test_threshold_rejects_bad_bracket():

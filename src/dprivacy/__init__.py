@@ -19,19 +19,31 @@ _NAMES = {
     "MetricSpace": "spaces", "GridSpace": "spaces", "Channel": "channels", "uniform_prior": "_validate",
     # the Mechanism object and the result vocabulary
     "Mechanism": "mechanisms.base", "DenseMechanism": "mechanisms.base", "PrivacyCertificate": "mechanisms.base",
-    "Result": "results", "TightResult": "mechanisms.tight",
+    "Result": "results",
     # constructors
-    "truncated_geometric": "mechanisms.geometric", "exponential": "mechanisms.exponential",
-    "randomized_response": "mechanisms.randomized_response", "laplace_channel": "mechanisms.laplace",
-    "planar_laplace_channel": "mechanisms.planar_laplace", "tight_constraints": "mechanisms.tight",
-    "optimal_mechanism": "mechanisms.optimal", "symmetric_mechanism": "mechanisms.symmetric",
+    "truncated_geometric": "mechanisms.geometric", "exponential": "mechanisms._exponential",
+    "randomized_response": "mechanisms._randomized_response", "laplace_channel": "mechanisms.laplace",
+    "laplace_sample": "mechanisms.laplace", "planar_laplace_channel": "mechanisms.planar_laplace",
+    "planar_laplace_sample": "mechanisms.planar_laplace", "tight_constraints": "mechanisms.tight",
+    "optimal_mechanism": "mechanisms.optimal", "optimal_mechanism_spanner": "mechanisms.spanner",
+    "symmetric_mechanism": "mechanisms.symmetric", "remark29_mechanism": "mechanisms.symmetric",
     "maximal_leakage_mechanism": "mechanisms.maximal_leakage",
-    # theory objects
+    # theory objects: priors and the threshold
     "tight_threshold": "threshold", "regularity": "priors", "constraints_matrix": "priors", "corner_priors": "priors",
+    "sample_regular_priors": "priors", "RegularityTester": "priors",
+    # bounds
+    "utility_bound": "bounds", "leakage_bound": "bounds", "attains_utility_bound": "bounds",
     # measures
-    "utility": "measures", "expected_loss": "measures", "posterior_vulnerability": "measures",
-    "prior_vulnerability": "measures", "min_entropy_leakage": "measures", "min_capacity": "measures",
-    "check_privacy": "measures",
+    "utility": "measures", "expected_loss": "measures", "g_vulnerability": "measures",
+    "posterior_vulnerability": "measures", "prior_vulnerability": "measures", "min_entropy_leakage": "measures",
+    "min_capacity": "measures", "check_privacy": "measures", "smallest_epsilon": "measures",
+    "check_prior_privacy": "measures", "check_hiding": "measures", "check_neighbourhood": "measures",
+    # result classes
+    "PrivacyResult": "measures", "UtilityResult": "measures", "HidingResult": "measures",
+    "NeighbourhoodResult": "measures", "RegularityResult": "priors", "ThresholdResult": "threshold",
+    "TightResult": "mechanisms.tight", "OptimalResult": "mechanisms.optimal",
+    "SpannerOptimalResult": "mechanisms.spanner", "SymmetricMechanism": "mechanisms.symmetric",
+    "BoundResult": "bounds", "TightnessResult": "bounds",
     # randomness
     "random_source": "sampling",
 }

@@ -63,8 +63,9 @@ class BoundResult(Result):
     ----------
     value : float
         The bound; ``nan`` when the result's hypotheses do not hold (see ``reason``).
-    applicable : bool
-        Whether the hypotheses hold (e.g. the prior is regular, the space is ball-size symmetric).
+    ok : bool
+        Whether the result's hypotheses hold (e.g. the prior is regular, the space is ball-size
+        symmetric), so that ``value`` is a bound.
     quantity : str
         What is bounded and in which unit.
     kind : str
@@ -74,33 +75,45 @@ class BoundResult(Result):
     certificate : Any
         What the value rests on: a :class:`~dprivacy.priors.RegularityResult` (μ ≥ 0 with μΦ = π),
         a :class:`~dprivacy.graphs.DistanceCounts` (n_d), or a dict of closed-form ingredients.
-    reason : str or None
-        Why the result does not apply.
+    note : str
+        Why the result does not apply ("" when it does).
+    reason : str
+        A sentence: the bound and its source, or why it does not apply (``note``).
     formula_value : float
         The result's formula evaluated even when its hypotheses fail (e.g. log2(Σμ / max π) with a μ
         that has negative entries), for comparison with published numbers; equal to ``value`` when
         applicable, ``nan`` when it cannot be evaluated.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Thm 2, Prop 5,
+       Cor 2, Thm 3.
+    .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Thm 12, 15,
+       27, Prop 20, 21.
     """
 
     value: float
-    applicable: bool
+    ok: bool
     quantity: str
     kind: str
     source: str
     certificate: Any = None
-    reason: str | None = None
+    note: str | None = None
     formula_value: float = math.nan
 
     def __float__(self) -> float:
         return float(self.value)
 
-    @property
-    def ok(self) -> bool:
-        """The common flag of :class:`dprivacy.results.Result` (here: ``applicable``)."""
-        return bool(self.applicable)
-
     def __bool__(self) -> bool:
-        return bool(self.applicable)
+        return bool(self.ok)
+
+    @property
+    def reason(self) -> str:
+        if self.ok:
+            return f"{self.kind} bound on the {self.quantity}: {self.value:.12g} ({self.source})"
+        return self.note or f"the hypotheses of {self.source} do not hold"
 
 
 def _regularity(space, prior, epsilon, tester) -> RegularityResult:
@@ -142,6 +155,14 @@ def utility_bound(space: MetricSpace, prior, *, epsilon: float, tester: Regulari
     BoundResult
         ``certificate`` is the :class:`~dprivacy.priors.RegularityResult` (μ, γ, error bounds).
         Not applicable when π is not regular (``reason`` names the negative entries of μ).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Lemma 1, Thm 2
+       (utility upper bound).
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Thm 1.
     """
     reg = _regularity(space, prior, epsilon, tester)
     return _from_regularity(reg, reg.mu_sum, "utility (binary gain, expected probability of a correct guess)",
@@ -163,6 +184,14 @@ def leakage_bound(space: MetricSpace, prior, *, epsilon: float, tester: Regulari
     It follows from Thm 2 and L(H, π) = log2(U(H, π, R̂) / max π) for an optimal remap R̂ (seed 000
     Prop 4). ``formula_value`` holds the same formula when π is not regular but μ is unique (the
     published Example 3 of seed 000 evaluates it so).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Prop 4, Prop 5
+       (min-mutual information upper bound).
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Prop 6.
     """
     p = as_prior(prior)
     reg = _regularity(space, p, epsilon, tester)
@@ -177,6 +206,13 @@ def uniform_leakage_bound(space: MetricSpace, *, epsilon: float, tester: Regular
     Holds because leakage is maximized by the uniform prior (Braun et al., recalled in seed 000 §5.2).
     Not applicable when u is not regular (then no tight-constraints mechanism exists either, seed 000
     Prop 8).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Cor 2.
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Cor 1.
     """
     n = space.n
     reg = _regularity(space, np.full(n, 1.0 / n), epsilon, tester)
@@ -195,6 +231,14 @@ def database_leakage_bound(u: int, v: int, *, epsilon: float) -> BoundResult:
     It is seed 000 Cor 2 on the Hamming space (V^u, ε d_h), where μ = (e^ε / (v (v − 1 + e^ε)))^u · 1
     satisfies μΦ = u; the same value as seed 001 Thm 15 (:func:`bnd`). Computed as
     u (log2 v − log2(1 + (v − 1) e^{−ε})) so that large u or ε do not overflow.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Thm 3
+       (min-entropy leakage about the database).
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Thm 2.
     """
     u = check_positive_int(u, name="u")
     v = check_positive_int(v, name="v", minimum=2)
@@ -226,8 +270,8 @@ class TightnessResult(Result):
 
     Attributes
     ----------
-    attains : bool
-        H is ε·d-private and Φ diag(HR) = 1 (within ``tolerance``) for the remap R.
+    ok : bool
+        H attains the bound: it is ε·d-private and Φ diag(HR) = 1 (within ``tolerance``) for the remap R.
     slack : ndarray (n,)
         s = 1 − Φ diag(HR), the slack vector of seed 000 eq. (5); U(H, π, R) = Σμ − μ·s (Lemma 1).
     diagonal : ndarray (n,)
@@ -237,26 +281,32 @@ class TightnessResult(Result):
     private : PrivacyResult
         The ε·d-privacy check of H (Thm 2 presumes it).
     tolerance : float
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Lemma 1, Thm
+       2, Thm 4.
     """
 
-    attains: bool
+    ok: bool
     slack: np.ndarray
     diagonal: np.ndarray
     remap: np.ndarray
     private: Any
     tolerance: float
 
-    @property
-    def ok(self) -> bool:
-        """The common flag of :class:`dprivacy.results.Result` (here: ``attains``)."""
-        return bool(self.attains)
-
     def __bool__(self) -> bool:
-        return bool(self.attains)
+        return bool(self.ok)
 
     @property
     def reason(self) -> str:
-        return "" if self.ok else f"{type(self).__name__}: the property does not hold (see the fields)"
+        if not self.private.ok:
+            return f"the mechanism is not ε·d-private, so Thm 2 (seed 000) does not concern it: {self.private.reason}"
+        verdict = "attains" if self.ok else "does not attain"
+        return (f"the mechanism {verdict} the utility bound of seed 000 Thm 2 for every regular prior: the slack "
+                f"1 − Φ diag(HR) is at most {float(np.abs(self.slack).max()):.3g} in absolute value (tolerance "
+                f"{self.tolerance:g}; Lemma 1: U = Σμ − μ·s)")
 
     @property
     def max_slack(self) -> float:
@@ -281,6 +331,12 @@ def attains_utility_bound(channel, space: MetricSpace, *, epsilon: float, remap=
         A deterministic remap output ↦ secret; default: optimal for π̄.
     tol : float
         Tolerance on max |s|.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Lemma 1, Thm 2
+       (equality iff Φ diag(HR) = 1), Thm 4, Cor 3.
     """
     from .measures import check_privacy, utility
 
@@ -303,7 +359,7 @@ def attains_utility_bound(channel, space: MetricSpace, *, epsilon: float, remap=
     diag = np.where(r[None, :] == np.arange(n)[:, None], h, 0.0).sum(axis=1)
     slack = 1.0 - phi @ diag
     priv = check_privacy(h, space, epsilon=epsilon)
-    ok = bool(priv.holds and np.abs(slack).max() <= tol)
+    ok = bool(priv.ok and np.abs(slack).max() <= tol)
     return TightnessResult(ok, slack, diag, r, priv, tol)
 
 
@@ -342,6 +398,13 @@ def conditional_entropy_bound(space: MetricSpace, *, epsilon: float) -> BoundRes
 
     Equality is attained by H_{ij} = e^{−ε d(i,j)} / Σ_d n_d e^{−εd} (seed 001 Thm 28 / Prop 16;
     seed 000 Prop 9). ``certificate``: the :class:`~dprivacy.graphs.DistanceCounts`.
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Thm 12.
+    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Prop 9.
     """
     return _symmetric(space, epsilon, "conditional min-entropy H∞(A|B), uniform prior (bits)",
                       f"{SEED001} Thm 12", "lower", lambda n, s: math.log2(s))
@@ -350,7 +413,15 @@ def conditional_entropy_bound(space: MetricSpace, *, epsilon: float) -> BoundRes
 def symmetric_leakage_bound(space: MetricSpace, *, epsilon: float) -> BoundResult:
     r"""Upper bound on the min-entropy leakage for every prior on a ball-size symmetric space:
     L ≤ log2 |Y| − log2 Σ_d n_d e^{−εd} bits (seed 001 Thm 12 with the uniform prior maximizing leakage,
-    as in the proof of Thm 15; equal to seed 000 Cor 2 with μ = 1/(|Y| Σ_d n_d e^{−εd}))."""
+    as in the proof of Thm 15; equal to seed 000 Cor 2 with μ = 1/(|Y| Σ_d n_d e^{−εd})).
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Thm 12.
+    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Cor 2.
+    """
     return _symmetric(space, epsilon, "min-entropy leakage for every prior (bits)",
                       f"{SEED001} Thm 12 (with Remark 6, as in Thm 15)", "upper",
                       lambda n, s: math.log2(n) - math.log2(s))
@@ -360,7 +431,15 @@ def symmetric_utility_bound(space: MetricSpace, *, epsilon: float) -> BoundResul
     r"""Upper bound on the utility (identity gain, uniform prior) of every ε-private channel on a
     distance-regular or vertex-transitive graph: U ≤ 1 / Σ_d n_d e^{−εd} (seed 001 Thm 27), tight by
     the mechanism of Thm 28. On any ball-size symmetric space it is seed 000 Thm 2 for the uniform
-    prior."""
+    prior.
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Thm 27.
+    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Thm 2.
+    """
     return _symmetric(space, epsilon, "utility (identity gain), uniform prior", f"{SEED001} Thm 27", "upper",
                       lambda n, s: 1.0 / s)
 
@@ -371,6 +450,14 @@ def bnd(u: int, v: int, *, epsilon: float) -> BoundResult:
     (seed 001 Thm 15, tight by Prop 16). ``certificate``: n_d = C(u, d)(v − 1)^d (seed 001 eq. (7)).
 
     The same value as seed 000 Thm 3 (:func:`database_leakage_bound`).
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Thm 15, Prop
+       16.
+    .. [2] ``003_9b0233731f1712d6.txt``: Alvim, Andrés, Chatzikokolakis, Palamidessi, *On the relation
+       between differential privacy and quantitative information flow* (ICALP 2011), Thm 5.1.
     """
     u = check_positive_int(u, name="u")
     v = check_positive_int(v, name="v", minimum=2)
@@ -396,6 +483,11 @@ def range_limited_leakage_bound(u: int, v: int, r: int, *, epsilon: float) -> Bo
     For r ≥ v^u the range does not restrict the mechanism and Bnd(u, v, ε) (Thm 15) is returned. The
     value is not always below Bnd (e.g. u = 3, v = 2, r = 4, ε = 0.5); both are valid, and
     ``certificate["best"]`` is their minimum. Evaluated in log space (no overflow for large u ε).
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Prop 20.
     """
     u = check_positive_int(u, name="u")
     v = check_positive_int(v, name="v", minimum=2)
@@ -429,6 +521,13 @@ def individual_leakage_bound(v: int, *, epsilon: float) -> BoundResult:
 
     ``certificate`` holds the straightforward bound ε log2 e of seed 001 eq. (10) and the additive
     correction log2(v / (v − 1 + e^ε)) ≤ 0 that Prop 21 applies to it.
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Prop 21.
+    .. [2] ``003_9b0233731f1712d6.txt``: Alvim, Andrés, Chatzikokolakis, Palamidessi, *On the relation
+       between differential privacy and quantitative information flow* (ICALP 2011), Prop 2.
     """
     v = check_positive_int(v, name="v", minimum=2)
     e = check_epsilon(epsilon, allow_zero=True)

@@ -130,6 +130,13 @@ def distance_counts(space, *, rtol: float = METRIC_RTOL) -> DistanceCounts:
     DistanceCounts
         ``symmetric``, the distinct finite ``distances`` and their ``counts``; or, when not symmetric,
         two points and a radius at which their counts differ.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 7 (§6.2).
+    .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Prop 5.
     """
     space = _as_space(space)
     d = space.distances
@@ -175,7 +182,13 @@ def distance_counts(space, *, rtol: float = METRIC_RTOL) -> DistanceCounts:
 
 def is_ball_size_symmetric(space, *, rtol: float = METRIC_RTOL) -> DistanceCounts:
     """Whether ``space`` is ball-size symmetric (seed 000 Def 7); same result as :func:`distance_counts`,
-    which is truthy exactly when the space is symmetric."""
+    which is truthy exactly when the space is symmetric.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 7.
+    """
     return distance_counts(space, rtol=rtol)
 
 
@@ -269,7 +282,7 @@ class DistanceRegularity:
 
     Attributes
     ----------
-    holds : bool
+    ok : bool
         Whether the graph is (connected and) distance-regular, seed 001 Def 2.
     intersection_array : (tuple, tuple) or None
         {b_0, ..., b_{D-1}; c_1, ..., c_D} (D the diameter) when it holds.
@@ -283,7 +296,7 @@ class DistanceRegularity:
         ("b" or "c").
     """
 
-    holds: bool
+    ok: bool
     intersection_array: tuple[tuple[int, ...], tuple[int, ...]] | None = None
     degree: int | None = None
     diameter: int | None = None
@@ -291,7 +304,7 @@ class DistanceRegularity:
     witness: tuple | None = None
 
     def __bool__(self) -> bool:
-        return self.holds
+        return self.ok
 
     @property
     def b(self) -> tuple[int, ...]:
@@ -305,8 +318,17 @@ class DistanceRegularity:
 
     def distance_counts(self) -> np.ndarray:
         """n_0..n_D from the intersection array: n_0 = 1, n_{d+1} = n_d b_d / c_{d+1} (counting the
-        edges between distance layers d and d+1 of a vertex in two ways)."""
-        if not self.holds:
+        edges between distance layers d and d+1 of a vertex in two ways).
+
+        References
+        ----------
+        .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+           differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 7
+           (§6.2).
+        .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+           information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Prop 5.
+        """
+        if not self.ok:
             raise ValueError(f"the graph is not distance-regular: {self.reason}")
         counts = [1]
         for bd, cd in zip(self.b, self.c):
@@ -335,6 +357,12 @@ def is_distance_regular(graph_or_space) -> DistanceRegularity:
         With the intersection array {b_0..b_{D-1}; c_1..c_D} when the graph is distance-regular, else
         the reason (not a graph metric, not connected, or two pairs at the same distance with different
         intersection numbers).
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Def 2, Prop
+       3.
     """
     v = _view(graph_or_space)
     if v.hops is None:
@@ -395,7 +423,7 @@ class VertexTransitivity:
 
     Attributes
     ----------
-    holds : bool
+    ok : bool
         Whether the automorphism group acts transitively (seed 001 Def 4).
     automorphisms : ndarray of int, shape (n, n), or None
         When it holds, row v is an automorphism σ_v (as the permutation x ↦ σ_v[x]) with σ_v(0) = v.
@@ -409,7 +437,7 @@ class VertexTransitivity:
         Why it fails (empty when it holds).
     """
 
-    holds: bool
+    ok: bool
     automorphisms: np.ndarray | None
     generators: list = field(default_factory=list)
     orbit: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -417,7 +445,7 @@ class VertexTransitivity:
     reason: str = ""
 
     def __bool__(self) -> bool:
-        return self.holds
+        return self.ok
 
 
 def _refine(blocks: list, colors: np.ndarray) -> np.ndarray:
@@ -498,6 +526,12 @@ def is_vertex_transitive(graph_or_space) -> VertexTransitivity:
     Seed 003 (§3) asks for "VT+": n automorphisms σ_0..σ_{n-1} with {σ_i(w)} = V for every w. The
     automorphisms returned here map 0 to every vertex, which is the single-orbit condition of seed
     001 Def 4 (the one the later paper uses), not necessarily VT+.
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Def 4, Prop
+       5, Lemma 32.
     """
     import networkx as nx
     from scipy import sparse
@@ -601,6 +635,11 @@ def chang_graph(which: int = 1):
     -------
     networkx.Graph
         Nodes are the pairs (i, j), i < j, of K8's vertices.
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), §2.3.
     """
     import itertools
 
@@ -732,6 +771,13 @@ def augment_to_symmetric(graph_or_space, *, method: str = "cayley", group_shape=
     Augmentation
         The augmented graph and metric, the added edges, and what the resulting mechanism guarantees
         for the original graph (``guarantee``).
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Remark 29.
+    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Prop 9.
     """
     import networkx as nx
 

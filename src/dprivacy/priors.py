@@ -61,10 +61,24 @@ def _space_of(space) -> MetricSpace:
 def constraints_matrix(space: MetricSpace, *, epsilon: float) -> np.ndarray:
     """The privacy-constraints matrix Φ of ε·d: φ_{yy'} = e^{−ε d(y, y')} (seed 000 Def 3).
 
-    Symmetric, unit diagonal, entries in [0, 1] (0 at infinite distance). Delegates to
-    :meth:`MetricSpace.constraints_matrix`.
+    Symmetric, unit diagonal, entries in [0, 1] (0 at infinite distance). Dense n × n: refused with a
+    ``MemoryError`` when it would not fit (grids have structured solvers instead).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 3.
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Def 4.
     """
-    return _space_of(space).constraints_matrix(epsilon)
+    from ._validate import check_epsilon
+    from .spaces import _check_dense_fits
+
+    sp = _space_of(space)
+    e = check_epsilon(epsilon)
+    _check_dense_fits(sp.n, "the privacy-constraints matrix")
+    with np.errstate(invalid="ignore"):
+        return np.exp(-e * sp.distances)
 
 
 def corner_priors(space: MetricSpace, *, epsilon: float) -> np.ndarray:
@@ -73,6 +87,13 @@ def corner_priors(space: MetricSpace, *, epsilon: float) -> np.ndarray:
     Row y is the regular prior "maximally biased" towards y: its entry y attains the upper bound of
     seed 000 Prop 2, and it is regular with μ = e_y / Σ_{y'} φ_{yy'}. The regular priors are exactly the
     convex hull of these rows (Prop 3).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 5, Prop 3.
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Def 6, Prop 4.
     """
     phi = constraints_matrix(space, epsilon=epsilon)
     return phi / phi.sum(axis=1, keepdims=True)
@@ -84,6 +105,11 @@ def probability_bounds(space: MetricSpace, *, epsilon: float) -> tuple[np.ndarra
     Returns ``(lower, upper)`` with lower_y = 1 / \sum_{y'} e^{ε d(y,y')} and
     upper_y = 1 / \sum_{y'} e^{−ε d(y,y')}. Points at infinite distance make ``lower`` 0 (the ratio
     bound of Prop 1 is vacuous across components).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Prop 2.
     """
     space = _space_of(space)
     e = check_epsilon(epsilon)
@@ -157,8 +183,9 @@ class RegularityResult(Result):
         When not regular: the indices y with μ_y < −error_bound ...
     negative_values : ndarray
         ... and those entries of μ.
-    reason : str or None
-        Why π is not regular, or why it could not be decided (None when it is regular).
+    reason : str
+        A sentence: why π is not regular or could not be decided, or, when it is regular, the
+        certificate in words (min μ and its margin over the error bound).
     boundary : bool
         π lies on the boundary of the region within rounding (|margin| ≤ 1): undecided.
     certainty : str
@@ -171,6 +198,13 @@ class RegularityResult(Result):
         safety factor: verified numerically, not certified), ``"numerical"`` (Φ singular: decided by a
         linear program on its numerical null space; verified numerically, not certified) or
         ``"undecided"``.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 4, Prop 3.
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Def 5, Appendix B.
     """
 
     regular: bool
@@ -192,9 +226,18 @@ class RegularityResult(Result):
     boundary: bool = False
     certainty: str = "undecided"
 
+    def __post_init__(self):
+        if not self.reason:  # the vocabulary: reason is always a sentence
+            how = {"exact": "exactly (a corner prior)", "estimated": "verified numerically"}.get(self.certainty, "certified")
+            mn = float(np.min(self.mu)) if np.size(self.mu) else math.nan
+            text = (f"regular ({how}): μΦ = π with every μ_y ≥ 0 (smallest μ_y = {mn:.6g}, margin "
+                    f"{self.margin:.3g} error bounds; seed 000 Def 4)") if self.regular else "not regular"
+            object.__setattr__(self, "reason", text)
+
     @property
     def ok(self) -> bool:
-        """The common flag of :class:`dprivacy.results.Result` (here: ``regular``)."""
+        """The prior is ε·d-regular: the common flag of :class:`dprivacy.results.Result`, the same as
+        ``regular`` (the theory's word, kept as the field)."""
         return bool(self.regular)
 
     def __bool__(self) -> bool:
@@ -257,6 +300,13 @@ class RegularityTester:
     epsilon : float
         The privacy level; Φ = exp(−ε d).
 
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 4, Prop 3.
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Def 5, Appendix B.
+
     Examples
     --------
     >>> from dprivacy import spaces
@@ -265,7 +315,7 @@ class RegularityTester:
     True
     """
 
-    def __init__(self, space: MetricSpace, epsilon: float):
+    def __init__(self, space: MetricSpace, *, epsilon: float):
         self.space = _space_of(space)
         self.epsilon = check_epsilon(epsilon)
         phi = constraints_matrix(self.space, epsilon=self.epsilon)
@@ -290,7 +340,6 @@ class RegularityTester:
         sol = self._fac.solve(p, exact_fallback=False, sum_range=True)
         return self._decide(p, sol)
 
-    __call__ = test
 
     def _decide(self, p: np.ndarray, sol) -> RegularityResult:
         exact = (lambda: self._fac.exact(p)) if self.n <= _ps.EXACT_LIMIT and not self.nullity else None
@@ -497,6 +546,13 @@ def regularity(space: MetricSpace, prior, *, epsilon: float, method: str = "auto
     seed 000 Prop 8 it is regular iff a tight-constraints mechanism exists, and then μ = z/|Y|. So the
     two front doors cannot disagree, closed forms included (a line, a Manhattan grid, a ball-size
     symmetric space), and they describe a singular Φ with the same nullity.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 4, Prop 3.
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Def 5.
     """
     from .spaces import GridSpace
     from ._kernels.dispatch import takes_structured
@@ -515,7 +571,7 @@ def regularity(space: MetricSpace, prior, *, epsilon: float, method: str = "auto
         from ._kernels.regularity import regularity_grid
 
         return regularity_grid(space, p, epsilon=e)
-    return RegularityTester(space, e).test(p)
+    return RegularityTester(space, epsilon=e).test(p)
 
 
 def _uniform_regularity(space: MetricSpace, p: np.ndarray, e: float, method: str) -> RegularityResult:
@@ -573,6 +629,12 @@ def sample_regular_priors(space: MetricSpace, *, epsilon: float, size: int | Non
     -------
     priors : ndarray, shape (size, n) or (n,)
     gamma : ndarray, same shape (only with ``return_gamma``)
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 5, Prop 3
+       (the regular priors are the convex hull of the corner priors).
     """
     c = corner_priors(space, epsilon=epsilon)
     gen = as_rng(rng)

@@ -44,11 +44,11 @@ def _check_dense_fits(n: int, what: str, alternative: str | None = None) -> None
 class TriangleCheck:
     """Result of :meth:`MetricSpace.check_triangle`.
 
-    ``holds`` is True when d(i, j) <= d(i, k) + d(k, j) for every triple (within a relative tolerance);
+    ``ok`` is True when d(i, j) <= d(i, k) + d(k, j) for every triple (within a relative tolerance);
     otherwise ``witness`` is a violating triple (i, j, k) and ``excess`` is d(i,j) - d(i,k) - d(k,j).
     """
 
-    holds: bool
+    ok: bool
     witness: tuple[int, int, int] | None = None
     excess: float = 0.0
 
@@ -78,6 +78,14 @@ class MetricSpace:
     -----
     Distances are in the metric's own units; the privacy level ε is applied separately (functions take
     ``epsilon`` and use ε·d), or eagerly with :meth:`scaled`.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.1 (finite
+       metric spaces (Y, d_Y)).
+    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §3 (extended metrics).
     """
 
     def __init__(
@@ -100,7 +108,7 @@ class MetricSpace:
         self._init_common(d.shape[0], labels, name, coordinates, essential_pairs)
         if check_triangle:
             tc = self.check_triangle()
-            if not tc.holds:
+            if not tc.ok:
                 i, j, k = tc.witness
                 raise ValueError(
                     f"distance matrix violates the triangle inequality: d({i},{j}) = {d[i, j]:.6g} > "
@@ -176,13 +184,6 @@ class MetricSpace:
             essential_pairs=self._essential,
             validate=False,
         )
-
-    def constraints_matrix(self, epsilon: float) -> np.ndarray:
-        """Privacy-constraints matrix Φ with φ_{yy'} = exp(−ε d(y, y')) (seed 000 Def 3)."""
-        e = check_epsilon(epsilon)
-        _check_dense_fits(self._n, "the privacy-constraints matrix")
-        with np.errstate(invalid="ignore"):
-            return np.exp(-e * self.distances)
 
     def check_triangle(self, *, rtol: float = METRIC_RTOL) -> TriangleCheck:
         """Check d(i,j) <= d(i,k) + d(k,j) for all triples, returning a witness when it fails.
@@ -324,6 +325,12 @@ def from_graph(graph, *, nodes: Sequence | None = None, weight: str | None = Non
         order of first appearance, or sorted when all nodes are numbers).
     weight : str, optional
         Edge attribute holding edge lengths (networkx graphs only); unit lengths by default.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.2 (the
+       graph metric d_~).
     """
     import networkx as nx
 
@@ -384,6 +391,12 @@ def hamming(u: int, v: int, *, name: str | None = None) -> MetricSpace:
 
     Standard ε-differential privacy is ε·d_h-privacy on this space (seed 000 §3.2). Points are the v^u
     tuples in lexicographic order; labels are the tuples.
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), §5.1, Prop
+       13, Prop 14.
     """
     u = check_positive_int(u, name="u")
     v = check_positive_int(v, name="v", minimum=2)
@@ -407,6 +420,11 @@ class GridSpace(MetricSpace):
     Cell (col, row) has index ``row * width + col`` and centre ``(col * step, row * step)``. The metric
     is translation-invariant: d depends only on the offset between cells, which the structured solvers
     exploit. The dense distance matrix is built on first use and refused when it would not fit.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.3, §7.2.
     """
 
     def __init__(self, width: int, height: int, *, metric: str = "euclidean", step: float = 1.0, name: str | None = None):
@@ -509,7 +527,14 @@ class GridSpace(MetricSpace):
 
 
 def grid(width: int, height: int, *, metric: str = "euclidean", step: float = 1.0, name: str | None = None) -> GridSpace:
-    """A W×H grid of locations (seed 000 §7.2): see :class:`GridSpace`."""
+    """A W×H grid of locations (seed 000 §7.2): see :class:`GridSpace`.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.2 (the
+       geo-indistinguishability case study).
+    """
     return GridSpace(width, height, metric=metric, step=step, name=name)
 
 
@@ -595,8 +620,14 @@ def load_edge_list(path) -> MetricSpace:
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"edge list file not found: {p}")
+    if p.is_dir():
+        raise ValueError(f"edge list path {str(p)!r} is a folder, expected a text file with one edge per line")
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"edge list {p} is not text ({exc.reason} at byte {exc.start}); expected one edge per line") from None
     edges = []
-    for lineno, raw in enumerate(p.read_text().splitlines(), start=1):
+    for lineno, raw in enumerate(text.splitlines(), start=1):
         s = raw.split("#", 1)[0].strip()
         if not s:
             continue

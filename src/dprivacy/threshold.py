@@ -45,14 +45,14 @@ class MonotoneCheck:
     """A scan of existence at ε above the bracket (the papers assume existence for every ε > ε*).
 
     ``failures`` are the ε > hi where non-existence is certified (with min z); ``undecided`` those
-    where the test could not decide; ``holds`` is True when the mechanism was verified to exist at
+    where the test could not decide; ``ok`` is True when the mechanism was verified to exist at
     every scanned ε.
     """
 
     epsilons: np.ndarray = field(repr=False)
     failures: tuple[tuple[float, float], ...]
     undecided: tuple[float, ...]
-    holds: bool
+    ok: bool
     note: str = ""
 
 
@@ -190,6 +190,14 @@ def tight_threshold(
         Not certified when no ε with certified non-existence was found (e.g. on a line, where the
         truncated geometric mechanism is tight-constraints for every ε, seed 000 §6.1) or when the test
         could not decide near the threshold.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 6, Prop 7,
+       Prop 8, §7.1.
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Lemma 4.
     """
     if not isinstance(space, MetricSpace):
         raise TypeError(f"space must be a MetricSpace, got {type(space).__name__}")

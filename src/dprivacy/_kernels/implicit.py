@@ -176,13 +176,13 @@ class ImplicitTightMechanism(Mechanism):
         with np.errstate(divide="ignore"):
             log_rows = -self.epsilon * self.grid.distances_from(cells) + np.log(self.z)[None, :]
         sub = MetricSpace(self.grid.distances_from(cells)[:, cells], validate=False, name=f"{k} cells of {self.grid.name}")
-        spot = check_privacy_log(log_rows, sub, epsilon=self.epsilon, tol=tol)
+        spot = check_privacy_log(log_rows, sub, epsilon=self.epsilon, rtol=tol)
         reason = (
             f"spot check of {k} rows ({k * (k - 1) // 2} pairs × {self.n} outputs): "
-            + ("no violation" if spot.holds else f"VIOLATION at {spot.worst} (excess {spot.excess:.3g})")
+            + ("no violation" if spot.ok else f"VIOLATION at {spot.worst} (excess {spot.excess:.3g})")
             + f", largest ratio / distance = {spot.smallest_epsilon:.12g} (ε = {self.epsilon:g})"
         )
-        return SpotCheck(bool(spot.holds), spot, cells, reason)
+        return SpotCheck(bool(spot.ok), spot, cells, reason)
 
     # -- sampling -----------------------------------------------------------------------------
     @property

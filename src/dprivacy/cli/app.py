@@ -18,6 +18,18 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
+def _ascii_float(text: str) -> float:
+    """argparse type of every numeric option: a number written with ASCII characters only (Python's
+    float() also reads '１' and ' 1 ', which a user did not mean as 1)."""
+    import re
+
+    if not re.fullmatch(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)", text,
+                        flags=re.ASCII | re.IGNORECASE):
+        raise argparse.ArgumentTypeError(f"expected a number written with the ASCII digits 0-9 (e.g. 0.5 or 1e-3), "
+                                         f"got {text!r}")
+    return float(text)
+
+
 class CliError(Exception):
     """An error to report on one line with exit status 2."""
 
@@ -94,6 +106,10 @@ def _emit(report: dict, as_json: bool, title: str) -> None:
     Console().print(table)
 
 
+#: ``design --mechanism optimal`` stops after this many seconds unless --time-limit says otherwise, with
+#: the best certified mechanism found and its gap (documented in --help and README).
+DEFAULT_LP_TIME_LIMIT = 300.0
+
 #: Above this many log-ratio comparisons (pairs × outputs) `design` spot-checks rows instead of
 #: checking every pair (a full check of a 10,000-point Euclidean grid would compare ~5·10¹¹).
 FULL_CHECK_WORK = 3e9
@@ -109,18 +125,18 @@ def _privacy_figures(ch, space, epsilon) -> dict:
     pairs = space.constraint_pairs()[0].size
     if pairs * ch.n_outputs <= FULL_CHECK_WORK:
         pc = measures.check_privacy(ch, space, epsilon=epsilon)
-        return {"is_private": pc.holds, "smallest_epsilon": pc.smallest_epsilon, "_result": pc}
+        return {"is_private": pc.ok, "smallest_epsilon": pc.smallest_epsilon, "_result": pc}
     rng = np.random.default_rng(0)
     rows = np.sort(rng.choice(space.n, size=SPOT_ROWS, replace=False))
     sub = MetricSpace(space.distances_from(rows)[:, rows], validate=False)
     pc = measures.check_privacy(ch.matrix[rows], sub, epsilon=epsilon)
     return {
         # A spot check can refute privacy but not certify it: is_private stays unknown unless it fails.
-        "is_private": None if pc.holds else False,
+        "is_private": None if pc.ok else False,
         "smallest_epsilon": None,
         "privacy_spot_check": (
             f"{SPOT_ROWS} random rows, all {SPOT_ROWS * (SPOT_ROWS - 1) // 2} pairs among them × {ch.n_outputs} outputs: "
-            + ("no violation" if pc.holds else f"VIOLATION at rows {rows[pc.worst[0]]}, {rows[pc.worst[1]]}, output {pc.worst[2]}")
+            + ("no violation" if pc.ok else f"VIOLATION at rows {rows[pc.worst[0]]}, {rows[pc.worst[1]]}, output {pc.worst[2]}")
             + f", largest ratio / distance {pc.smallest_epsilon:.12g}; the full check would compare "
             f"{pairs:.3g} pairs × {ch.n_outputs} outputs"
         ),
@@ -141,7 +157,7 @@ def _channel_figures(ch, space, epsilon, prior) -> dict:
         "min_entropy_leakage_bits": measures.min_entropy_leakage(ch, prior),
         "min_capacity_bits": measures.min_capacity(ch),
     }
-    if not pc.holds and pc.worst is not None and math.isinf(pc.worst_ratio):
+    if not pc.ok and pc.worst is not None and math.isinf(pc.worst_ratio):
         d = space.distances
         span = epsilon * float(np.max(np.where(np.isfinite(d), d, 0.0)))
         if span > 700:  # e^{-700} is near the smallest positive float64
@@ -230,6 +246,8 @@ def _lp_options(args, space) -> dict:
     if lp and args.mechanism != "optimal":
         raise CliError(f"dprivacy: error: --method/--gap/--time-limit/--loss/--gain/--dilation apply to --mechanism "
                        f"optimal, not {args.mechanism}")
+    if args.mechanism == "optimal" and "time_limit" not in lp:
+        lp["time_limit"] = DEFAULT_LP_TIME_LIMIT  # never unbounded from the command line
     return lp
 
 
@@ -261,6 +279,51 @@ class _lp_progress:
         return False
 
 
+#: ε times the largest finite distance may be at most this: float64 overflows near 1.8e308, and the
+#: mechanisms multiply ε·d by small factors (ε·d/2, 2ε·d) on the way.
+MAX_SCALED_DIAMETER = 1e300
+
+
+def _check_scale(space, eps: float) -> None:
+    """Refuse an ε whose ε·d overflows float64 (one line naming ε and the diameter, not numpy's
+    "overflow encountered in multiply")."""
+    import numpy as np
+
+    from ..spaces import GridSpace
+
+    if space.n < 2:
+        return
+    if isinstance(space, GridSpace):
+        diam = float(space.offset_distance(space.width - 1, space.height - 1))
+    else:
+        d = space.distances
+        fin = d[np.isfinite(d)]
+        diam = float(fin.max()) if fin.size else 0.0
+    if not np.isfinite(diam):
+        raise CliError(f"dprivacy: error: the largest distance of {space.name} overflows float64; use a smaller step or scale")
+    with np.errstate(over="ignore"):
+        scaled = eps * diam
+    if scaled > MAX_SCALED_DIAMETER:
+        raise CliError(f"dprivacy: error: --epsilon {eps:g} times the largest distance of {space.name} ({diam:g}) is "
+                       f"{scaled:.3g}, over {MAX_SCALED_DIAMETER:g}: float64 cannot carry ε·d that large; expected "
+                       f"--epsilon at most {MAX_SCALED_DIAMETER / diam:.3g} here (any ε·d above ~745 already gives "
+                       "probabilities e^(-ε·d) that are 0 in float64)")
+
+
+def _check_save_path(save) -> None:
+    """``--save PATH``: refuse an empty path or a folder before any work (an empty --save used to exit 0
+    having saved nothing)."""
+    if save is None:
+        return
+    if not str(save).strip():
+        raise CliError("dprivacy design: error: --save needs a file path (PATH.npy), got an empty string")
+    p = Path(save)
+    if p.is_dir():
+        raise CliError(f"dprivacy design: error: --save {save!r} is a folder, expected a file path (PATH.npy)")
+    if not p.parent.exists() and str(p.parent) not in ("", "."):
+        raise CliError(f"dprivacy design: error: --save {save!r}: the folder {str(p.parent)!r} does not exist")
+
+
 def cmd_design(args) -> None:
     import numpy as np
 
@@ -268,17 +331,31 @@ def cmd_design(args) -> None:
     from .registry import build
     from .specs import parse_space
 
+    from . import guards
+
     t0 = time.perf_counter()
     eps = check_epsilon(args.epsilon)
+    _check_save_path(args.save)
+    guards.guard_design(args.space, args.mechanism)  # the whole pipeline, from the spec's size alone
     space = parse_space(args.space)
-    prior = _prior(args.prior, space.n)
     from ..spaces import DENSE_LIMIT_BYTES, GridSpace
+
+    if guards.spec_points(args.space) is None:  # matrix:/graph: — the size is known once read
+        guards.guard_design(args.space, args.mechanism, n=space.n, grid=isinstance(space, GridSpace))
+    _check_scale(space, eps)
+    prior = _prior(args.prior, space.n)
 
     implicit_ok = args.mechanism == "tight-constraints" and isinstance(space, GridSpace)
     if not implicit_ok and 8 * space.n * space.n > DENSE_LIMIT_BYTES:
         raise CliError(f"dprivacy: error: {args.mechanism} on {space.name} needs a dense {space.n}x{space.n} channel "
                        f"({8 * space.n * space.n / 2**30:.1f} GiB), over the {DENSE_LIMIT_BYTES / 2**30:.0f} GiB limit")
     lp = _lp_options(args, space)
+    if args.mechanism == "optimal":
+        from ..mechanisms.optimal import lp_plan
+
+        plan, rows = lp_plan(space, gain=lp.get("gain"), loss=lp.get("loss"), method=lp.get("method", "auto"))
+        if plan == "full":
+            guards.guard_design(args.space, "optimal", n=space.n, grid=isinstance(space, GridSpace), lp_rows=rows)
     if args.mechanism == "optimal":
         with _lp_progress(True) as progress:
             out = build(args.mechanism, space, epsilon=eps, prior=prior, lp={**lp, "progress": progress})
@@ -316,30 +393,39 @@ def cmd_check(args) -> None:
     from ..channels import Channel
     from .specs import parse_space
 
+    from .guards import guard_check
+
     t0 = time.perf_counter()
     eps = check_epsilon(args.epsilon)
+    guard_check(args.matrix, args.space)  # rows against points, and memory, before reading or building
     h = _channel(args.matrix, args.normalize)
     space = parse_space(args.space)
+    _check_scale(space, eps)
     r = measures.check_privacy(h, space, epsilon=eps)
     report = {
         "space": space.name,
         "n": space.n,
         "epsilon": eps,
-        "is_private": r.holds,
+        "is_private": r.ok,
         "smallest_epsilon": r.smallest_epsilon,
         "worst": None if r.worst is None else {"y": r.worst[0], "y_prime": r.worst[1], "z": r.worst[2], "log_ratio": r.worst_ratio, "distance": r.distance},
         "pairs_checked": r.pairs_checked,
         "seconds": time.perf_counter() - t0,
     }
     _emit(report, args.json, f"d-privacy check at epsilon={eps:g}")
-    return 0 if r.holds else EXIT_NO
+    return 0 if r.ok else EXIT_NO
 
 
 def cmd_leakage(args) -> None:
     from .. import measures
     from ..channels import Channel
 
+    from .guards import BASE_BYTES, matrix_shape, refuse_over_memory
+
     t0 = time.perf_counter()
+    shape = matrix_shape(args.matrix)
+    if shape is not None:
+        refuse_over_memory(BASE_BYTES + 3 * 8.0 * shape[0] * shape[1], f"the leakage of the {shape[0]:,}x{shape[1]:,} channel")
     h = _channel(args.matrix, args.normalize)
     prior = _prior(args.prior, h.n_inputs)
     report = {
@@ -361,7 +447,10 @@ def cmd_threshold(args) -> None:
     from .specs import parse_space
     from ..threshold import tight_threshold
 
+    from .guards import guard_threshold
+
     t0 = time.perf_counter()
+    guard_threshold(args.space)
     space = parse_space(args.space)
     r = tight_threshold(space, tol=args.tol)
     mono = r.monotone_checked
@@ -375,7 +464,7 @@ def cmd_threshold(args) -> None:
         "certified": r.certified,
         "always_exists": r.always_exists,
         "solves": r.solves,
-        "monotone_above": None if mono is None else mono.holds,
+        "monotone_above": None if mono is None else mono.ok,
         "monotone_failures": None if mono is None else [list(f) for f in mono.failures],
         "reason": r.reason,
         "seconds": time.perf_counter() - t0,
@@ -388,9 +477,13 @@ def cmd_prior(args) -> None:
     from .._validate import check_epsilon
     from .specs import parse_space
 
+    from .guards import guard_prior
+
     t0 = time.perf_counter()
     eps = check_epsilon(args.epsilon)
+    guard_prior(args.space)
     space = parse_space(args.space)
+    _check_scale(space, eps)
     prior = _prior(args.prior, space.n)
     # Through the front door regularity() (dense, structured or closed form, picked by the library).
     ub = bounds.utility_bound(space, prior, epsilon=eps)
@@ -405,9 +498,9 @@ def cmd_prior(args) -> None:
         "certainty": reg.certainty,
         "margin": reg.margin,
         "mu_sum": reg.mu_sum if reg.regular else None,
-        "utility_bound": ub.value if ub.applicable else None,
-        "leakage_bound_bits": lb.value if lb.applicable else None,
-        "reason": "" if reg.regular else reg.reason,
+        "utility_bound": ub.value if ub.ok else None,
+        "leakage_bound_bits": lb.value if lb.ok else None,
+        "reason": reg.reason,
         "sources": {"utility_bound": ub.source, "leakage_bound_bits": lb.source},
     }
     if args.certificate:
@@ -766,7 +859,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("design", help="build a mechanism on a space and report privacy, utility and leakage")
     d.add_argument("space", metavar="SPACE", help=SPEC_HELP)
-    d.add_argument("--epsilon", type=float, required=True, help="privacy level ε (the metric is ε·d)")
+    d.add_argument("--epsilon", type=_ascii_float, required=True, help="privacy level ε (the metric is ε·d)")
     d.add_argument("--mechanism", required=True, choices=list(BUILDERS), metavar="NAME", help=", ".join(BUILDERS))
     d.add_argument("--prior", default="uniform", help="'uniform' (default) or a .npy/.csv/.txt file")
     d.add_argument("--save", metavar="PATH.npy", help="save the channel matrix")
@@ -774,17 +867,18 @@ def make_parser() -> argparse.ArgumentParser:
     lp = d.add_argument_group("optimal mechanism (--mechanism optimal)")
     lp.add_argument("--method", choices=["auto", "full", "constraint-generation", "spanner"],
                     help="LP algorithm (default auto: the full LP on graph metrics and small spaces, else constraint generation)")
-    lp.add_argument("--gap", type=float, metavar="G", help="stop when the relative gap between value and bound is at most G (default 1e-7)")
-    lp.add_argument("--time-limit", type=float, metavar="S", help="stop after S seconds with the best certified mechanism and its gap")
+    lp.add_argument("--gap", type=_ascii_float, metavar="G", help="stop when the relative gap between value and bound is at most G (default 1e-7)")
+    lp.add_argument("--time-limit", type=_ascii_float, metavar="S", help="stop after S seconds (default 300) with the best "
+                    "certified mechanism and its gap")
     lp.add_argument("--loss", metavar="distance|squared|FILE", help="minimise an expected loss: the distance, its square, or an n×k matrix file")
     lp.add_argument("--gain", metavar="binary|FILE", help="maximise an expected gain: binary (default, Bayes vulnerability) or an n×k matrix file")
-    lp.add_argument("--dilation", type=float, metavar="T", help="spanner dilation for --method spanner (default 1.1)")
+    lp.add_argument("--dilation", type=_ascii_float, metavar="T", help="spanner dilation for --method spanner (default 1.1)")
     d.set_defaults(func=cmd_design)
 
     c = sub.add_parser("check", help="check that a channel matrix is ε·d-private on a space (exit 0: private, 1: not private, 2: bad input)")
     c.add_argument("matrix", metavar="MATRIX.npy")
     c.add_argument("space", metavar="SPACE", help=SPEC_HELP)
-    c.add_argument("--epsilon", type=float, required=True)
+    c.add_argument("--epsilon", type=_ascii_float, required=True)
     c.add_argument("--normalize", action="store_true", help="rescale rows that sum to 1 only within 1e-6")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_check)
@@ -798,13 +892,13 @@ def make_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("threshold", help="the smallest ε from which the tight-constraints mechanism exists")
     t.add_argument("space", metavar="SPACE", help=SPEC_HELP)
-    t.add_argument("--tol", type=float, default=None, help="width of the certified bracket (default 1e-4 / the smallest distance)")
+    t.add_argument("--tol", type=_ascii_float, default=None, help="width of the certified bracket (default 1e-4 / the smallest distance)")
     t.add_argument("--json", action="store_true")
     t.set_defaults(func=cmd_threshold)
 
     pr = sub.add_parser("prior", help="is a prior ε·d-regular? its utility and leakage bounds (seed 000 Thm 2, Prop 5)")
     pr.add_argument("space", metavar="SPACE", help=SPEC_HELP)
-    pr.add_argument("--epsilon", type=float, required=True)
+    pr.add_argument("--epsilon", type=_ascii_float, required=True)
     pr.add_argument("--prior", required=True, help="'uniform' or a .npy/.csv/.txt file")
     pr.add_argument("--certificate", action="store_true", help="also print μ, γ and the numerical error bound")
     pr.add_argument("--json", action="store_true")
@@ -813,7 +907,7 @@ def make_parser() -> argparse.ArgumentParser:
     ob = sub.add_parser("obfuscate", help="obfuscate the points of a CSV/Parquet/GeoJSON file with geodesic planar Laplace")
     ob.add_argument("input", metavar="INPUT", help="a .csv, .csv.gz, .parquet or .geojson file of points in degrees")
     ob.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="the obfuscated file (format by extension); a sidecar OUTPUT.dprivacy.json is written beside it")
-    ob.add_argument("--epsilon", type=float, help="ε per --unit of distance (geo-indistinguishability)")
+    ob.add_argument("--epsilon", type=_ascii_float, help="ε per --unit of distance (geo-indistinguishability)")
     ob.add_argument("--unit", choices=["m", "km"], default="km", help="unit of distance for --epsilon (default km)")
     ob.add_argument("--accuracy", metavar="R@P", help="instead of --epsilon: the ε whose displacement is at most R with probability P, e.g. 500m@95%%")
     ob.add_argument("--lat", help="latitude column (default: found by name)")
@@ -832,10 +926,10 @@ def make_parser() -> argparse.ArgumentParser:
     ob.add_argument("--prior-from", metavar="FILE", help="instead of --prior: estimate it from a public file of points")
     ob.add_argument("--remap", action="store_true", help="grid mechanisms: replace each output by the cell that minimises "
                     "the expected distance for the prior (post-processing: same ε, smaller error)")
-    ob.add_argument("--time-limit", type=float, help="optimal: stop the linear program after this many seconds (default 300) "
+    ob.add_argument("--time-limit", type=_ascii_float, help="optimal: stop the linear program after this many seconds (default 300) "
                     "and use the best certified mechanism found, its gap recorded; grids over 600 cells are refused")
     ob.add_argument("--user", metavar="COL", help="the column identifying the person of each row (with --budget)")
-    ob.add_argument("--budget", type=float, help="total ε per user (units of --epsilon): rows beyond ⌊budget/ε⌋ per user are suppressed and counted")
+    ob.add_argument("--budget", type=_ascii_float, help="total ε per user (units of --epsilon): rows beyond ⌊budget/ε⌋ per user are suppressed and counted")
     ob.add_argument("--coords", choices=["degrees", "semicircles"], default="degrees",
                     help="unit of the coordinate columns: degrees (default) or Garmin/FIT semicircles (2^31 per 180°), read and written as such")
     ob.add_argument("--key", metavar="COL", help="with --seed: each record's noise depends only on the seed and its (unique) key, "
@@ -852,9 +946,9 @@ def make_parser() -> argparse.ArgumentParser:
     se.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="the released series (time and reading columns only); a sidecar OUTPUT.dprivacy.json is written beside it")
     se.add_argument("--column", required=True, help="the readings' column")
     se.add_argument("--time", help="the time column (kept in the output; needed for --per)")
-    se.add_argument("--epsilon", type=float, required=True, help="ε per --unit of reading difference")
+    se.add_argument("--epsilon", type=_ascii_float, required=True, help="ε per --unit of reading difference")
     se.add_argument("--metric", choices=["d1", "dinf"], default="d1", help="d1: total change over the readings; dinf: every reading at once (ε/n per reading)")
-    se.add_argument("--unit", type=float, default=1.0, help="resolution of the readings: distance 1 = this much (default 1)")
+    se.add_argument("--unit", type=_ascii_float, default=1.0, help="resolution of the readings: distance 1 = this much (default 1)")
     se.add_argument("--per", choices=["hour", "day"], help="also report sums and means of the released readings per period")
     se.add_argument("--seed", type=int, help="reproducible research mode (NOT for release); default: cryptographic randomness")
     se.add_argument("--force", action="store_true", help="replace OUTPUT if it exists")
@@ -875,7 +969,7 @@ def make_parser() -> argparse.ArgumentParser:
     ev.add_argument("--prior-from", metavar="FILE", help="grid measures: the prior estimated from a file of points")
     ev.add_argument("--sweep", metavar="LO:HI:N", help="privacy–utility curve over N values of ε from LO to HI (the release's unit)")
     ev.add_argument("--mechanisms", metavar="A,B", help="mechanisms of the sweep: planar-laplace-grid, tight-constraints, optimal (default: the release's)")
-    ev.add_argument("--time-limit", type=float, help="optimal: seconds per linear program (default 300; the best certified "
+    ev.add_argument("--time-limit", type=_ascii_float, help="optimal: seconds per linear program (default 300; the best certified "
                     "mechanism found by then is measured); grids over 600 cells are refused")
     ev.add_argument("--png", metavar="FILE", help="write the figure (map on a land/sea base layer, displacement, sweep)")
     ev.add_argument("--html", metavar="FILE", help="write a self-contained HTML page (figure embedded, no network needed)")
@@ -887,7 +981,7 @@ def make_parser() -> argparse.ArgumentParser:
     qy.add_argument("table", metavar="TABLE", help="a .csv, .csv.gz or .parquet table")
     qy.add_argument("--query", required=True, help="count, kcount:COL1,COL2,... (true/false columns), sum:COL, avg:COL or "
                     "percentile:COL:P (median: P = 50)")
-    qy.add_argument("--epsilon", type=float, required=True)
+    qy.add_argument("--epsilon", type=_ascii_float, required=True)
     qy.add_argument("--where", help="one true/false condition on a row, e.g. \"Region = 'West'\" (no subquery, comment or ';'); "
                     "under --privacy d1|normalized-d1|dinf its columns are treated as public")
     qy.add_argument("--group-by", help="answer per value of this column (its distinct values are public; standard: ε/2 per "
@@ -902,14 +996,16 @@ def make_parser() -> argparse.ArgumentParser:
     qy.add_argument("--prior", help="--mechanism optimal only: 'uniform' or a file of weights on the possible answers")
     qy.add_argument("--skip-invalid", action="store_true", help="leave empty or non-numeric values out as nulls and count them")
     qy.add_argument("--budget-file", help="a ledger of ε spent on this table across calls")
-    qy.add_argument("--budget", type=float, help="the total ε allowed on this table")
+    qy.add_argument("--budget", type=_ascii_float, help="the total ε allowed on this table")
     qy.add_argument("--change-budget", action="store_true", help="allow --budget to differ from the budget recorded in the "
                     "ledger (never below what was spent); without it a different --budget is refused")
     qy.add_argument("--seed", type=int, help="reproducible research mode (NOT for release)")
     qy.add_argument("--json", action="store_true")
     qy.set_defaults(func=cmd_query)
 
-    r = sub.add_parser("reproduce", help="recompute the papers' tables, figures and claims into a report")
+    r = sub.add_parser("reproduce", help="recompute the papers' tables, figures and claims into a report",
+                       add_help=False, formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("-h", "--help", action=_ReproduceHelp, help="show this help (with the experiment ids) and exit")
     r.add_argument("--out", default="dprivacy-report", metavar="DIR", help="report folder (default ./dprivacy-report)")
     r.add_argument("--quick", action="store_true", help="shrink the slow experiments (said so in the report)")
     r.add_argument("--only", nargs="+", metavar="ID", help="run only these experiment ids (see --list)")
@@ -917,6 +1013,22 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_reproduce)
     return p
+
+
+class _ReproduceHelp(argparse.Action):
+    """``reproduce --help``: the usual help followed by every experiment id and what it recomputes (the
+    experiment modules load only here, so that the other commands start fast)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from ..experiments.registry import load_all
+
+        lines = [f"  {exp.id:<24} seed {exp.paper}  {exp.title}" for exp in load_all().values()]
+        parser.epilog = "experiment ids (for --only):\n" + "\n".join(lines)
+        parser.print_help()
+        parser.exit()
 
 
 def _version() -> str:
@@ -943,14 +1055,14 @@ def _join_negative_values(argv: list) -> list:
 
 
 def main(argv=None) -> int:
-    import numpy as np
-
-    # An overflow or an invalid operation (inf − inf, 0·inf) is a number the command cannot stand behind:
-    # make it an error with one line rather than a multi-line warning followed by NaN in the output.
-    np.seterr(over="raise", invalid="raise")
     try:
-        parser = make_parser()
+        parser = make_parser()  # numpy is not imported before the arguments are parsed: --version stays fast
         args = parser.parse_args(_join_negative_values(sys.argv[1:] if argv is None else list(argv)))
+        import numpy as np
+
+        # An overflow or an invalid operation (inf − inf, 0·inf) is a number the command cannot stand behind:
+        # make it an error with one line rather than a multi-line warning followed by NaN in the output.
+        np.seterr(over="raise", invalid="raise")
         code = args.func(args)
         return 0 if code is None else int(code)
     except CliError as exc:

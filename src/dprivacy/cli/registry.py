@@ -44,20 +44,14 @@ def _truncated_geometric(space, epsilon):
     return truncated_geometric(space, epsilon=epsilon)
 
 
-def _geometric(space, epsilon):
-    from ..mechanisms.geometric import geometric
-
-    return geometric(space, epsilon=epsilon)
-
-
 def _exponential(space, epsilon):
-    from ..mechanisms.exponential import exponential
+    from ..mechanisms import exponential
 
     return exponential(space, epsilon=epsilon)
 
 
 def _randomized_response(space, epsilon):
-    from ..mechanisms.randomized_response import randomized_response
+    from ..mechanisms import randomized_response
 
     return randomized_response(space, epsilon=epsilon)
 
@@ -113,9 +107,10 @@ def _optimal(space, epsilon, prior=None, **lp):
         "bound": r.bound,
         "gap": r.gap,
         "status": getattr(r, "status", None),
-        "solver_message": getattr(r, "message", ""),
+        "solver_message": r.solver_message,
         "certified_smallest_epsilon": r.smallest_epsilon,
         "lp_seconds": r.seconds,
+        "time_limit": lp.get("time_limit"),
         "lp_constraints": r.n_constraints,
         "lp_variables": r.n_variables,
     }
@@ -123,7 +118,7 @@ def _optimal(space, epsilon, prior=None, **lp):
         details["rounds"] = r.rounds
     if r.method == "spanner":
         details["dilation"] = r.dilation
-    if r.success and not r.private:
+    if r.solved and not r.private:
         details["lp_smallest_epsilon"] = r.smallest_epsilon
     # Never "exists" with a channel that fails the privacy check: ok = solved and certified.
     return Outcome("optimal", r.ok, r.channel if r.ok else None, "" if r.ok else r.reason, details)
@@ -138,7 +133,6 @@ def _symmetric(space, epsilon, prior=None):
 
 BUILDERS: dict[str, Callable] = {
     "truncated-geometric": _always(_truncated_geometric, "truncated-geometric"),
-    "geometric": _always(_geometric, "geometric"),
     "exponential": _always(_exponential, "exponential"),
     "randomized-response": _always(_randomized_response, "randomized-response"),
     "laplace": _always(_laplace, "laplace"),

@@ -32,12 +32,18 @@ SPEC_HELP = (
 MAX_DIGITS = 9
 
 
+#: Numbers in a spec are written with the ASCII digits 0-9 only (no spaces, no other scripts' digits).
+_DIGITS = re.compile(r"[0-9]+", flags=re.ASCII)
+_NUMBER = re.compile(r"[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+\.(?:[eE][+-]?[0-9]+)?", flags=re.ASCII)
+
+
 def _ints(spec: str, body: str, count: int) -> list[int]:
     parts = body.split(",")
-    if len(parts) != count or not all(re.fullmatch(r"\d+", p.strip()) for p in parts):
+    if len(parts) != count or not all(_DIGITS.fullmatch(p) for p in parts):
         want = ",".join("N" * 1 for _ in range(count))
-        raise ValueError(f"bad SPACE spec {spec[:60]!r}: expected {count} positive integer(s) after the colon ({want})")
-    if any(len(p.strip().lstrip("0")) > MAX_DIGITS for p in parts):
+        raise ValueError(f"bad SPACE spec {spec[:60]!r}: expected {count} positive integer(s) after the colon ({want}), "
+                         "written with the ASCII digits 0-9 and no spaces")
+    if any(len(p.lstrip("0")) > MAX_DIGITS for p in parts):
         raise ValueError(f"bad SPACE spec {spec[:40]!r}...: a number has more than {MAX_DIGITS} digits")
     return [int(p) for p in parts]
 
@@ -99,12 +105,15 @@ def parse_space(spec: str) -> "MetricSpace":
         return kcount_space(a, b)
     if kind == "grid":
         parts = body.split(":")
-        m = re.fullmatch(r"(\d+)x(\d+)", parts[0].strip())
+        m = re.fullmatch(r"([0-9]+)x([0-9]+)", parts[0], flags=re.ASCII)
         if not m:
-            raise ValueError(f"bad SPACE spec {spec!r}: grid needs WxH, e.g. grid:100x100")
+            raise ValueError(f"bad SPACE spec {spec!r}: grid needs WxH written with the ASCII digits 0-9 and no "
+                             "spaces, e.g. grid:100x100")
+        if any(len(g.lstrip("0")) > MAX_DIGITS for g in m.groups()):
+            raise ValueError(f"bad SPACE spec {spec[:40]!r}...: a number has more than {MAX_DIGITS} digits")
         metric, step = None, None
         for p in parts[1:]:
-            p = p.strip().lower()
+            p = p.lower()
             if p in ("euclidean", "manhattan", "chebyshev"):
                 if metric is not None:
                     raise ValueError(f"bad SPACE spec {spec!r}: two metrics ({metric} and {p}); give one")
@@ -112,10 +121,10 @@ def parse_space(spec: str) -> "MetricSpace":
             elif p.startswith("step="):
                 if step is not None:
                     raise ValueError(f"bad SPACE spec {spec!r}: step given twice")
-                try:
-                    step = float(p[5:])
-                except ValueError:
-                    raise ValueError(f"bad SPACE spec {spec!r}: step must be a number, got {p[5:]!r}") from None
+                if not _NUMBER.fullmatch(p[5:]):
+                    raise ValueError(f"bad SPACE spec {spec!r}: step must be a positive number written with ASCII "
+                                     f"digits (e.g. step=0.5 or step=1e3), got {p[5:]!r}")
+                step = float(p[5:])
             else:
                 raise ValueError(
                     f"bad SPACE spec {spec!r}: unknown grid option {p!r} (expected euclidean, manhattan, chebyshev or step=S)"

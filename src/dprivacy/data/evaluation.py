@@ -71,7 +71,7 @@ def grid_measures(grid, name: str, epsilon_m: float, prior: np.ndarray, *, time_
         return out
     v0 = prior_vulnerability(prior)
     v = posterior_vulnerability(mech, prior)
-    _, before, after = distance_remap(mech, prior, grid.space())
+    _, before, after = distance_remap(mech, grid.space(), prior)
     out.update(exists=True, prior_vulnerability=v0, posterior_vulnerability=v,
                min_entropy_leakage_bits=float(math.log2(v / v0)), expected_displacement_m=before, adversary_error_m=after,
                distances="between cell centres (a released point's measured displacement also includes its snapping to the cell)")

@@ -139,7 +139,7 @@ def load_grid_prior(grid: LocationGrid, prior=None, prior_from=None, *, lat=None
     return as_prior(a / a.sum(), grid.n, name=f"prior from {prior}"), {"prior": f"from {prior}"}
 
 
-def distance_remap(mechanism, prior: np.ndarray, space, *, block: int = 1024) -> tuple[np.ndarray, float, float]:
+def distance_remap(mechanism, space, prior: np.ndarray, *, block: int = 1024) -> tuple[np.ndarray, float, float]:
     """The Bayes-optimal remap for the expected distance: output z ↦ argmin_w Σ_x π_x K[x, z] d(x, w)
     (the optimal remap of seed 000 §3.4 with the gain −d, as :func:`dprivacy.measures.utility` computes
     it for a gain matrix; here in blocks of outputs so that memory stays at O(|support(π)|·n) instead
@@ -237,7 +237,7 @@ def build_grid_release(grid: LocationGrid, mechanism: str, *, epsilon_m: float, 
         info["sampler"] = smp
     rel = GridRelease(grid, mech, None, info)
     if remap:
-        r, before, after = distance_remap(mech, pi, space)
+        r, before, after = distance_remap(mech, space, pi)
         rel.remap = r
         info["remap"] = {"loss": "expected distance (m) for the prior", "expected_distance_m_without": before,
                          "expected_distance_m_with": after}

@@ -376,7 +376,7 @@ def example3(ctx: Context) -> Outcome:
         """(RegularityResult, Prop 5 bound) at ε, one factorization of Φ per ε."""
         e = round(float(e), 10)
         if e not in cache:
-            t = priors.RegularityTester(space, e)
+            t = priors.RegularityTester(space, epsilon=e)
             cache[e] = (t.test(pi), bounds.leakage_bound(space, pi, epsilon=e, tester=t))
         return cache[e]
 
@@ -392,7 +392,7 @@ def example3(ctx: Context) -> Outcome:
     below = max((e for e, ok, _ in tested if not ok and (first is None or e < first)), default=None)
     # 2. Other readings of "regular".
     tol_first, tol_seen = first_true_on_grid(lambda e: float(at(e)[0].mu.min()) >= -MU_TOL, 0.30, 1.0)
-    ratio_eps = measures.check_prior_privacy(pi, space, epsilon=1.0).smallest_epsilon  # Prop 1 condition only
+    ratio_eps = measures.check_prior_privacy(space, pi, epsilon=1.0).smallest_epsilon  # Prop 1 condition only
 
     def prop2_ok(e):
         low, up = priors.probability_bounds(space, epsilon=float(e))
@@ -412,8 +412,8 @@ def example3(ctx: Context) -> Outcome:
     valid, formula_only, thm3, tight_leak = [], [], [], []
     for e in xs:
         b = at(e)[1]
-        valid.append(b.value if b.applicable else None)
-        formula_only.append(None if b.applicable else b.formula_value)
+        valid.append(b.value if b.ok else None)
+        formula_only.append(None if b.ok else b.formula_value)
         thm3.append(bounds.database_leakage_bound(EX3_U, len(EX3_P), epsilon=float(e)).value)
         tc = tight_constraints(space, epsilon=float(e))
         tight_leak.append(measures.min_entropy_leakage(tc.channel, pi) if tc.exists else None)
@@ -569,7 +569,7 @@ def _case_study(ctx: Context, *, space, key: str, where: str, star_pub: float, r
               True, bool(r_hi is not None and r_hi.exists and not r_hi.singular and r_hi.nullity == 0),
               note=f"1-norm condition number at ε = {hi:.5f}: {r_hi.condition:.3g}." if r_hi is not None and r_hi.condition else ""),
         Claim(f"000-{key}-exists-above", P, f"{where}: the tight-constraints mechanism exists for every ε above the minimum",
-              True, bool(th.monotone_checked is not None and th.monotone_checked.holds and all(s != "absent" for s in above)),
+              True, bool(th.monotone_checked is not None and th.monotone_checked.ok and all(s != "absent" for s in above)),
               note=f"Existence verified at {len(th.monotone_checked.epsilons) if th.monotone_checked else 0} ε in ({hi:.4g}, "
                    f"{3 * hi:.4g}] and at every plotted ε above ε*."),
         Claim(f"000-{key}-tight-better", P, f"{where}: the tight-constraints mechanism has higher utility than the geometric",
@@ -601,7 +601,7 @@ def fig6a(ctx: Context) -> Outcome:
     g_ok = measures.check_privacy(truncated_geometric(space, epsilon=e0), space, epsilon=e0)
     g_bad = measures.smallest_epsilon(truncated_geometric(line, epsilon=e_bad), space)
     extra = [Claim("000-fig6a-geometric-private", P, "§7.1: the geometric mechanism used is ε-DP on the sum query's graph "
-                   "(ε/v per unit step; checked at ε = 1)", True, bool(g_ok.holds and abs(g_ok.smallest_epsilon - e0) < 1e-9),
+                   "(ε/v per unit step; checked at ε = 1)", True, bool(g_ok.ok and abs(g_ok.smallest_epsilon - e0) < 1e-9),
                    note=f"Smallest ε for which it is private: {g_ok.smallest_epsilon:.6f}. With ε per unit step instead, the "
                         f"smallest ε is v·ε (at ε = {e_bad}: {g_bad:.6f}): that variant is not ε-DP; its curve is shown for comparison only.",
                    readings=[{"reading": f"geometric with ε per unit step: smallest ε on the sum graph at ε = {e_bad}", "value": g_bad}])]
@@ -662,7 +662,7 @@ def fig6b(ctx: Context) -> Outcome:
     manh_small = [float(e) for e in (0.1, 0.5) if tight_constraints(manh, epsilon=float(e)).exists]
     extra = [Claim("000-fig6b-geometric-private", P, "§7.1: geometric applied independently to each count, ε/2 per count, is "
                    "ε-DP for the 2-count graph (king's graph, checked at ε = 1)", True,
-                   bool(ok.holds and abs(ok.smallest_epsilon - e0) < 1e-9),
+                   bool(ok.ok and abs(ok.smallest_epsilon - e0) < 1e-9),
                    note=f"One individual changes both counts, so the product of two ε'-geometrics is ε'·(|Δ₁| + |Δ₂|)-private and "
                         f"(|Δ₁| + |Δ₂|) ≤ 2·max(|Δ₁|, |Δ₂|): ε' = ε/2 makes it ε-DP, and the smallest ε for which it is private is "
                         f"{ok.smallest_epsilon:.6f} (a diagonal step is the worst). With ε per count the smallest ε is {bad:.6f} = 2ε: "
@@ -715,7 +715,7 @@ def sec6(ctx: Context) -> Outcome:
     e = float(th.epsilon_star) * 1.05
     H = tight_constraints(sp, epsilon=e).channel
     G = truncated_geometric(sp, epsilon=e)
-    tester = priors.RegularityTester(sp, e)
+    tester = priors.RegularityTester(sp, epsilon=e)
     pis = priors.sample_regular_priors(sp, epsilon=e, size=25, rng=0)
     gap, geo_ok = 0.0, True
     for p in pis:

@@ -239,7 +239,7 @@ def fig7(ctx: Context) -> Outcome:
     sum_mu_dense = None
     if not ctx.quick:
         b = bounds.utility_bound(dense_grid, uniform, epsilon=DENSE_EPS)
-        sum_mu_dense = b.value if b.applicable else None
+        sum_mu_dense = b.value if b.ok else None
         if sum_mu_dense is not None:
             gaps[f"explicit channel vs Σμ from the dense solve of μΦ = u at ε = {DENSE_EPS:g}"] = abs(u_explicit - sum_mu_dense)
     del mech_dense, dense_grid
@@ -275,7 +275,7 @@ def fig7(ctx: Context) -> Outcome:
     at = {round(x, 10): i for i, x in enumerate(xs)}
     ratio_list = [ratios.get(e) for e in RATIO_EPS]
     above = [s for x, s in zip(xs, status) if x >= hi]
-    pl_ok = all(c.holds for _, c, _ in pl_checks)
+    pl_ok = all(c.ok for _, c, _ in pl_checks)
     pl_excess = max(c.smallest_epsilon / e for e, c, _ in pl_checks)
     pl_rel = max(r for _, _, r in pl_checks)
     ccs = {e: e - ccs_adjusted_epsilon(e, step=STEP, r_max=STEP * math.hypot(SIZE - 1, SIZE - 1)) for e in EPS_RANGE}
@@ -304,7 +304,7 @@ def fig7(ctx: Context) -> Outcome:
                          "value": r_start.min_z}] + readings),
         Claim("000-fig7-exists-above", P, "§7.2: the tight-constraints mechanism exists for every ε above the threshold "
               "(monotonicity scan and every plotted ε ≥ ε*)", True,
-              bool(mono is not None and mono.holds and all(s == "exists" for s in above)),
+              bool(mono is not None and mono.ok and all(s == "exists" for s in above)),
               note=f"Existence certified at {len(mono.epsilons) if mono else 0} ε in ({hi:.4g}, {3 * hi:.4g}] and at the "
                    f"{len(above)} plotted ε ≥ ε*."),
         Claim("000-fig7-tight-better", P, "§7.2: the tight-constraints mechanism has higher utility than planar Laplace "

@@ -283,7 +283,7 @@ def _optimality_gaps(ans, X, delta, epsilons, priors, losses):
     private = True
     for e in epsilons:
         tg = truncated_geometric(Y, epsilon=e / delta)
-        private &= measures.check_privacy(queries.oblivious(tg, idx), X, epsilon=e).holds
+        private &= measures.check_privacy(queries.oblivious(tg, idx), X, epsilon=e).ok
         for pname, prior_Y in priors.items():
             prior_S = np.empty(S.n)
             prior_S[S_idx] = prior_Y
@@ -292,8 +292,8 @@ def _optimality_gaps(ans, X, delta, epsilons, priors, losses):
                 loss_S[np.ix_(S_idx, S_idx)] = loss_Y
                 r = optimal_mechanism(S, prior_S, epsilon=e, loss=loss_S, method="full")  # the LP, not Thm 8 itself
                 tg_loss = measures.expected_loss(tg, prior_Y, loss_Y).value
-                rows.append(dict(epsilon=e, prior=pname, loss=lname, tg=tg_loss, lp=r.value if r.success else float("nan"),
-                                 gap=tg_loss - r.value if r.success else float("nan"), lp_ok=bool(r.success)))
+                rows.append(dict(epsilon=e, prior=pname, loss=lname, tg=tg_loss, lp=r.value if r.solved else float("nan"),
+                                 gap=tg_loss - r.value if r.solved else float("nan"), lp_ok=bool(r.solved)))
     closure_err = float(np.max(np.abs(S.distances[np.ix_(S_idx, S_idx)] - Y.distances / delta))) if delta > 0 else float("nan")
     return rows, private, closure_err
 
@@ -346,7 +346,7 @@ def thm10_13(ctx: Context) -> Outcome:
                     continue
                 Y = queries.answer_line(ans)
                 us = queries.is_uniformly_sensitive(ans, X, Y, delta=delta)
-                uniform.setdefault((thm, fam), []).append((_case_name(u, q, k), qname, us.holds, us.sensitivity, us.reason))
+                uniform.setdefault((thm, fam), []).append((_case_name(u, q, k), qname, us.ok, us.sensitivity, us.reason))
                 y = np.asarray(Y.labels, dtype=float)
                 rows, ok, cerr = _optimality_gaps(ans, X, delta, epsilons, _priors(Y.n, ctx.quick), _monotone_losses(y, q))
                 optimal.setdefault((thm, fam), []).extend(rows)
@@ -429,7 +429,7 @@ def _exact_mean_reading(U, X, q, epsilons, quick, thm, table) -> dict:
     us = queries.is_uniformly_sensitive(ans, X, Y, delta=delta)
     y = np.asarray(Y.labels, dtype=float)
     steps = np.diff(y)
-    out = {"case": _case_name(U.u, q, len(U.values) - 1), "uniform": us.holds, "reason": us.reason, "gap": None}
+    out = {"case": _case_name(U.u, q, len(U.values) - 1), "uniform": us.ok, "reason": us.reason, "gap": None}
     if np.allclose(steps, steps[0]):
         rows, _, _ = _optimality_gaps(ans, X, delta, epsilons, _priors(Y.n, quick), _monotone_losses(y, steps[0]))
         out["gap"] = float(max(abs(r["gap"]) for r in rows))
@@ -480,7 +480,7 @@ def _negative_controls(ctx: Context, epsilons, table) -> list[Claim]:
     claims.append(Claim(
         "002-thm13-sum-excluded", P, "Thm 13 excludes the sum under d_∞: TG_(ε/Δ) achieves the LP optimum in all cases?",
         False, bool(np.all(np.abs(gaps) <= LP_TOL)),
-        note=f"{case}: sum is uniformly sensitive wrt d_∞, d_ℝ: {us.holds} (sensitivity {us.sensitivity:g} = u; {us.reason}). "
+        note=f"{case}: sum is uniformly sensitive wrt d_∞, d_ℝ: {us.ok} (sensitivity {us.sensitivity:g} = u; {us.reason}). "
              f"TG_(ε/{us.sensitivity:g})∘f private: {ok}. TG − LP over {len(rows)} cases: min {gaps.min():.3g}, "
              f"max {gaps.max():.3g}. The paper states no result here; this shows the theorem's restriction matters."))
 
@@ -793,10 +793,10 @@ def fig2_geo(ctx: Context) -> Outcome:
     gm = spaces.grid(6, 6, metric="manhattan")
     prm = measures.check_privacy(Channel(np.kron(h1, h1)), gm, epsilon=eps)
     claims += [
-        Claim("002-fact7-planar", P, "Fact 7, §6.2: the planar Laplace on a 6×6 grid is ε·d_2-private", True, pr.holds,
+        Claim("002-fact7-planar", P, "Fact 7, §6.2: the planar Laplace on a 6×6 grid is ε·d_2-private", True, pr.ok,
               note=f"ε = {eps}; smallest ε of the channel {pr.smallest_epsilon:.6g} (discretization cannot increase it)."),
         Claim("002-fact7-manhattan", P, "Fact 7, Fig 2 (iii): two independent 1-D Laplace on a 6×6 grid are ε·d_1-private",
-              True, prm.holds, note=f"ε = {eps}; smallest ε {prm.smallest_epsilon:.6g}."),
+              True, prm.ok, note=f"ε = {eps}; smallest ε {prm.smallest_epsilon:.6g}."),
     ]
     rr = np.linspace(0, 12 / eps, 49)
     srt2, srt1 = np.sort(r2), np.sort(r1)

@@ -83,7 +83,7 @@ def prop1_fig4(ctx: Context) -> Outcome:
     from ..graphs import is_distance_regular
 
     cases = [(1, 2), (2, 2), (3, 2), (4, 2), (1, 3), (2, 3), (1, 4), (2, 4)]  # (|Ind|, |V|)
-    dr = {c: is_distance_regular(_hamming_graph(*c)).holds for c in cases}
+    dr = {c: is_distance_regular(_hamming_graph(*c)).ok for c in cases}
     vtp = {c: _translations_are_vt_plus(*c) for c in cases}
     single = {c: _has_single_orbit_automorphism(_hamming_graph(*c)) for c in cases}
     stated = {c: (c[1] == 2 and c[0] <= 2) for c in cases}
@@ -132,11 +132,11 @@ def thm41_61_62(ctx: Context) -> Outcome:
             lp = optimal_mechanism(sp, uniform, epsilon=eps).value
             h = symmetric_mechanism(sp, epsilon=eps).mechanism
             uh = measures.utility(h, uniform).value
-            private &= bool(measures.check_privacy(h, sp, epsilon=eps).holds)
+            private &= bool(measures.check_privacy(h, sp, epsilon=eps).ok)
             worst_lp = max(worst_lp, abs(lp - bound))
             worst_h = max(worst_h, abs(uh - bound))
             rows.append(f"{name}, ε = {eps:.4g}: bound {bound:.6f}, LP optimum {lp:.6f}, H of (6) {uh:.6f}")
-    dr_vt = {name: (is_distance_regular(sp).holds, is_vertex_transitive(sp).holds) for name, sp in _graph_cases().items()}
+    dr_vt = {name: (is_distance_regular(sp).ok, is_vertex_transitive(sp).ok) for name, sp in _graph_cases().items()}
     claims = [
         Claim("003-thm61-tight", P, "Thm 4.1 / 6.1: the bound 1/Σ_d n_d e^{−εd} is the maximal utility of ε-DP mechanisms "
               "(max |LP optimum − bound| over the graphs and ε = ln 2, 1)", 0.0, worst_lp, 1e-7,

@@ -80,7 +80,7 @@ def appendix_b(ctx: Context) -> Outcome:
     small = alphas <= float(ALPHA_INVERTIBLE_UP_TO) + 1e-15
     away = np.abs(alphas - 1 / 3) > 0.01
     eps3 = math.log(3)
-    tester = priors.RegularityTester(sp, eps3)
+    tester = priors.RegularityTester(sp, epsilon=eps3)
     uni = tester.test(np.full(8, 1 / 8))
     tc = tight_constraints(sp, epsilon=eps3, method="dense")
     # A second tight-constraints mechanism: move z along the null vector of Φ (+1 on one side, −1 on the other).
@@ -89,7 +89,7 @@ def appendix_b(ctx: Context) -> Outcome:
     phi = priors.constraints_matrix(sp, epsilon=eps3)
     h2 = phi * z2[None, :]
     second_ok = bool(z2.min() >= 0 and np.abs(h2.sum(axis=1) - 1).max() < 1e-12
-                     and measures.check_privacy(h2, sp, epsilon=eps3).holds
+                     and measures.check_privacy(h2, sp, epsilon=eps3).ok
                      and tc.channel is not None and np.abs(h2 - tc.channel.matrix).max() > 0.01)
     dd = 4 * float(ALPHA_INVERTIBLE_UP_TO) + 3 * float(ALPHA_INVERTIBLE_UP_TO) ** 2
 

@@ -44,7 +44,7 @@ from ..results import Result
 from .._validate import as_prior, check_epsilon
 from ..channels import Channel
 from ..spaces import GridSpace, MetricSpace
-from .privacy import LOG_ATOL
+from .privacy import PRIVACY_RTOL, rounding_floor
 
 #: Largest number of outputs for which ``events="all"`` enumerates every non-empty set of outputs.
 MAX_ALL_EVENTS_OUTPUTS = 16
@@ -56,7 +56,7 @@ class HidingResult(Result):
 
     Attributes
     ----------
-    holds : bool
+    ok : bool
         ``value <= bound + tolerance``: the conclusion of Thm 3 holds for this prior and hiding function.
     value : float
         max over compared events Z and secrets x of |ln σ_1(x)/σ_2(x)| (nats), with σ_1 the posterior
@@ -76,10 +76,15 @@ class HidingResult(Result):
     events_compared : int
         Events with positive probability under both K and K∘φ (only there are both posteriors defined).
     tolerance : float
-        Absolute tolerance used for ``holds``.
+        Absolute tolerance used for ``ok``.
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 2, Thm 3.
     """
 
-    holds: bool
+    ok: bool
     value: float
     bound: float
     hiding_distance: float
@@ -91,17 +96,17 @@ class HidingResult(Result):
     events_compared: int
     tolerance: float
 
-    @property
-    def ok(self) -> bool:
-        """The common flag of :class:`dprivacy.results.Result` (here: ``holds``)."""
-        return bool(self.holds)
-
     def __bool__(self) -> bool:
-        return bool(self.holds)
+        return bool(self.ok)
 
     @property
     def reason(self) -> str:
-        return "" if self.ok else f"{type(self).__name__}: the property does not hold (see the fields)"
+        if self.events_compared == 0:
+            return "no event has positive probability under both K and K∘φ: there is no posterior to compare"
+        verdict = "within" if self.ok else "ABOVE"
+        return (f"the posterior changes by at most {self.value:.6g} nats when x is replaced by φ(x) (event "
+                f"{self.worst_event}, secret {self.worst_secret}): {verdict} the bound 2ε·d(φ) = {self.bound:.6g} "
+                "of seed 002 Thm 3")
 
 
 @dataclass(frozen=True)
@@ -110,7 +115,7 @@ class NeighbourhoodResult(Result):
 
     Attributes
     ----------
-    holds : bool
+    ok : bool
         ``value <= bound + tolerance``: the conclusion of Thm 4 holds for this prior and neighbourhood.
     value : float
         max over compared events Z and secrets x ∈ N of |ln σ_{|N}(x)/π_{|N}(x)| (nats). 0 when no event
@@ -134,12 +139,17 @@ class NeighbourhoodResult(Result):
     events_compared : int
         Events Z with σ(N) > 0 (only there is σ_{|N} defined).
     tolerance : float
-        Absolute tolerance used for ``holds``.
-    reason : str or None
-        Why nothing could be compared (π(N) = 0), else None.
+        Absolute tolerance used for ``ok``.
+    note : str
+        Why nothing could be compared (π(N) = 0), else "".
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 3, Thm 4.
     """
 
-    holds: bool
+    ok: bool
     value: float
     bound: float
     diameter: float
@@ -151,15 +161,20 @@ class NeighbourhoodResult(Result):
     posterior_restricted: np.ndarray | None
     events_compared: int
     tolerance: float
-    reason: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """The common flag of :class:`dprivacy.results.Result` (here: ``holds``)."""
-        return bool(self.holds)
+    note: str = ""
 
     def __bool__(self) -> bool:
-        return bool(self.holds)
+        return bool(self.ok)
+
+    @property
+    def reason(self) -> str:
+        if self.note:
+            return self.note
+        if self.events_compared == 0:
+            return "no event has positive probability from N: there is no posterior to compare"
+        verdict = "within" if self.ok else "ABOVE"
+        return (f"learning the event {self.worst_event} moves the prior restricted to N by at most {self.value:.6g} "
+                f"nats (secret {self.worst_secret}): {verdict} the bound ε·d(N) = {self.bound:.6g} of seed 002 Thm 4")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -167,11 +182,24 @@ class NeighbourhoodResult(Result):
 # ---------------------------------------------------------------------------------------------
 
 
+def _tolerance(bound: float, rtol: float, atol, *distributions) -> float:
+    """bound·rtol + atol, atol defaulting to the float64 rounding floor of the logs compared."""
+    if atol is None:
+        with np.errstate(divide="ignore"):
+            atol = max(rounding_floor(np.log(np.asarray(a)[np.asarray(a) > 0])) for a in distributions)
+    return (bound * rtol if np.isfinite(bound) else 0.0) + float(atol)
+
+
 def swap(n: int, i: int, j: int) -> np.ndarray:
     """The hiding function exchanging secrets i and j and fixing the others, as an index array.
 
     Swaps are the hiding functions of seed 002 Def 2 (a maximal Φ-chain needs φ(x_i) = x_{i+1} and
     φ(x_{i+1}) = x_i); with them the converse of Thm 3 holds.
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 2, Thm 3.
     """
     for name, v in (("i", i), ("j", j)):
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or not 0 <= v < n:
@@ -253,7 +281,13 @@ def _pairwise_distances(space: MetricSpace, i: np.ndarray, j: np.ndarray) -> np.
 
 
 def hiding_distance(space: MetricSpace, hiding) -> float:
-    """d(φ) = max_x d(x, φ(x)), the largest distance a hiding function moves a secret (seed 002 §3)."""
+    """d(φ) = max_x d(x, φ(x)), the largest distance a hiding function moves a secret (seed 002 §3).
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 2, Thm 3.
+    """
     phi = _as_hiding(hiding, space.n)
     return float(_pairwise_distances(space, np.arange(space.n), phi).max())
 
@@ -270,7 +304,8 @@ def _as_hiding(hiding, n: int) -> np.ndarray:
 
 
 def check_hiding(
-    channel, prior, space: MetricSpace, hiding, *, epsilon: float = 1.0, events=None, tol: float = LOG_ATOL
+    channel, space: MetricSpace, prior, hiding, *, epsilon: float, events=None, rtol: float = PRIVACY_RTOL,
+    atol: float | None = None,
 ) -> HidingResult:
     """How much a hiding function changes the adversary's posterior, against the bound of seed 002 Thm 3.
 
@@ -283,11 +318,11 @@ def check_hiding(
 
     Parameters
     ----------
-    channel : Channel or array_like (n, m)
-    prior : array_like (n,)
-        May contain zeros.
+    channel : Mechanism, Channel or array_like (n, m)
     space : MetricSpace
         The secrets' metric d (unscaled).
+    prior : array_like (n,)
+        May contain zeros.
     hiding : array_like of int, shape (n,)
         φ as an index array: secret x is replaced by ``hiding[x]``.
     epsilon : float
@@ -297,12 +332,20 @@ def check_hiding(
         (at most :data:`MAX_ALL_EVENTS_OUTPUTS` outputs); or explicit sets of output indices (or a
         boolean array of shape (k, m)). Events impossible under K or under K∘φ are skipped: a
         posterior is undefined there.
-    tol : float
-        Absolute tolerance (nats) for ``holds``.
+    rtol, atol : float
+        ``ok`` when the value is at most bound·(1 + rtol) + atol; ``atol`` defaults to the float64
+        rounding of the log posteriors compared (:func:`dprivacy.measures.privacy.rounding_floor`), as in
+        :func:`~dprivacy.measures.check_privacy`.
 
     Returns
     -------
     HidingResult
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 2, Thm 3 (the hiding-function
+       characterization).
     """
     e = check_epsilon(epsilon)
     h = _channel_matrix(channel, space)
@@ -318,14 +361,15 @@ def check_hiding(
     s1, s2 = j1.sum(axis=0), j2.sum(axis=0)
     keep = np.flatnonzero((s1 > 0) & (s2 > 0))
     if keep.size == 0:
-        return HidingResult(True, 0.0, bound, d_phi, e, None, None, None, None, 0, tol)
+        return HidingResult(True, 0.0, bound, d_phi, e, None, None, None, None, 0, 0.0)
     post1 = j1[:, keep] / s1[keep]
     post2 = j2[:, keep] / s2[keep]
     r = _log_ratio_abs(post1, post2)
     x, k = np.unravel_index(int(np.argmax(r)), r.shape)
     value = float(r[x, k])
+    tol = _tolerance(bound, rtol, atol, post1, post2)
     return HidingResult(
-        holds=bool(value <= bound + tol),
+        ok=bool(value <= bound + tol),
         value=value,
         bound=bound,
         hiding_distance=d_phi,
@@ -364,14 +408,21 @@ def _as_neighbourhood(neighbourhood, n: int) -> np.ndarray:
 
 
 def neighbourhood_diameter(space: MetricSpace, neighbourhood) -> float:
-    """d(N) = max_{x,x'∈N} d(x, x'), the diameter of a set of secrets (seed 002 §3, Def 3)."""
+    """d(N) = max_{x,x'∈N} d(x, x'), the diameter of a set of secrets (seed 002 §3, Def 3).
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 3.
+    """
     nb = _as_neighbourhood(neighbourhood, space.n)
     i, j = np.meshgrid(nb, nb, indexing="ij")
     return float(_pairwise_distances(space, i.ravel(), j.ravel()).max())
 
 
 def check_neighbourhood(
-    channel, prior, space: MetricSpace, neighbourhood, *, epsilon: float = 1.0, events=None, tol: float = LOG_ATOL
+    channel, space: MetricSpace, prior, neighbourhood, *, epsilon: float, events=None, rtol: float = PRIVACY_RTOL,
+    atol: float | None = None,
 ) -> NeighbourhoodResult:
     """How much an adversary who knows the secret lies in N learns, against the bound of seed 002 Thm 4.
 
@@ -383,10 +434,10 @@ def check_neighbourhood(
 
     Parameters
     ----------
-    channel : Channel or array_like (n, m)
+    channel : Mechanism, Channel or array_like (n, m)
+    space : MetricSpace
     prior : array_like (n,)
         May contain zeros; when π(N) = 0 nothing is compared and ``reason`` says so.
-    space : MetricSpace
     neighbourhood : collection of int, or boolean mask of length n
         The secrets of N (duplicates are ignored).
     epsilon : float
@@ -394,12 +445,20 @@ def check_neighbourhood(
     events : None, "all", or collection of output sets
         As in :func:`check_hiding`. Single outputs (the default) already give the supremum over all
         events, by the mediant inequality (see the module notes); events with σ(N) = 0 are skipped.
-    tol : float
-        Absolute tolerance (nats) for ``holds``.
+    rtol, atol : float
+        ``ok`` when the value is at most bound·(1 + rtol) + atol; ``atol`` defaults to the float64
+        rounding of the log posteriors compared (:func:`dprivacy.measures.privacy.rounding_floor`), as in
+        :func:`~dprivacy.measures.check_privacy`.
 
     Returns
     -------
     NeighbourhoodResult
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 3, Thm 4 (the neighbourhood
+       characterization).
     """
     e = check_epsilon(epsilon)
     h = _channel_matrix(channel, space)
@@ -412,8 +471,8 @@ def check_neighbourhood(
     mass = p[nb].sum()
     if mass <= 0:
         return NeighbourhoodResult(
-            True, 0.0, bound, diam, e, nb, None, None, None, None, 0, tol,
-            reason="the prior gives N probability 0: π restricted to N is undefined",
+            True, 0.0, bound, diam, e, nb, None, None, None, None, 0, 0.0,
+            note="the prior gives N probability 0: π restricted to N is undefined, nothing is compared",
         )
     prior_n = p[nb] / mass
     masks = _event_masks(events, h.shape[1])
@@ -422,13 +481,14 @@ def check_neighbourhood(
     s = joint.sum(axis=0)
     keep = np.flatnonzero(s > 0)
     if keep.size == 0:  # only possible with explicit events that N never produces
-        return NeighbourhoodResult(True, 0.0, bound, diam, e, nb, None, None, prior_n, None, 0, tol)
+        return NeighbourhoodResult(True, 0.0, bound, diam, e, nb, None, None, prior_n, None, 0, 0.0)
     post = joint[:, keep] / s[keep]
     r = _log_ratio_abs(post, np.broadcast_to(prior_n[:, None], post.shape))
     x, k = np.unravel_index(int(np.argmax(r)), r.shape)
     value = float(r[x, k])
+    tol = _tolerance(bound, rtol, atol, post, prior_n)
     return NeighbourhoodResult(
-        holds=bool(value <= bound + tol),
+        ok=bool(value <= bound + tol),
         value=value,
         bound=bound,
         diameter=diam,

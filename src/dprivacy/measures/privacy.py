@@ -18,8 +18,26 @@ from ..channels import Channel
 from ..results import Result
 from ..spaces import MetricSpace
 
-#: Default absolute tolerance on log-ratios: rounding in a stochastic matrix is ~1e-16 relative.
-LOG_ATOL = 1e-9
+#: Relative tolerance of the check: a log-ratio ln H[y,z] − ln H[y',z] passes when it is at most
+#: ε·d(y,y')·(1 + PRIVACY_RTOL) + the rounding floor. Relative, so that the check keeps its meaning at any
+#: scale of ε·d (an absolute 1e-9 made every channel "private" at ε·d ≲ 1e-9).
+PRIVACY_RTOL = 1e-9
+
+#: The rounding floor, in units of the float64 spacing of the logarithms compared: a log-ratio of two
+#: entries each correct to a few ulps, ln h = ln(h(1 + δ)) − δ, is off by at most ~|δ₁| + |δ₂| plus the
+#: rounding of the logs themselves, ~2^-52·|ln h|. The floor is LOG_FLOOR_ULPS · 2^-52 · max(1, max |ln H|)
+#: over the compared (positive) entries: 7e-15 for entries near 1/n on small spaces, 2e-13 where the
+#: smallest entry is e^-30.
+LOG_FLOOR_ULPS = 32
+
+
+def rounding_floor(log_entries) -> float:
+    """The absolute floor of the privacy check for logarithms ``log_entries`` (finite ones only):
+    ``LOG_FLOOR_ULPS · 2^-52 · max(1, max |ln H|)``."""
+    a = np.asarray(log_entries, dtype=np.float64)
+    finite = a[(a > _LOG_ZERO / 2) & np.isfinite(a)]
+    big = float(np.abs(finite).max()) if finite.size else 0.0
+    return LOG_FLOOR_ULPS * float(np.finfo(np.float64).eps) * max(1.0, big)
 
 #: Elements per chunk when comparing gathered rows (a few MB, to stay near the cache).
 _CHUNK_ELEMENTS = 1 << 19
@@ -31,8 +49,9 @@ class PrivacyResult(Result):
 
     Attributes
     ----------
-    holds : bool
-        Whether the channel is ε·d-private (log-ratios within ``tolerance`` of ε·d).
+    ok : bool
+        Whether the channel is ε·d-private: every log-ratio ln H[y,z] − ln H[y',z] is at most
+        ε·d(y,y')·(1 + ``rtol``) + ``atol``.
     epsilon : float
         The ε checked.
     smallest_epsilon : float
@@ -47,29 +66,37 @@ class PrivacyResult(Result):
         d(y, y') at ``worst`` (in the space's units, before scaling by ε).
     pairs_checked : int
         How many unordered pairs were examined (the essential pairs when the space knows them).
-    tolerance : float
-        Absolute tolerance on log-ratios used for ``holds``.
+    rtol : float
+        Relative tolerance on ε·d used for ``ok`` (default :data:`PRIVACY_RTOL`).
+    atol : float
+        Absolute floor on log-ratios used for ``ok``: the float64 rounding of the logarithms compared
+        (:func:`rounding_floor`), unless given.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1 (§3.1).
+    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 1.
     """
 
-    holds: bool
+    ok: bool
     epsilon: float
     smallest_epsilon: float
     worst: tuple[int, int, int] | None
     worst_ratio: float
     distance: float
     pairs_checked: int
-    tolerance: float
+    rtol: float = PRIVACY_RTOL
+    atol: float = 0.0
 
-    @property
-    def ok(self) -> bool:
-        return self.holds
 
     @property
     def reason(self) -> str:
         if self.worst is None:
             return "no pair at finite distance to compare: private for every ε"
         y, y2, z = self.worst
-        verdict = "private" if self.holds else "NOT private"
+        verdict = "private" if self.ok else "NOT private"
         return (f"{verdict} at ε = {self.epsilon:g}: the largest log-ratio per unit of distance is "
                 f"{self.smallest_epsilon:.12g}, at secrets {y}, {y2} and output {z}")
 
@@ -84,7 +111,14 @@ class PrivacyResult(Result):
 
 
 def multiplicative_distance(p, q) -> float:
-    """d_P(p, q) = max_z |ln p(z)/q(z)|, with 0/0 counted as 0 and x/0 as ∞ (seed 000 §3.1)."""
+    """d_P(p, q) = max_z |ln p(z)/q(z)|, with 0/0 counted as 0 and x/0 as ∞ (seed 000 §3.1).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.1 (the
+       multiplicative distance d_P).
+    """
     p = np.asarray(p, dtype=np.float64)
     q = np.asarray(q, dtype=np.float64)
     if p.shape != q.shape or p.ndim != 1:
@@ -112,7 +146,7 @@ def _better(best, per_unit, top_pos, top_neg, dist, i_idx, j_idx, logh, epsilon)
     """Update ``best`` with the largest ratio in a block, orienting the worst triple.
 
     ``best`` is (ratio per unit distance, (y, y', z), log-ratio, distance, largest excess), where the
-    excess of a pair is its log-ratio minus ε·d: ``holds`` is decided on the largest excess over all
+    excess of a pair is its log-ratio minus ε·d: ``ok`` is decided on the largest excess over all
     pairs, not only at the pair of largest ratio (a farther pair can exceed ε·d + tol by more).
     """
     top = np.maximum(top_pos, top_neg)
@@ -209,26 +243,42 @@ def _pair_distances(space: MetricSpace, i: np.ndarray, j: np.ndarray) -> np.ndar
     return space.distances[i, j]
 
 
-def _check_rows(logh: np.ndarray, space: MetricSpace, epsilon: float, tol: float) -> PrivacyResult:
+def _check_rows(logh: np.ndarray, space: MetricSpace, epsilon: float, rtol: float, atol: float | None = None) -> PrivacyResult:
     from ..spaces import GridSpace
+
+    rtol = _check_tol(rtol, "rtol")
+    atol = rounding_floor(logh) if atol is None else _check_tol(atol, "atol")
+    # The excess of a pair is its log-ratio minus ε·d·(1 + rtol): holds iff the largest excess ≤ atol.
+    e_tol = epsilon * (1.0 + rtol)
 
     pairs = space.constraint_pairs()
     n = space.n
     d = None if isinstance(space, GridSpace) and space._distances is None else space.distances
     if d is not None and pairs[0].size > 0.25 * n * (n - 1) / 2:
         # Most pairs are needed anyway: the contiguous all-pairs sweep is cheaper than gathering.
-        ratio, worst, lr, dist, excess = _all_pairs_ratios(logh, d, epsilon)
+        ratio, worst, lr, dist, excess = _all_pairs_ratios(logh, d, e_tol)
         pairs = np.triu_indices(n, k=1)
     else:
-        ratio, worst, lr, dist, excess = _listed_pairs_ratios(logh, d, space, pairs, epsilon)
+        ratio, worst, lr, dist, excess = _listed_pairs_ratios(logh, d, space, pairs, e_tol)
     if worst is None:  # one point, or every pair at infinite distance
-        return PrivacyResult(True, epsilon, 0.0, None, 0.0, 0.0, int(pairs[0].size), tol)
-    holds = bool(excess <= tol)
+        return PrivacyResult(True, epsilon, 0.0, None, 0.0, 0.0, int(pairs[0].size), rtol, atol)
+    ok = bool(excess <= atol)
     # (+ 0.0 turns the −0.0 that equal rows can give into 0.0)
-    return PrivacyResult(holds, epsilon, max(ratio, 0.0) + 0.0, worst, lr, dist, int(pairs[0].size), tol)
+    return PrivacyResult(ok, epsilon, max(ratio, 0.0) + 0.0, worst, lr, dist, int(pairs[0].size), rtol, atol)
 
 
-def check_privacy(channel, space: MetricSpace | None = None, *, epsilon: float | None = None, tol: float = LOG_ATOL) -> PrivacyResult:
+def _check_tol(x, name: str) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number, got {type(x).__name__}") from None
+    if not (v >= 0 and np.isfinite(v)):
+        raise ValueError(f"{name} must be a finite number >= 0, got {x!r}")
+    return v
+
+
+def check_privacy(channel, space: MetricSpace | None = None, *, epsilon: float | None = None,
+                  rtol: float = PRIVACY_RTOL, atol: float | None = None) -> PrivacyResult:
     """Check that ``channel`` is ε·d-private on ``space`` (seed 000 Def 1).
 
     ``channel`` is a Mechanism, a Channel or a stochastic matrix. For a Mechanism, ``space`` and
@@ -238,11 +288,28 @@ def check_privacy(channel, space: MetricSpace | None = None, *, epsilon: float |
     Vectorized over pairs and outputs; examines only the space's constraint pairs (its essential pairs
     when known, e.g. the edges of a graph metric), which suffices by seed 004 Prop 1.
 
+    *Tolerance.* A triple (y, y', z) passes when ln H[y,z] − ln H[y',z] ≤ ε·d(y,y')·(1 + rtol) + atol:
+    ``rtol`` (default :data:`PRIVACY_RTOL` = 1e-9) is relative to ε·d, so a channel built at ε = 1e-12
+    fails at 1e-14 just as one built at 1 fails at 0.99; ``atol`` defaults to the float64 rounding of the
+    logarithms compared (:func:`rounding_floor`, ~3e-14 for entries near 1/n), below which no float64
+    channel can be told from an exact one. ``smallest_epsilon`` is computed without tolerance.
+
     Returns
     -------
     PrivacyResult
-        ``holds``, the ``smallest_epsilon`` for which the channel is private, and the ``worst`` triple
+        ``ok``, the ``smallest_epsilon`` for which the channel is private, and the ``worst`` triple
         (y, y', z) with H[y,z] = e^{worst_ratio} H[y',z].
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1 (§3.1:
+       d-privacy via d_P).
+    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 1.
+    .. [3] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Prop 1 (the constraints
+       between adjacent answers suffice).
     """
     from ._dispatch import dense_matrix, mechanism_of
 
@@ -256,21 +323,29 @@ def check_privacy(channel, space: MetricSpace | None = None, *, epsilon: float |
     if m is not None:
         if m.n_inputs != space.n:
             raise ValueError(f"mechanism has {m.n_inputs} rows but the space has {space.n} points")
-        r = m._check_privacy(space, e, tol)
+        r = m._check_privacy(space, e, rtol)
         if r is not None:
             return r
     h = dense_matrix(channel)
     if h.shape[0] != space.n:
         raise ValueError(f"channel has {h.shape[0]} rows but the space has {space.n} points")
-    return _check_rows(_finite_log(h), space, e, tol)
+    return _check_rows(_finite_log(h), space, e, rtol, atol)
 
 
-def check_privacy_log(log_matrix, space: MetricSpace, *, epsilon: float, tol: float = LOG_ATOL) -> PrivacyResult:
+def check_privacy_log(log_matrix, space: MetricSpace, *, epsilon: float, rtol: float = PRIVACY_RTOL,
+                      atol: float | None = None) -> PrivacyResult:
     """:func:`check_privacy` for a channel given by the natural logarithms of its entries (−∞ for 0).
 
     For mechanisms whose entries underflow in float64 (e^{−εd} < 1e-308 when ε·d > 708) but whose
     logarithms are exact, e.g. log H[y,z] = −ε d(y,z) + log z_z for a tight-constraints mechanism: the
     check then concerns the mechanism, not its rounded float64 matrix.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1 (§3.1).
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Prop 1.
     """
     e = check_epsilon(epsilon, allow_zero=True)
     lg = np.array(log_matrix, dtype=np.float64)
@@ -279,22 +354,44 @@ def check_privacy_log(log_matrix, space: MetricSpace, *, epsilon: float, tol: fl
     if np.isnan(lg).any() or (lg == np.inf).any():
         raise ValueError("log matrix must not contain NaN or +inf")
     lg[np.isneginf(lg)] = _LOG_ZERO
-    return _check_rows(lg, space, e, tol)
+    return _check_rows(lg, space, e, rtol, atol)
 
 
 def smallest_epsilon(channel, space: MetricSpace) -> float:
-    """The smallest ε for which ``channel`` is ε·d-private: max_{y,y'} d_P(H_y, H_y') / d(y, y')."""
+    """The smallest ε for which ``channel`` is ε·d-private: max_{y,y'} d_P(H_y, H_y') / d(y, y').
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1 (§3.1).
+    """
     return check_privacy(channel, space, epsilon=0.0).smallest_epsilon
 
 
-def is_private(channel, space: MetricSpace, *, epsilon: float, tol: float = LOG_ATOL) -> bool:
-    """Whether ``channel`` is ε·d-private on ``space``."""
-    return check_privacy(channel, space, epsilon=epsilon, tol=tol).holds
+def is_private(channel, space: MetricSpace, *, epsilon: float, rtol: float = PRIVACY_RTOL, atol: float | None = None) -> bool:
+    """Whether ``channel`` is ε·d-private on ``space`` (:func:`check_privacy`'s tolerance).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1 (§3.1).
+    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 1.
+    """
+    return check_privacy(channel, space, epsilon=epsilon, rtol=rtol, atol=atol).ok
 
 
-def check_prior_privacy(prior, space: MetricSpace, *, epsilon: float, tol: float = LOG_ATOL) -> PrivacyResult:
+def check_prior_privacy(space: MetricSpace, prior, *, epsilon: float, rtol: float = PRIVACY_RTOL,
+                        atol: float | None = None) -> PrivacyResult:
     """How d-private a prior is: π_y ≤ e^{ε d(y,y')} π_y' for all y, y' (the property every d-regular
-    prior has, seed 000 Prop 1). The result's ``worst`` triple has z = 0."""
+    prior has, seed 000 Prop 1). The result's ``worst`` triple has z = 0.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Prop 1 (every
+       d-regular prior satisfies π_y ≤ e^{d(y,y')} π_y').
+    """
     e = check_epsilon(epsilon, allow_zero=True)
     p = as_prior(prior, space.n)
-    return _check_rows(_finite_log(p)[:, None], space, e, tol)
+    return _check_rows(_finite_log(p)[:, None], space, e, rtol, atol)

@@ -20,13 +20,32 @@ from ._dispatch import dense_matrix, mechanism_of, n_inputs
 @dataclass(frozen=True)
 class UtilityResult(Result):
     """``value``: expected gain (or loss) under ``remap``, the optimal deterministic remap (output z ↦
-    guess ``remap[z]``). ``kind`` is "gain" or "loss". A utility always exists: ``ok`` is True."""
+    guess ``remap[z]``). ``kind`` is "gain" or "loss". A utility always exists: ``ok`` is True and
+    ``reason`` says what was computed (seed 000 §3.4, seed 001 Def 22 / Prop 23).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.4 (utility
+       model, optimal remap).
+    .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Def 22, Prop
+       23.
+    """
 
     value: float
     remap: np.ndarray = field(repr=False)
     kind: str = "gain"
-    ok: bool = True
-    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return True
+
+    @property
+    def reason(self) -> str:
+        what = "expected gain" if self.kind == "gain" else "expected loss"
+        best = "maximises" if self.kind == "gain" else "minimises"
+        return f"{what} {self.value:.12g} under the deterministic remap that {best} it for the prior"
 
     def __float__(self) -> float:
         return self.value
@@ -62,6 +81,15 @@ def utility(channel, prior, gain=None) -> UtilityResult:
     -------
     UtilityResult
         ``value`` (this is the g-vulnerability V_g(π, H) of QIF) and the optimal ``remap``.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.4 (utility
+       with the binary gain and an optimal remap).
+    .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Def 22, Prop
+       23 (gain functions and the optimal guess).
     """
     if gain is None:
         m = mechanism_of(channel)
@@ -81,12 +109,25 @@ def utility(channel, prior, gain=None) -> UtilityResult:
 
 
 def g_vulnerability(channel, prior, gain) -> float:
-    """Posterior g-vulnerability V_g(π, H) = Σ_z max_w Σ_y π_y H[y,z] gain[y,w]."""
+    """Posterior g-vulnerability V_g(π, H) = Σ_z max_w Σ_y π_y H[y,z] gain[y,w].
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Def 22, Prop
+       23.
+    """
     return utility(channel, prior, gain).value
 
 
 def prior_g_vulnerability(prior, gain) -> float:
-    """Prior g-vulnerability V_g(π) = max_w Σ_y π_y gain[y, w] (no observation)."""
+    """Prior g-vulnerability V_g(π) = max_w Σ_y π_y gain[y, w] (no observation).
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Def 22.
+    """
     p = as_prior(prior)
     g = _gain_matrix(gain, p.shape[0], "gain")
     return float((p @ g).max())
@@ -97,6 +138,14 @@ def expected_loss(channel, prior, loss) -> UtilityResult:
 
     ``loss[y, w]`` is the loss of guessing w when the secret is y (e.g. a distance matrix for the
     expected-distance loss of location privacy). The result's ``kind`` is "loss".
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §4.2, Def 6–7 (utility with a loss
+       function and an optimal remap).
+    .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Prop 23.
     """
     j = _joint(channel, prior)
     l_ = _gain_matrix(loss, j.shape[0], "loss")
@@ -106,5 +155,12 @@ def expected_loss(channel, prior, loss) -> UtilityResult:
 
 
 def binary_gain(n: int) -> np.ndarray:
-    """The binary (identity) gain matrix on n secrets."""
+    """The binary (identity) gain matrix on n secrets.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.4 (the
+       binary gain).
+    """
     return np.eye(n)

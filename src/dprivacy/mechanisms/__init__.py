@@ -6,10 +6,10 @@ import importlib
 
 _NAMES = {
     "Mechanism": "base", "DenseMechanism": "base", "PrivacyCertificate": "base",
-    "exponential": "exponential", "geometric": "geometric", "truncated_geometric": "geometric",
+    "exponential": "_exponential", "truncated_geometric": "geometric",
     "laplace_channel": "laplace", "laplace_sample": "laplace", "maximal_leakage_mechanism": "maximal_leakage",
     "optimal_mechanism": "optimal", "planar_laplace_channel": "planar_laplace", "planar_laplace_sample": "planar_laplace",
-    "randomized_response": "randomized_response", "remark29_mechanism": "symmetric", "symmetric_mechanism": "symmetric",
+    "randomized_response": "_randomized_response", "remark29_mechanism": "symmetric", "symmetric_mechanism": "symmetric",
     "tight_constraints": "tight",
 }
 

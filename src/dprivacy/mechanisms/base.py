@@ -62,6 +62,11 @@ class PrivacyCertificate(Result):
     rigorous : bool
         True when the basis is a proof (construction, certified signs, exact arithmetic); False when it
         rests on floating-point computation with estimated error ("verified numerically").
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1, Prop 6.
     """
 
     ok: bool
@@ -82,7 +87,7 @@ class PrivacyCertificate(Result):
         return self.check
 
 
-def by_construction(epsilon: float, reason: str) -> PrivacyCertificate:
+def by_construction(*, epsilon: float, reason: str) -> PrivacyCertificate:
     """A certificate for a mechanism private by a theorem about its construction (cite it in ``reason``)."""
     return PrivacyCertificate(True, float(epsilon), "construction", reason, smallest_epsilon=None)
 
@@ -106,6 +111,12 @@ class Mechanism:
         How that is known.
     outputs : list
         Labels of the outputs Z (default: the space's labels when Z = Y, else ``0..m-1``).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1 (§3.1: a
+       mechanism H : Y → Z and d-privacy).
     """
 
     #: True when the channel is stored as a matrix.
@@ -316,7 +327,7 @@ def built(matrix: np.ndarray, space: MetricSpace, *, epsilon: float, name: str, 
     cites the theorem). The matrix is trusted: rows sum to 1 up to rounding."""
     obj = DenseMechanism.__new__(DenseMechanism)
     ch = Channel._trusted(matrix, space.labels, outputs if outputs is not None else (space.labels if matrix.shape[1] == space.n else None))
-    Mechanism.__init__(obj, space, epsilon=epsilon, name=name, certificate=by_construction(epsilon, reason),
+    Mechanism.__init__(obj, space, epsilon=epsilon, name=name, certificate=by_construction(epsilon=epsilon, reason=reason),
                        n_outputs=ch.n_outputs, outputs=ch.outputs, details=details)
     obj._channel = ch
     return obj
@@ -328,12 +339,12 @@ def checked_certificate(channel, space: MetricSpace, *, epsilon: float) -> Priva
     from ..measures.privacy import check_privacy
 
     r = check_privacy(channel, space, epsilon=epsilon)
-    how = f"checked on {r.pairs_checked} constraint pairs × every output in float64 (log-ratio tolerance {r.tolerance:g})"
-    if r.holds:
+    how = f"checked on {r.pairs_checked} constraint pairs × every output in float64 (log-ratio tolerance ε·d·{r.rtol:g} + {r.atol:.2g})"
+    if r.ok:
         reason = f"ε·d-private: {how}; smallest ε of the stored channel {r.smallest_epsilon:.12g}"
     else:
         reason = f"NOT ε·d-private: {how}; worst (y, y', z) = {r.worst}, smallest ε {r.smallest_epsilon:.12g} > {epsilon:g}"
-    return PrivacyCertificate(bool(r.holds), float(epsilon), "numerical-check", reason,
+    return PrivacyCertificate(bool(r.ok), float(epsilon), "numerical-check", reason,
                               smallest_epsilon=float(r.smallest_epsilon), rigorous=False, check=r)
 
 

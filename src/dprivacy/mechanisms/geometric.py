@@ -5,9 +5,9 @@ Pr[y + k] = (1−α)/(1+α) · α^{|k|} with α = e^{−ε}, and so reports any 
 (seed 001 §6.2, Table 2(a): "truncated ½-geom. mechanism"; seed 002 Fig 2 (iv): TG_ε on q[0..k]) maps
 every report below the smallest answer to the smallest answer and every report above the largest to the
 largest, i.e. it *folds the two tails* onto the end points. On a finite answer set only the folded
-channel is a finite channel, so in this library ``geometric`` and ``truncated_geometric`` are the same
-channel: ``geometric`` is an alias (the untruncated mechanism has infinitely many outputs and is not a
-:class:`~dprivacy.channels.Channel`).
+channel is a finite channel (the untruncated mechanism has infinitely many outputs and is not a
+:class:`~dprivacy.channels.Channel`; the data commands sample its unbounded noise directly, see
+:mod:`dprivacy.sampling.discrete`), so this module has one constructor, :func:`truncated_geometric`.
 
 On positions k_i ∈ {0, …, n−1} with α = e^{−ε'} the matrix is
 
@@ -71,6 +71,11 @@ def line_epsilon(space: MetricSpace, *, epsilon: float, coordinates: np.ndarray 
     This suffices: if d(i, j) = Σ_e d(e) along a tight chain of essential pairs e, then
     |x_i − x_j| ≤ Σ_e |Δx(e)| and d(i, j)/|x_i − x_j| ≥ Σ_e d(e)/Σ_e |Δx(e)| ≥ min_e d(e)/|Δx(e)|.
     Returns ``inf`` when no two points are at finite distance (then no constraint binds).
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §4.2, Thm 10.
     """
     e = check_epsilon(epsilon)
     x = line_coordinates(space) if coordinates is None else np.asarray(coordinates, dtype=np.float64)
@@ -153,6 +158,14 @@ def truncated_geometric(space, *, epsilon: float) -> DenseMechanism:
 
     TG is universally optimal for counting queries (Ghosh et al.; seed 002 Thm 8) and, with ε/qk,
     for sum/avg/percentile under the normalized Manhattan metric (seed 002 Thm 10–11).
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §4.2, Fig 2 (iv), Thm 8, Thm 10.
+    .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Table 2(a),
+       Example 30.
     """
     e = check_epsilon(epsilon)
     if isinstance(space, Integral) and not isinstance(space, bool):
@@ -164,14 +177,3 @@ def truncated_geometric(space, *, epsilon: float) -> DenseMechanism:
                  reason=("truncated geometric with α = e^(−ε'q), ε' = ε·min d/|Δx|: ε'·|x−x'|-private on the line, "
                          "hence ε·d-private (seed 002 §4, Fig 2 (iv); seed 001 Table 2(a))"))
 
-
-def geometric(space, *, epsilon: float) -> DenseMechanism:
-    """The geometric mechanism with its tails folded onto the end points: an alias of
-    :func:`truncated_geometric` (same parameters, same channel).
-
-    Ghosh et al.'s geometric mechanism reports y + K for a two-sided geometric K on all of ℤ; folding
-    the reports below the first answer and above the last onto those answers is exactly what seed 001
-    (Table 2(a)) and seed 002 (Fig 2 (iv), TG_ε) call the *truncated* geometric mechanism. The
-    unfolded mechanism has infinitely many outputs and is not a finite channel.
-    """
-    return truncated_geometric(space, epsilon=epsilon)

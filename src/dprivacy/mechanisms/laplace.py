@@ -50,6 +50,11 @@ def laplace_sample(values, *, epsilon: float, sensitivity: float = 1.0, rng=None
     numpy.ndarray or float
         values + N: mean 0, variance ≈ 2(Δ/ε)². A float when ``values`` is a scalar, else an array of the
         same shape.
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §4.1 (Laplace mechanisms).
     """
     e = check_epsilon(epsilon)
     s = check_epsilon(sensitivity, name="sensitivity")
@@ -125,6 +130,11 @@ def laplace_channel(space: MetricSpace, *, epsilon: float) -> DenseMechanism:
     ε'|x_i − x_j| ≤ ε d(i, j) by the choice of ε'. Mapping each real report to the point of its cell is
     post-processing, which cannot weaken privacy. Unlike the truncated geometric mechanism the
     discretized channel need not be tight: its smallest ε can be below ``epsilon``.
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §4.1 (Laplace mechanisms), Fig 2.
     """
     e = check_epsilon(epsilon)
     x = line_coordinates(space, who="laplace_channel")

@@ -49,6 +49,12 @@ def maximal_leakage_mechanism(u: int, v: int, *, epsilon: float) -> DenseMechani
     Since e^{−ε d_h(x,z)} = Π_c e^{−ε [x_c ≠ z_c]}, K is the u-fold Kronecker power of v-ary randomized
     response at ε: each individual's value is randomized independently. Seed 001 Example 17 (Fig. 9) is
     u = 2, v = 3 with the values a (absent), b (blue), c (coal black).
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Thm 15, Prop
+       16, eq. (24).
     """
     e = check_epsilon(epsilon)
     u = check_positive_int(u, name="u")

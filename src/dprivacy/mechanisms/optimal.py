@@ -29,7 +29,7 @@ from scipy.optimize import linprog
 
 from .._validate import as_float_matrix, as_prior, check_epsilon
 from ..channels import Channel
-from ..measures.privacy import LOG_ATOL, check_privacy
+from ..measures.privacy import PRIVACY_RTOL, check_privacy
 from ..measures.utility import expected_loss, utility
 from ..results import Result
 from ..spaces import MetricSpace
@@ -75,16 +75,15 @@ class OptimalResult(Result):
 
     Attributes
     ----------
-    success : bool
-        True when the solver reports an optimal solution and its cleaned channel is a valid channel.
     status : int
         The solver's status code (``scipy.optimize.linprog``: 0 optimal, 1 iteration/time limit,
         2 infeasible, 3 unbounded, 4 numerical difficulties); -1 when the solver reported success but
         the returned point was rejected here (an entry below −1e−9 or a row sum off by more than
-        1e−6; see ``message``). The LP itself is always feasible (a constant channel is private) and
-        bounded (H is stochastic), so statuses 2 and 3 would signal numerical trouble.
-    message : str
-        The solver's message (with the reason for rejection appended when ``status`` is -1).
+        1e−6; see ``solver_message``). The LP itself is always feasible (a constant channel is private)
+        and bounded (H is stochastic), so statuses 2 and 3 would signal numerical trouble.
+    solver_message : str
+        The solver's message (with the reason for rejection appended when ``status`` is -1); ``reason``
+        is the sentence to show a user.
     channel : Channel or None
         The optimal mechanism Y → W (rows: the space's points, columns: the guesses), or None when the
         solve failed.
@@ -115,8 +114,8 @@ class OptimalResult(Result):
         The smallest ε' for which the returned (cleaned) channel is ε'·d-private
         (:func:`dprivacy.measures.check_privacy`); NaN when the solve failed.
     private : bool
-        Whether the returned channel passes ``check_privacy`` at the requested ε (log-ratio tolerance
-        ``dprivacy.measures.privacy.LOG_ATOL``).
+        Whether the returned channel passes ``check_privacy`` at the requested ε (relative tolerance
+        ``dprivacy.measures.privacy.PRIVACY_RTOL`` on ε·d plus the float64 rounding floor).
     row_sum_error : float
         max_y |Σ_w H[y, w] − 1| of the raw solver output, before cleaning.
     clipped : float
@@ -125,7 +124,7 @@ class OptimalResult(Result):
         The smallest raw entry returned by the solver (negative values are rounding noise).
     raw_smallest_epsilon : float
         ``smallest_epsilon`` of the solver's channel after clipping and renormalizing, before the
-        repair (equal to ``smallest_epsilon`` when ``repair`` was off).
+        repair (equal to ``smallest_epsilon`` when ``repair`` was off; NaN when the time limit had run out).
     repair_mass : float
         Largest probability mass the repair added to a row before renormalizing (0 without repair).
     epsilon_checked : float
@@ -144,11 +143,17 @@ class OptimalResult(Result):
         Rounds of constraint generation (0 for the full LP).
     history : tuple of lp_engine.Round
         Per-round restricted LP size, objective, bound and certified value.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.4, Thm 4.
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Prop 1.
     """
 
-    success: bool
     status: int
-    message: str
+    solver_message: str
     channel: Channel | None
     value: float
     objective: float
@@ -178,21 +183,26 @@ class OptimalResult(Result):
     _json_exclude = ("channel", "remap")
 
     @property
+    def solved(self) -> bool:
+        """The solver returned a channel (which may still fail the privacy check: ``ok`` says both)."""
+        return self.channel is not None
+
+    @property
     def ok(self) -> bool:
         """An optimal mechanism was found *and* the returned channel passes the exact privacy check at ε
         (never ok with a channel that is not private)."""
-        return bool(self.success and self.private)
+        return bool(self.solved and self.private)
 
     @property
     def reason(self) -> str:
-        if not self.success:
-            return f"the linear program failed: {self.message}"
+        if not self.solved:
+            return f"the linear program failed: {self.solver_message}"
         if not self.private:
             return (f"the LP's channel (after the certified repair) is not ε·d-private as stored in float64: its smallest "
                     f"ε is {self.smallest_epsilon:.12g} > {self.epsilon_checked:.12g}; at large ε·d the entries "
                     "e^(−ε d) underflow to 0 beside positive ones, so this stored channel is not private")
         return (f"{'optimal' if self.status == 0 else 'best found'} for the prior by linear programming "
-                f"({self.method}: {self.message}); value {self.value:.12g}, bound {self.bound:.12g}, relative gap "
+                f"({self.method}: {self.solver_message}); value {self.value:.12g}, bound {self.bound:.12g}, relative gap "
                 f"{self.gap:.3g}; privacy certified by the exact check of the returned channel (smallest ε "
                 f"{self.smallest_epsilon:.12g})")
 
@@ -211,7 +221,7 @@ class OptimalResult(Result):
         return self.ok
 
 
-def privacy_constraints(space: MetricSpace, epsilon: float, n_outputs: int, pairs: str = "essential"):
+def privacy_constraints(space: MetricSpace, *, epsilon: float, n_outputs: int, pairs: str = "essential"):
     r"""The privacy constraints of an LP over a channel H : Y → W as a sparse matrix ``A`` with A·x ≤ 0.
 
     The variable vector is x = vec(H) in row-major order (entry H[y, w] is x[y·|W| + w]). For every
@@ -238,6 +248,13 @@ def privacy_constraints(space: MetricSpace, epsilon: float, n_outputs: int, pair
     A : scipy.sparse.csr_array, shape (2·P·|W|, n·|W|)
     n_pairs : int
         P, the number of unordered pairs.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1.
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Prop 1.
     """
     if pairs == "essential":
         i, j = space.essential_pairs()
@@ -374,8 +391,12 @@ def optimal_mechanism(
     gap : float
         Relative gap (bound − value)/|bound| at which constraint generation stops (default 1e−7).
     time_limit : float, optional
-        Seconds after which the solve stops and returns the best certified mechanism found so far with
-        its honest gap (``status`` 1). Without any solved round, that is the best constant channel
+        Seconds for the whole call, counted from its start: the tent LP, the full LP or every round of
+        constraint generation get what is left (HiGHS's own ``time_limit``); when it runs out the call
+        returns the best certified mechanism found so far with its honest gap (``status`` 1, ``reason``
+        naming this limit). Only the final repair and exact check of the returned channel run after it,
+        and HiGHS checks its limit between iterations (an interior-point iteration or the crossover of a
+        large full LP can overrun it). Without any solved round, that is the best constant channel
         (0·d-private), with the no-privacy bound Σ_y max_w π_y g[y, w].
     progress : callable, optional
         ``progress(round)`` with a :class:`~dprivacy.mechanisms.lp_engine.Round` after each round of
@@ -401,7 +422,7 @@ def optimal_mechanism(
         ``ok`` (a channel was returned and passes the exact check), ``status`` and ``message``, the
         ``channel`` and its ``value``, the ``bound`` and ``gap``, the LP size and timing, and the
         verification of the channel (``smallest_epsilon``, ``private``, ``row_sum_error``,
-        ``clipped``). A failed solve is a result with ``success`` False and the solver's message,
+        ``clipped``). A failed solve is a result with ``solved`` False (no channel) and the solver's message,
         never an exception; bad input raises ``ValueError``/``TypeError``.
 
     Notes
@@ -435,6 +456,18 @@ def optimal_mechanism(
     The essential pairs of a general metric are found with a relative tolerance
     (``spaces.METRIC_RTOL`` = 1e−9): a pair whose distance equals a detour through a third point only
     up to that tolerance is left out, so its constraint holds up to a factor e^{ε d · 1e−9}.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.4
+       (utility), Thm 4 (where tight-constraints is optimal).
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Prop 1 (constraints on
+       adjacent answers).
+    .. [3] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Thm 8 (the truncated geometric is
+       universally optimal on a line).
     """
     if not isinstance(space, MetricSpace):
         raise TypeError(f"space must be a MetricSpace, got {type(space).__name__}")
@@ -455,12 +488,10 @@ def optimal_mechanism(
         raise TypeError(f"options must be a dict of linprog options, got {type(options).__name__}")
     gap = _check_gap(gap)
     time_limit = _check_time_limit(time_limit)
-    if method == "truncated-geometric" or (method == "auto" and pairs == "essential"):
-        why_not = _universal_line_reason(space, g, kind, m)
-        if why_not is None:
-            return _solve_universal(space, eps, p, g, kind, binary, labels)
-        if method == "truncated-geometric":
-            raise ValueError(f"method='truncated-geometric' (seed 002 Thm 8) does not apply: {why_not}")
+    started = time.perf_counter()  # the time limit covers every stage from here (tent LP, rounds, repair)
+    plan = _plan(space, g, kind, m, method, pairs, kept_size=int((p > 0).sum()) if binary else m)
+    if plan[0] == "truncated-geometric":
+        return _solve_universal(space, eps, p, g, kind, binary, labels)
     if method == "spanner":
         from .spanner import optimal_mechanism_spanner
 
@@ -480,21 +511,49 @@ def optimal_mechanism(
             f"the LP would have {n}x{mk} = {n * mk:,} variables, over MAX_VARIABLES = {MAX_VARIABLES:,}; "
             "use a structured mechanism (tight-constraints, geometric, Laplace) for a space this large"
         )
-    n_pairs_est = space.constraint_pairs()[0].size if pairs == "essential" else n * (n - 1) // 2
-    rows_est = 2 * n_pairs_est * mk
-    if method == "auto":
-        sparse_pairs = n_pairs_est <= AUTO_SPARSE_PAIRS_PER_POINT * n
-        method = "full" if (rows_est <= AUTO_FULL_ROWS or sparse_pairs or pairs == "all") else "constraint-generation"
+    method, rows_est, n_pairs_est = plan
     if method == "full" and rows_est > MAX_CONSTRAINT_ROWS:
         raise ValueError(
             f"the LP would have {rows_est:,} privacy constraints ({n_pairs_est:,} pairs x {mk} outputs x 2), over "
-            f"MAX_CONSTRAINT_ROWS = {MAX_CONSTRAINT_ROWS:,} (about {rows_est * 40 / 2**30:.0f} GiB to build); use "
+            f"MAX_CONSTRAINT_ROWS = {MAX_CONSTRAINT_ROWS:,} (about {rows_est * 1600 / 2**30:.0f} GiB for HiGHS, measured "
+            "1.5 KB a row); use "
             "method='constraint-generation', a graph metric (edges only), or tight-constraints where it exists"
         )
-    ctx = _Context(space, eps, p, g, kind, binary, labels, kept, m, repair, c_all)
+    ctx = _Context(space, eps, p, g, kind, binary, labels, kept, m, repair, c_all,
+                   None if time_limit is None else started + time_limit)
     if method == "full":
-        return _solve_full(ctx, c, pairs, solver, options, time_limit)
-    return _solve_generated(ctx, c, gap, time_limit, progress)
+        return _solve_full(ctx, c, pairs, solver, options, time_limit, started)
+    return _solve_generated(ctx, c, gap, time_limit, progress, started)
+
+
+def _plan(space: MetricSpace, g: np.ndarray, kind: str, m: int, method: str, pairs: str,
+          kept_size: int) -> tuple[str, int, int]:
+    """(the algorithm ``method`` resolves to, the privacy rows of its full LP, the constraint pairs):
+    "truncated-geometric" (no LP) where seed 002 Thm 8 applies, "spanner", or "full" /
+    "constraint-generation" by the size of the full LP."""
+    if method == "truncated-geometric" or (method == "auto" and pairs == "essential"):
+        why_not = _universal_line_reason(space, g, kind, m)
+        if why_not is None:
+            return "truncated-geometric", 0, 0
+        if method == "truncated-geometric":
+            raise ValueError(f"method='truncated-geometric' (seed 002 Thm 8) does not apply: {why_not}")
+    n = space.n
+    n_pairs_est = space.constraint_pairs()[0].size if pairs == "essential" else n * (n - 1) // 2
+    rows_est = 2 * n_pairs_est * kept_size
+    if method == "auto":
+        sparse_pairs = n_pairs_est <= AUTO_SPARSE_PAIRS_PER_POINT * n
+        method = "full" if (rows_est <= AUTO_FULL_ROWS or sparse_pairs or pairs == "all") else "constraint-generation"
+    return method, rows_est, n_pairs_est
+
+
+def lp_plan(space: MetricSpace, *, gain=None, loss=None, method: str = "auto", pairs: str = "essential") -> tuple[str, int]:
+    """What :func:`optimal_mechanism` would run, without running it: (algorithm, privacy rows of the full
+    LP). The algorithm is "truncated-geometric" (seed 002 Thm 8: no LP), "spanner", "full" or
+    "constraint-generation"; the rows are 2 × constraint pairs × outputs (for the binary gain, every
+    output counted). For size estimates before a solve (the command line's memory guard)."""
+    g, kind = _objective_matrix(space.n, gain, loss)
+    method_, rows, _ = _plan(space, g, kind, g.shape[1], method, pairs, kept_size=g.shape[1])
+    return method_, rows
 
 
 def _universal_line_reason(space: MetricSpace, g: np.ndarray, kind: str, m: int) -> str | None:
@@ -544,16 +603,16 @@ def _solve_universal(space: MetricSpace, eps: float, p: np.ndarray, g: np.ndarra
     remapped = np.zeros((n, g.shape[1]))
     np.add.at(remapped.T, np.asarray(measured.remap), tg.T)  # column z of TG goes to guess remap[z]
     channel = Channel._trusted(remapped, space.labels, labels)
-    check = check_privacy(channel, space, epsilon=eps, tol=LOG_ATOL)
+    check = check_privacy(channel, space, epsilon=eps)
     seconds = time.perf_counter() - t0
     nan = float("nan")
     return OptimalResult(
-        success=True, status=0,
-        message=("the truncated geometric mechanism with its optimal remap, universally optimal on a line for every "
+        status=0,
+        solver_message=("the truncated geometric mechanism with its optimal remap, universally optimal on a line for every "
                  "prior and monotone loss (seed 002 Thm 8; Ghosh, Roughgarden, Sundararajan 2009)"),
         channel=channel, value=measured.value, objective=measured.value, kind=kind,
         remap=np.arange(g.shape[1]), pairs="none", n_pairs=0, n_variables=0, n_constraints=0, seconds=seconds,
-        build_seconds=0.0, smallest_epsilon=check.smallest_epsilon, private=check.holds, row_sum_error=0.0,
+        build_seconds=0.0, smallest_epsilon=check.smallest_epsilon, private=check.ok, row_sum_error=0.0,
         clipped=0.0, min_entry=float(tg.min()), raw_smallest_epsilon=nan, repair_mass=0.0, epsilon_checked=eps,
         space=space, method="truncated-geometric", bound=measured.value, gap=0.0,
     )
@@ -572,6 +631,7 @@ class _Context:
     m: int
     repair: bool
     c_all: np.ndarray
+    deadline: float | None = None  # time.perf_counter() reading at which the time limit runs out
 
 
 def _check_gap(gap) -> float:
@@ -589,17 +649,26 @@ def _check_time_limit(time_limit):
     return float(time_limit)
 
 
-def _solve_full(ctx: _Context, c: np.ndarray, pairs: str, solver: str, options, time_limit) -> "OptimalResult":
+def _left(time_limit, started: float) -> float | None:
+    """Seconds left of ``time_limit`` counted from ``started`` (None: no limit; at least 1 ms, so a
+    solver asked for it stops at once with its time-limit status)."""
+    if time_limit is None:
+        return None
+    return max(time_limit - (time.perf_counter() - started), 1e-3)
+
+
+def _solve_full(ctx: _Context, c: np.ndarray, pairs: str, solver: str, options, time_limit,
+                started: float) -> "OptimalResult":
     from .lp_engine import lagrangian_bound_matrix
 
     space, eps, n, mk = ctx.space, ctx.eps, ctx.space.n, ctx.kept.size
     t0 = time.perf_counter()
-    a_ub, n_pairs = privacy_constraints(space, eps, mk, pairs)
+    a_ub, n_pairs = privacy_constraints(space, epsilon=eps, n_outputs=mk, pairs=pairs)
     a_eq = _row_sum_constraints(n, mk)
     build = time.perf_counter() - t0
     opts = dict(options or {})
     if time_limit is not None:
-        opts.setdefault("time_limit", time_limit)
+        opts.setdefault("time_limit", _left(time_limit, started))
     t1 = time.perf_counter()
     res = linprog(-c.ravel(), A_ub=a_ub, b_ub=np.zeros(a_ub.shape[0]), A_eq=a_eq, b_eq=np.ones(n),
                   bounds=(0, None), method=solver, options=opts or None)
@@ -607,6 +676,8 @@ def _solve_full(ctx: _Context, c: np.ndarray, pairs: str, solver: str, options, 
     size = dict(pairs=pairs, n_pairs=n_pairs, n_variables=n * mk, n_constraints=n + a_ub.shape[0],
                 seconds=seconds, build_seconds=build, method="full")
     status, message = int(res.status), str(res.message)
+    if status == 1 and time_limit is not None:
+        message = f"time limit of {time_limit:g} s reached ({message})"
     if res.status != 0 or res.x is None:
         return _fallback_or_failed(ctx, status, message, size, time_limit)
     marg = getattr(getattr(res, "ineqlin", None), "marginals", None)
@@ -620,21 +691,21 @@ def _solve_full(ctx: _Context, c: np.ndarray, pairs: str, solver: str, options, 
                    message, size)
 
 
-def _solve_generated(ctx: _Context, c: np.ndarray, gap: float, time_limit, progress) -> "OptimalResult":
+def _solve_generated(ctx: _Context, c: np.ndarray, gap: float, time_limit, progress,
+                     started: float) -> "OptimalResult":
     from .lp_engine import CERTIFY_EVERY_ROUND_ELEMENTS, constraint_generation
 
     space, eps, n, mk = ctx.space, ctx.eps, ctx.space.n, ctx.kept.size
     peaks = ctx.kept if ctx.binary else _output_points(ctx)
-    t0 = time.perf_counter()
-    tent = _tent_bracket(ctx) if ctx.binary else None
-    left = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 1e-3)
+    t0 = started
+    tent = _tent_bracket(ctx, time_limit=_left(time_limit, started)) if ctx.binary else None
 
     def certify(h):
         return _certified_value(ctx, h)
 
     every = n * n * mk <= CERTIFY_EVERY_ROUND_ELEMENTS
-    out = constraint_generation(space, c, peaks, eps, certify=certify if every else None, gap=gap,
-                                time_limit=left, progress=progress)
+    out = constraint_generation(space, c, peaks, epsilon=eps, certify=certify if every else None, gap=gap,
+                                time_limit=time_limit, progress=progress, started=started)
     status = {"optimal": 0, "gap": 0, "time-limit": 1, "memory": 4, "failed": 4}[out.status]
     size = dict(pairs="generated", n_pairs=out.n_pairs, n_variables=n * out.active, n_constraints=n + out.rows,
                 seconds=time.perf_counter() - t0, build_seconds=0.0, method="constraint-generation",
@@ -661,7 +732,7 @@ TENT_ENTRIES = 20_000_000
 TENT_REPAIR_WORK = 1_000_000_000
 
 
-def _tent_bracket(ctx: _Context):
+def _tent_bracket(ctx: _Context, *, time_limit: float | None = None):
     r"""A quick bracket for the binary gain from the *tent LP*
 
     .. math:: \max \sum_w \pi_w t_w \quad\text{s.t.}\quad \sum_w e^{-\varepsilon d(y, w)}\, t_w \le 1\ (y \in Y),\ t \ge 0
@@ -675,16 +746,19 @@ def _tent_bracket(ctx: _Context):
     :func:`certified_repair`, then checked exactly by the caller.
 
     Returns (channel n × m, its gain, the bound) — the channel None (gain −inf) when its repair would
-    cost more than ``TENT_REPAIR_WORK`` — or None when too large or the LP fails.
+    cost more than ``TENT_REPAIR_WORK`` or when ``time_limit`` (seconds, HiGHS's own limit for the LP)
+    ran out before the repair — or None when too large, out of time, or the LP fails.
     """
     n, kept = ctx.space.n, ctx.kept
     if n * kept.size > TENT_ENTRIES:
         return None
+    t0 = time.perf_counter()
     with np.errstate(over="ignore", under="ignore"):
         phi = np.exp(-ctx.eps * ctx.space.distances[:, kept])
     phi[~np.isfinite(phi)] = 0.0
     pi = ctx.p[kept]
-    res = linprog(-pi, A_ub=phi, b_ub=np.ones(n), bounds=(0, None), method="highs")
+    opts = None if time_limit is None else {"time_limit": float(time_limit)}
+    res = linprog(-pi, A_ub=phi, b_ub=np.ones(n), bounds=(0, None), method="highs", options=opts)
     if res.status != 0 or res.x is None:
         return None
     mu = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=np.float64), 0.0)
@@ -693,16 +767,17 @@ def _tent_bracket(ctx: _Context):
         return None
     bound = float(mu.sum() * max(1.0, float((pi / cover).max())))
     t = np.clip(np.asarray(res.x, dtype=np.float64), 0.0, None)
-    if n * n * max(1, int((t > 0).sum())) > TENT_REPAIR_WORK:
-        return None, float("-inf"), bound  # the bound only: the repair would cost too much here
+    out_of_time = time_limit is not None and time.perf_counter() - t0 >= time_limit
+    if n * n * max(1, int((t > 0).sum())) > TENT_REPAIR_WORK or out_of_time:
+        return None, float("-inf"), bound  # the bound only: the repair would cost too much (or no time is left)
     h = np.zeros((n, ctx.m))
     h[:, kept] = phi * t[None, :]
     sums = h.sum(axis=1)
     if (sums <= 0).any():
         return None
-    h, _ = certified_repair(h / sums[:, None], ctx.space, epsilon=ctx.eps)
-    if not check_privacy(h, ctx.space, epsilon=ctx.eps, tol=LOG_ATOL).holds:
-        return None
+    h, _ = certified_repair(h / sums[:, None], ctx.space, epsilon=ctx.eps, deadline=ctx.deadline)
+    if not check_privacy(h, ctx.space, epsilon=ctx.eps).ok:
+        return None, float("-inf"), bound  # the bound stands; the channel could not be repaired (in time)
     return h, float(utility(Channel._trusted(h, ctx.space.labels, ctx.labels), ctx.p).value), bound
 
 
@@ -718,14 +793,14 @@ def _repaired(ctx: _Context, h: np.ndarray) -> tuple[np.ndarray, float]:
     h = np.clip(h, 0.0, None)
     h = h / h.sum(axis=1, keepdims=True)
     if ctx.repair:
-        return certified_repair(h, ctx.space, epsilon=ctx.eps)
+        return certified_repair(h, ctx.space, epsilon=ctx.eps, deadline=ctx.deadline)
     return h, 0.0
 
 
 def _certified_value(ctx: _Context, h: np.ndarray) -> float:
     """Gain-form value Σ c·H of the repaired restricted channel if it passes the exact check, else −inf."""
     r, _ = _repaired(ctx, h)
-    if not check_privacy(r, ctx.space, epsilon=ctx.eps, tol=LOG_ATOL).holds:
+    if not check_privacy(r, ctx.space, epsilon=ctx.eps).ok:
         return float("-inf")
     return float((ctx.c_all[:, ctx.kept] * r).sum())
 
@@ -760,11 +835,11 @@ def _fallback_or_failed(ctx: _Context, status: int, message: str, size: dict, ti
     full = dict(size)
     return _finish(ctx, h, float("nan"), min(_no_privacy_bound(ctx), bound), 1,
                    f"{message}; no round finished: the best constant channel is returned", full,
-                   already_full=True, lenient=True)
+                   already_full=True, lenient=True, constant=True)
 
 
 def _finish(ctx: _Context, raw: np.ndarray, objective_gain: float, bound_gain: float, status: int, message: str,
-            size: dict, *, already_full: bool = False, lenient: bool = False) -> "OptimalResult":
+            size: dict, *, already_full: bool = False, lenient: bool = False, constant: bool = False) -> "OptimalResult":
     space, eps, n = ctx.space, ctx.eps, ctx.space.n
     min_entry = float(raw.min())
     row_sum_error = float(np.abs(raw.sum(axis=1) - 1.0).max())
@@ -786,17 +861,28 @@ def _finish(ctx: _Context, raw: np.ndarray, objective_gain: float, bound_gain: f
         full = np.zeros((n, ctx.m))
         full[:, ctx.kept] = h
         h = full
-    raw_eps = check_privacy(h, space, epsilon=eps).smallest_epsilon
     repair_mass = 0.0
-    if ctx.repair:
-        h, repair_mass = certified_repair(h, space, epsilon=eps)
-    check = check_privacy(h, space, epsilon=eps, tol=LOG_ATOL)
-    if not check.holds and status == 1:
+    if constant:
+        # Every row is the same point mass: 0·d-private exactly, nothing to repair or check.
+        from ..measures.privacy import PrivacyResult
+
+        raw_eps = 0.0
+        check = PrivacyResult(True, eps, 0.0, None, 0.0, 0.0, 0)
+    else:
+        late = ctx.deadline is not None and time.perf_counter() >= ctx.deadline
+        # (a diagnostic only: skipped once the time limit has run out)
+        raw_eps = float("nan") if late else check_privacy(h, space, epsilon=eps).smallest_epsilon
+        if ctx.repair:
+            # After the time limit the repair still makes one lift (which certifies a channel that is
+            # private already, e.g. the repaired tent channel), no more.
+            h, repair_mass = certified_repair(h, space, epsilon=eps, deadline=ctx.deadline)
+        check = check_privacy(h, space, epsilon=eps)
+    if not check.ok and status == 1:
         # A time-limited intermediate point that the repair could not certify: fall back on the best
         # constant channel, which is private, rather than return nothing.
         h, _ = _constant_channel(ctx)
         message = f"{message}; the last round's channel could not be certified, the best constant channel is returned"
-        check = check_privacy(h, space, epsilon=eps, tol=LOG_ATOL)
+        check = check_privacy(h, space, epsilon=eps)
     channel = Channel._trusted(h, space.labels, ctx.labels)
     if ctx.kind == "loss":
         measured = expected_loss(channel, ctx.p, ctx.g)
@@ -805,11 +891,11 @@ def _finish(ctx: _Context, raw: np.ndarray, objective_gain: float, bound_gain: f
         measured = utility(channel, ctx.p, None if ctx.binary else ctx.g)
         value_gain = measured.value
     sign = 1.0 if ctx.kind == "gain" else -1.0
-    rel = _relative_gap(bound_gain, value_gain) if check.holds else float("inf")
+    rel = _relative_gap(bound_gain, value_gain) if check.ok else float("inf")
     return OptimalResult(
-        success=True, status=status, message=message, channel=channel, value=measured.value,
+        status=status, solver_message=message, channel=channel, value=measured.value,
         objective=sign * objective_gain, kind=ctx.kind, remap=measured.remap, smallest_epsilon=check.smallest_epsilon,
-        private=check.holds, row_sum_error=row_sum_error, clipped=clipped, min_entry=min_entry,
+        private=check.ok, row_sum_error=row_sum_error, clipped=clipped, min_entry=min_entry,
         raw_smallest_epsilon=raw_eps, repair_mass=repair_mass, epsilon_checked=eps, space=space,
         bound=sign * bound_gain, gap=rel, **size,
     )
@@ -819,14 +905,14 @@ def _failed(status, message, kind, size, *, row_sum_error=float("nan"), min_entr
             eps=float("nan")) -> OptimalResult:
     nan = float("nan")
     return OptimalResult(
-        success=False, status=status, message=message, channel=None, value=nan, objective=nan, kind=kind,
+        status=status, solver_message=message, channel=None, value=nan, objective=nan, kind=kind,
         remap=None, smallest_epsilon=nan, private=False, row_sum_error=row_sum_error, clipped=nan,
         min_entry=min_entry, raw_smallest_epsilon=nan, repair_mass=nan, epsilon_checked=eps, space=space, **size,
     )
 
 
 def certified_repair(h, space: MetricSpace, *, epsilon: float, rounds: int = 6,
-                     alternations: int = 60) -> tuple[np.ndarray, float]:
+                     alternations: int = 60, deadline: float | None = None) -> tuple[np.ndarray, float]:
     r"""An ε·d-private channel next to ``h`` (an LP solution that meets its constraints only up to the
     solver's tolerance), and the largest mass the repair moved in a row (max_y Σ_w |out − h|[y, w] / 2).
 
@@ -837,8 +923,8 @@ def certified_repair(h, space: MetricSpace, *, epsilon: float, rounds: int = 6,
 
     1. **Alternate** lift at ε and renormalise. Each round's ρ is the mass the lift had to add, which
        shrinks geometrically (on an 8×8 grid LP solution perturbed by 1e−7: ρ = 7e−8, then 1e−9 after 5
-       rounds). Stop when ρ ≤ ``LOG_ATOL``: every log-ratio is then within ρ of ε·d, i.e. the channel
-       passes :func:`~dprivacy.measures.check_privacy` at its tolerance, at a cost in value of order ρ.
+       rounds). Stop when ρ ≤ ``PRIVACY_RTOL``·ε·d_min: every log-ratio is then within ρ of ε·d, i.e. the
+       channel passes :func:`~dprivacy.measures.check_privacy` at its relative tolerance, at a cost in value of order ρ.
     2. From there, try to make it *strict*: lift at ε' = ε − ρ(1 + 10⁻³)/d_min (d_min the smallest
        positive distance) and renormalise; if (ε − ε')·d_min ≥ ρ' for the new spread ρ', the result is
        ε·d-private with no tolerance at all, and it is returned.
@@ -847,6 +933,14 @@ def certified_repair(h, space: MetricSpace, *, epsilon: float, rounds: int = 6,
        ε' ∈ [0, ε] — at ε' = 0 the lift is constant down each column, all row sums are equal and
        ρ = 0, so the result is always private, but it may cost much of the value (measured: 5% on the
        perturbed 8×8 solution above, which step 1 repairs at a cost of 1e−8).
+
+    ``deadline`` (a ``time.perf_counter()`` reading) stops the repair between lifts, after the first:
+    the channel reached so far is returned, possibly not private — the caller's exact check decides.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1.
     """
     h = np.asarray(h, dtype=np.float64)
     d = space.distances
@@ -864,20 +958,27 @@ def certified_repair(h, space: MetricSpace, *, epsilon: float, rounds: int = 6,
         rho = float(np.log(sums.max() / sums.min()))
         # The ρ condition is sufficient, not necessary: when it fails, the exact check decides.
         good = (epsilon - e_lift) * dmin >= rho or (
-            exact_check and check_privacy(lifted / sums[:, None], space, epsilon=epsilon).holds)
+            exact_check and check_privacy(lifted / sums[:, None], space, epsilon=epsilon).ok)
         return lifted / sums[:, None], rho, good
+
+    def late() -> bool:
+        return deadline is not None and time.perf_counter() >= deadline
 
     # 1. alternate lift (at ε) and renormalisation
     m = h
-    for _ in range(alternations):
+    for k in range(alternations):
+        if k and late():  # at least one lift: it certifies a channel that is private already
+            return m, moved(m)
         m, rho, _ = attempt(m, epsilon, exact_check=False)
-        if rho <= LOG_ATOL:
+        if rho <= PRIVACY_RTOL * epsilon * dmin:
             # 2. one strict step
             strict, rho2, good = attempt(m, max(0.0, epsilon - (rho * (1.0 + 1e-3) + 1e-15) / dmin), exact_check=False)
             return (strict, moved(strict)) if good else (m, moved(m))
     # 3. ε'-steps from h, then bisection
     e_lift = float(epsilon)
     for _ in range(rounds):
+        if late():
+            return m, moved(m)
         out, rho, good = attempt(h, e_lift)
         if good:
             return out, moved(out)
@@ -885,6 +986,8 @@ def certified_repair(h, space: MetricSpace, *, epsilon: float, rounds: int = 6,
     lo, hi = 0.0, e_lift
     best, _, _ = attempt(h, lo)
     for _ in range(40):
+        if late():
+            break
         mid = 0.5 * (lo + hi)
         cand, _, good = attempt(h, mid)
         if good:
@@ -914,6 +1017,11 @@ def private_lift(h, space: MetricSpace, *, epsilon: float) -> np.ndarray:
     space : MetricSpace
         Its distances must satisfy the triangle inequality for the result to be private.
     epsilon : float
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1.
     """
     h = np.asarray(h, dtype=np.float64)
     n, m = h.shape
@@ -931,9 +1039,3 @@ def private_lift(h, space: MetricSpace, *, epsilon: float) -> np.ndarray:
         out[b0:b1] = (phi[b0:b1, :, None] * h[None, :, :]).max(axis=1)
     return out
 
-
-def optimal_mechanism_all_pairs(space: MetricSpace, prior, *, epsilon: float, **kwargs) -> OptimalResult:
-    """:func:`optimal_mechanism` with the privacy constraint written for all n(n−1) ordered pairs at
-    finite distance (``pairs="all"``): the same LP without the reduction of seed 004 Prop 1, kept as
-    the baseline against which the essential-pairs formulation is checked and benchmarked."""
-    return optimal_mechanism(space, prior, epsilon=epsilon, pairs="all", **kwargs)

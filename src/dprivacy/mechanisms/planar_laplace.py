@@ -63,6 +63,11 @@ def planar_laplace_radius(p, *, epsilon: float) -> np.ndarray:
     ``p`` in [0, 1) (any shape); the real part of ``scipy.special.lambertw(·, k=-1)`` is used (the
     imaginary part is 0 on (−1/e, 0)), except for p < 1e-4, near the branch point, where a series
     polished by Newton's method keeps full relative precision.
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §6.2.
     """
     e = check_epsilon(epsilon)
     p = np.atleast_1d(np.asarray(p, dtype=np.float64))
@@ -130,6 +135,13 @@ def planar_laplace_sample(points, *, epsilon: float, rng=None, lattice: float | 
     -------
     numpy.ndarray, same shape as ``points``
         x̄ + ΛZ. Mean error E‖ΛZ‖ = 2/ε up to a relative O((εΛ)²).
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §6.2 (geolocation).
+    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.3.
     """
     from ..sampling import as_generator
 
@@ -305,6 +317,13 @@ def planar_laplace_grid(space: GridSpace, *, epsilon: float, adjust: str = "none
     10 000 matrix, 800 MB) in ~5 s, most of it writing the matrix. Entries whose mass is below the
     smallest double (ε × distance ≳ 700) underflow to 0; such a channel cannot be certified by
     :func:`dprivacy.measures.check_privacy` in float64, although the mechanism is private.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.2, Fig 7.
+    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §6.2.
     """
     if not isinstance(space, GridSpace):
         raise TypeError(f"space must be a GridSpace (spaces.grid), got {type(space).__name__}")
@@ -343,6 +362,13 @@ def planar_laplace_channel(space: GridSpace, *, epsilon: float, adjust: str = "n
     Andrés et al. CCS 2013) and snapping its report to the nearest cell is post-processing. The stored
     matrix is computed by quadrature; its largest relative error is in ``details``.
     See :func:`planar_laplace_grid` for the construction, the meaning of ``adjust`` and the error bound.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.2, Fig 7.
+    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §6.2.
     """
     from .base import built
 
@@ -385,6 +411,13 @@ class PlanarLaplaceGridMechanism(Mechanism):
     as nine. :meth:`rows` (and the dense :attr:`channel` on demand) are the masses of the *continuous*
     planar Laplace at ε' by quadrature — what the measures and the remap use; the sampled lattice law
     equals them up to the lattice's Riemann-sum error, a relative O((ε·step/K)²) ≈ 10⁻⁶ or less.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.2.
+    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §6.2.
     """
 
     def __init__(self, space: GridSpace, *, epsilon: float, adjust: str = "none"):
@@ -400,7 +433,7 @@ class PlanarLaplaceGridMechanism(Mechanism):
                   "ε'·d₂-private between cell centres, which are lattice points; seed 002 §6.2 on a lattice), snapped to "
                   "the nearest cell (post-processing, seed 000 §7.2); sampled with integer-exact decisions, every cell "
                   "reachable from every secret")
-        Mechanism.__init__(self, space, epsilon=e, name="planar-laplace-grid", certificate=by_construction(e, reason),
+        Mechanism.__init__(self, space, epsilon=e, name="planar-laplace-grid", certificate=by_construction(epsilon=e, reason=reason),
                            n_outputs=space.n, details={"epsilon_used": lat.epsilon, "adjust": adjust, "lattice_per_cell": k})
 
     @property
@@ -484,5 +517,13 @@ def planar_laplace_grid_mechanism(space: GridSpace, *, epsilon: float, adjust: s
     """The planar Laplace mechanism on a grid as an implicit :class:`~dprivacy.mechanisms.base.Mechanism`
     (no n×n matrix; see the class notes): exact lattice sampling snapped to the nearest cell, rows by
     quadrature, the dense channel on demand. The sampler is exact, so no adjustment of ε is due
-    (``adjust="none"``, default); ``"ccs"`` samples at CCS 2013's smaller ε' (kept for comparison)."""
+    (``adjust="none"``, default); ``"ccs"`` samples at CCS 2013's smaller ε' (kept for comparison).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.2.
+    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §6.2.
+    """
     return PlanarLaplaceGridMechanism(space, epsilon=epsilon, adjust=adjust)

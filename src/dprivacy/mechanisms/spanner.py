@@ -30,7 +30,7 @@ import numpy as np
 
 from ..results import Result
 from .._validate import as_prior, check_epsilon
-from ..measures.privacy import LOG_ATOL, check_privacy
+from ..measures.privacy import check_privacy
 from ..spaces import MetricSpace
 from ..spanners import SpannerResult, build_spanner, spanner_space
 from .optimal import OptimalResult, _objective_matrix, optimal_mechanism
@@ -55,8 +55,9 @@ class SpannerOptimalResult(Result):
 
     Attributes
     ----------
-    success, status, message, channel, value, objective, kind, remap
-        As in :class:`~dprivacy.mechanisms.optimal.OptimalResult`, for the LP on the spanner's edges.
+    status, solver_message, channel, value, objective, kind, remap
+        As in :class:`~dprivacy.mechanisms.optimal.OptimalResult`, for the LP on the spanner's edges
+        (``solved``: the LP returned a channel).
     epsilon : float
         The requested ε (the mechanism is meant to be ε·d-private).
     lp_epsilon : float
@@ -85,7 +86,7 @@ class SpannerOptimalResult(Result):
         spanner): the smallest ε' for which the returned channel is ε'·d-private. NaN if the solve
         failed.
     private : bool
-        Whether the channel passes ``check_privacy`` at ε (log-ratio tolerance ``LOG_ATOL``).
+        Whether the channel passes ``check_privacy`` at ε (relative tolerance ``PRIVACY_RTOL`` on ε·d plus the rounding floor).
     lp : OptimalResult
         The underlying solve (its ``smallest_epsilon`` refers to the spanner metric d_G at ε/δ).
     exact : OptimalResult or None
@@ -108,9 +109,8 @@ class SpannerOptimalResult(Result):
         "spanner".
     """
 
-    success: bool
     status: int
-    message: str
+    solver_message: str
     channel: object
     value: float
     objective: float
@@ -156,17 +156,22 @@ class SpannerOptimalResult(Result):
         return DenseMechanism(self.channel, self.space, epsilon=self.epsilon, name="optimal-spanner", certificate=cert)
 
     @property
+    def solved(self) -> bool:
+        """The LP returned a channel (which may still fail the check: ``ok`` says both)."""
+        return self.channel is not None
+
+    @property
     def ok(self) -> bool:
         """A channel was found *and* it passes the exact privacy check on the original space at ε."""
-        return bool(self.success and self.private)
+        return bool(self.solved and self.private)
 
     def __bool__(self) -> bool:
         return self.ok
 
     @property
     def reason(self) -> str:
-        if not self.success:
-            return f"the spanner LP failed: {self.message}"
+        if not self.solved:
+            return f"the spanner LP failed: {self.solver_message}"
         if not self.private:
             return (f"the spanner LP's channel fails the exact privacy check on the original space: smallest ε "
                     f"{self.smallest_epsilon:.12g} > {self.epsilon:.12g}")
@@ -176,7 +181,7 @@ class SpannerOptimalResult(Result):
 
 
 def _spanner_gap(lp, bound: float, private: bool) -> float:
-    if not (lp.success and private and math.isfinite(bound)):
+    if not (lp.solved and private and math.isfinite(bound)):
         return float("inf")
     v, b = (lp.value, bound) if lp.kind == "gain" else (-lp.value, -bound)
     scale = max(abs(v), abs(b))
@@ -261,7 +266,13 @@ def optimal_mechanism_spanner(
     Returns
     -------
     SpannerOptimalResult
-        A failed solve is a result with ``success`` False and the solver's message.
+        A failed solve is a result with ``solved`` False (no channel) and the solver's message.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1, §7.2
+       (the privacy constraints the spanner relaxes).
     """
     if not isinstance(space, MetricSpace):
         raise TypeError(f"space must be a MetricSpace, got {type(space).__name__}")
@@ -293,16 +304,16 @@ def optimal_mechanism_spanner(
     common = dict(gain=gain, loss=loss, outputs=outputs, method="full", solver=method, repair=repair)
     lp = optimal_mechanism(proxy, prior, epsilon=lp_eps, options=options, **common)
     relaxed_bound = float("nan")
-    if bound and lp.success:
+    if bound and lp.solved:
         # ε on the spanner's edges: implied by ε·d-privacy (each edge is a pair of the space), so a relaxation.
         relaxed = optimal_mechanism(proxy, prior, epsilon=eps, options=options, **common)
-        if relaxed.success:
+        if relaxed.solved:
             relaxed_bound = relaxed.bound
 
     t1 = time.perf_counter()
-    if lp.success:
-        check = check_privacy(lp.channel, space, epsilon=eps, tol=LOG_ATOL)
-        smallest, private = check.smallest_epsilon, check.holds
+    if lp.solved:
+        check = check_privacy(lp.channel, space, epsilon=eps)
+        smallest, private = check.smallest_epsilon, check.ok
     else:
         smallest, private = float("nan"), False
     certify_seconds = time.perf_counter() - t1
@@ -314,14 +325,14 @@ def optimal_mechanism_spanner(
         ex = optimal_mechanism(space, prior, epsilon=eps, options=exact_options if exact_options is not None else options,
                                pairs="essential", **common)
         exact_seconds = ex.seconds
-        if ex.success:
+        if ex.solved:
             exact_value = ex.value
-            if lp.success:
+            if lp.solved:
                 optimality_loss = (exact_value - lp.value) if lp.kind == "gain" else (lp.value - exact_value)
                 relative_loss = optimality_loss / abs(exact_value) if exact_value != 0 else float("nan")
 
     return SpannerOptimalResult(
-        success=lp.success, status=lp.status, message=lp.message, channel=lp.channel, value=lp.value,
+        status=lp.status, solver_message=lp.solver_message, channel=lp.channel, value=lp.value,
         objective=lp.objective, kind=lp.kind, remap=lp.remap, epsilon=eps, lp_epsilon=lp_eps, margin=margin,
         dilation=spanner.dilation, spanner=spanner, n_edges=spanner.n_edges, n_variables=lp.n_variables,
         n_constraints=lp.n_constraints, all_pairs_constraints=n + n * (n - 1) * m, seconds=lp.seconds,

@@ -44,8 +44,9 @@ class SymmetricMechanism(Result):
 
     Attributes
     ----------
-    exists : bool
-        Whether the hypothesis holds, so that eq. (17) of seed 001 defines an optimal channel.
+    ok : bool
+        Whether the hypothesis holds, so that eq. (17) of seed 001 defines an optimal channel
+        (``exists`` says the same in the theory's words).
     channel : Channel or None
         H : Y → Y with H_ij = γ e^{−ε d(i,j)} (None when it does not exist).
     gamma : float
@@ -59,10 +60,18 @@ class SymmetricMechanism(Result):
         ``"ball-size"`` (seed 000 Prop 9) or ``"graph"`` (seed 001 Thm 28: a distance-regular or
         vertex-transitive graph).
     reason : str
-        Why the mechanism does not exist (empty when it does); a note on which hypothesis held.
+        Why the mechanism does not exist, or which hypothesis held.
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), eq.
+       (17)–(18), Thm 28.
+    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 7, Prop 9.
     """
 
-    exists: bool
+    ok: bool
     channel: Channel | None
     gamma: float
     epsilon: float
@@ -72,9 +81,9 @@ class SymmetricMechanism(Result):
     space: MetricSpace | None = field(default=None, repr=False, compare=False)
 
     @property
-    def ok(self) -> bool:
-        """The common flag of :class:`dprivacy.results.Result` (here: ``exists``)."""
-        return bool(self.exists)
+    def exists(self) -> bool:
+        """The mechanism of seed 001 eq. (17) exists (a domain fact; the same as ``ok``)."""
+        return bool(self.ok)
 
     @property
     def mechanism(self):
@@ -86,12 +95,12 @@ class SymmetricMechanism(Result):
             return None
         from .base import DenseMechanism, by_construction
 
-        cert = by_construction(self.epsilon, f"columns γ·e^(−ε d(·, z)) ({self.reason}; seed 000 Prop 9, seed 001 "
+        cert = by_construction(epsilon=self.epsilon, reason=f"columns γ·e^(−ε d(·, z)) ({self.reason}; seed 000 Prop 9, seed 001 "
                                               "eq. (17)): each is ε·d-Lipschitz in log by the triangle inequality")
         return DenseMechanism(self.channel, self.space, epsilon=self.epsilon, name="symmetric", certificate=cert)
 
     def __bool__(self) -> bool:
-        return bool(self.exists)
+        return bool(self.ok)
 
     @property
     def matrix(self) -> np.ndarray | None:
@@ -135,6 +144,15 @@ def symmetric_mechanism(space, *, epsilon: float, hypothesis: str = "ball-size")
     n_d must be defined.) Seed 000 Prop 9 prints h_{yy'} = e^{d(y,y')}/Σ_r n_r e^{−r}; the exponent
     must be −d for the rows to sum to 1, as in seed 001 eq. (17) — implemented with −d.
     For a graph that is not symmetric, see :func:`remark29_mechanism`.
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Thm 27, Thm
+       28.
+    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 7, Prop 9,
+       Thm 4.
     """
     eps = check_epsilon(epsilon)
     if hypothesis not in _HYPOTHESES:
@@ -157,11 +175,11 @@ def symmetric_mechanism(space, *, epsilon: float, hypothesis: str = "ball-size")
     note = "ball-size symmetric (seed 000 Prop 9)"
     if hypothesis == "graph":
         dr = is_distance_regular(space)
-        if dr.holds:
+        if dr.ok:
             note = f"distance-regular with intersection array {dr.intersection_array} (seed 001 Thm 28)"
         else:
             vt = is_vertex_transitive(space)
-            if not vt.holds:
+            if not vt.ok:
                 return fail(
                     "the hypothesis of seed 001 Thm 28 fails: not distance-regular "
                     f"({dr.reason}) and not vertex-transitive ({vt.reason})"
@@ -189,6 +207,11 @@ class AugmentedMechanism:
         Same as ``mechanism.channel``; ε-differentially private for the original ~.
     utility_uniform : float
         γ' = 1/Σ_r n'_r e^{−εr}: its utility for the uniform prior (a lower bound on the optimum for ~).
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Remark 29.
     """
 
     mechanism: SymmetricMechanism
@@ -222,6 +245,12 @@ def remark29_mechanism(graph_or_space, *, epsilon: float, method: str = "best", 
         precise).
     group_shape : tuple of int, optional
         For ``"cayley"`` (and the cayley candidate of ``"best"``).
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Remark 29,
+       Example 31.
     """
     eps = check_epsilon(epsilon)
     methods = ("cayley", "power", "complete") if method == "best" else (method,)

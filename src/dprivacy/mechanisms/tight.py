@@ -48,6 +48,12 @@ class TightResult(Result):
     :class:`~dprivacy._kernels.solve.GridTightResult`; both are TightResults with the fields below, and
     ``.mechanism`` (None when it does not exist). The fields are documented on
     :class:`TightConstraintsResult`.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 6, Prop 6,
+       Prop 7.
     """
 
     exists: bool
@@ -214,6 +220,15 @@ def tight_constraints(space: MetricSpace, *, epsilon: float, method: str = "auto
     precision, evaluated with the explicit inverse up to
     :data:`~dprivacy._kernels.phi_solve.INVERSE_LIMIT` points ("certified") and with LAPACK's condition
     estimate above ("estimated": verified numerically, not certified).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 6, Prop 6,
+       Prop 7, Thm 4, Prop 8, Cor 3, Prop 9.
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Def 7, Prop 7, Lemma 3,
+       Thm 3.
     """
     if not isinstance(space, MetricSpace):
         raise TypeError(f"space must be a MetricSpace, got {type(space).__name__}")

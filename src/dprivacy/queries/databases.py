@@ -228,6 +228,13 @@ def universe(u: int, v, *, null: bool = False) -> Universe:
     ValueError
         If fewer than two symbols are available, or the universe has more than :data:`MAX_DATABASES`
         databases (the message gives the number).
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), §3.
+    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.2.
     """
     u = check_positive_int(u, name="u")
     if isinstance(v, bool):
@@ -350,7 +357,15 @@ def count(databases, predicate: Predicate = None) -> np.ndarray:
 
 def total(databases) -> np.ndarray:
     """Sum query: Σ_i x[i] over the present individuals (∅ contributes nothing). Seed 000 §7.1,
-    seed 002 §5. Returns an (N,) array (int for integer databases)."""
+    seed 002 §5. Returns an (N,) array (int for integer databases).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.1.
+    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §5, Prop 5.
+    """
     x = _as_databases(databases)
     if x.dtype.kind == "f":
         return np.where(_present(x), x, 0.0).sum(axis=1)
@@ -386,6 +401,11 @@ def average(databases, *, step: float | None = None, rounding: str = "nearest") 
     Which reading of "avg" is meant matters for seed 002 Thm 12–13: the exact mean on q[0..k]_∅ is
     *not* uniformly 1-sensitive wrt d_1, d_ℝ or d_∞, d_ℝ (e.g. u = 2, V = {0,1,2}_∅: no 1-expansive
     step joins the answers 0 and 1/2), while the mean rounded onto q[0..k] is (checked by the tests).
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §5, Prop 5, Thm 11–13.
     """
     x = _as_databases(databases)
     present = _present(x)
@@ -431,6 +451,11 @@ def percentile(databases, p: float) -> np.ndarray:
     so p = 100/3 means one third). So p = 0 gives the minimum, p = 100 the maximum, p = 50 the lower
     median x_(⌈m/2⌉). The answer is always one of the database's values. Undefined (ValueError) on a
     database where nobody is present.
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §5, Prop 5, Thm 11–13.
     """
     x = _as_databases(databases)
     present = _present(x)
@@ -448,6 +473,11 @@ def kcount(databases, predicates: Sequence[Predicate]) -> np.ndarray:
     "king's graph" of :func:`kcount_space` exactly when the predicates are *independent* on the
     values: every one of the 2^k truth patterns is realized by some value (see
     :func:`independent_predicates`).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.1.
     """
     x = _as_databases(databases)
     if callable(predicates) or isinstance(predicates, (str, bytes)) or not hasattr(predicates, "__len__"):
@@ -478,6 +508,11 @@ def most_frequent(databases, candidates: Sequence | None = None) -> np.ndarray:
     candidates (e.g. votes for another candidate) and ∅ are ignored.
 
     Returns an (N,) array of candidates.
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Example 30.
     """
     x = _as_databases(databases)
     present = _present(x)

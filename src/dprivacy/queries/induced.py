@@ -81,6 +81,15 @@ class InducedGraph:
         Pairs (i < j) of answer indices with y_i ~_f y_j, sorted, without repetition.
     answer_index : ndarray of int, shape (N,)
         For each database, the index of its answer in ``labels``.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.2.
+    .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Def 25.
+    .. [3] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Def 3.
     """
 
     labels: list
@@ -153,6 +162,14 @@ def induced_graph(answers, adjacency) -> InducedGraph:
 
     Vectorized: the adjacent database pairs are mapped to answer indices through ``np.unique``'s
     inverse; self-pairs (x ~ x' with f(x) = f(x')) and repetitions are dropped.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.2.
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Def 3 (adjacent query
+       results).
     """
     inv, labels = answer_index(answers)
     I, J = _database_pairs(adjacency, inv.size)
@@ -170,6 +187,11 @@ def induced_space(answers, adjacency, *, name: str | None = None) -> MetricSpace
     Labels are the distinct answers in ``np.unique`` order (:func:`answer_index` gives each database's
     answer index in this order); the essential pairs are the edges of ~_f. Answers in different
     components are at distance ∞ (an extended metric), which cannot happen with the Hamming adjacency.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.2, Cor 1.
     """
     g = induced_graph(answers, adjacency)
     d = csgraph.shortest_path(g.adjacency(), unweighted=True, directed=False)
@@ -182,6 +204,11 @@ def answer_line(answers, *, name: str | None = None) -> MetricSpace:
     Labels are the distinct answers in ascending order; essential pairs are consecutive answers. This
     is the answer metric of seed 002 Thm 10–13 (not a graph metric unless answers are consecutive
     integers).
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §2, Thm 10–13.
     """
     a = _as_answers(answers)
     if a.ndim != 1 or a.dtype.kind not in "iuf" or a.dtype == bool:
@@ -201,7 +228,15 @@ def answer_line(answers, *, name: str | None = None) -> MetricSpace:
 
 def count_space(u: int) -> MetricSpace:
     """Answers {0, …, u} of a counting query on u individuals: the line, adjacent iff |i − j| = 1
-    (seed 000 §3.2 Fig 1; seed 002 Thm 8). Labels 0..u; essential pairs = the u edges."""
+    (seed 000 §3.2 Fig 1; seed 002 Thm 8). Labels 0..u; essential pairs = the u edges.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.2.
+    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Thm 8.
+    """
     u = check_positive_int(u, name="u")
     return spaces.line(u + 1, name=f"count:{u}")
 
@@ -222,6 +257,12 @@ def sum_space(u: int, v: int) -> MetricSpace:
     values are read as 1..v instead, the answers are {u, …, u·v} and i ~_f j iff |i − j| ≤ v − 1:
     the same graph as ``sum_space(u, v - 1)`` with labels shifted by u. In :func:`universe` terms,
     ``sum_space(u, v)`` is the induced space of ``total(universe(u, v + 1))``.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.1 (sum
+       query).
     """
     u = check_positive_int(u, name="u")
     v = check_positive_int(v, name="v")
@@ -243,6 +284,12 @@ def kcount_space(u: int, k: int) -> MetricSpace:
     changes each count by at most 1, so answers are adjacent iff every coordinate differs by at most 1
     (the king's graph), and d_{~f}(y, y') = max_j |y_j − y'_j| (Chebyshev). ``kcount:30,2`` has 961
     answers. This is the induced graph only for independent predicates (see :func:`kcount`).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.1 (2-count
+       query).
     """
     u = check_positive_int(u, name="u")
     k = check_positive_int(k, name="k")

@@ -62,6 +62,11 @@ def sensitivity(answers, space_X: MetricSpace, space_Y: MetricSpace) -> float:
 
     Only the essential pairs of X are examined (when the space knows them): along a tight chain in X the
     bound adds up, so the largest ratio is attained on an essential pair.
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 4.
     """
     ay, I, J = _prepare(answers, space_X, space_Y)
     dX, dY = space_X.distances, space_Y.distances
@@ -79,14 +84,14 @@ class UniformSensitivity:
 
     Attributes
     ----------
-    holds : bool
+    ok : bool
         Whether f is uniformly Δ-sensitive.
     delta : float
         The Δ examined (the sensitivity unless one was given).
     sensitivity : float
         The sensitivity of f (seed 002 Def 4).
     witness : tuple of two ints or None
-        When ``holds`` is False: a pair of answer indices (points of space_Y) with no tight
+        When ``ok`` is False: a pair of answer indices (points of space_Y) with no tight
         Δ-expansive chain between them, or, when f is not even Δ-sensitive, a pair of database
         indices (points of space_X) with d_Y(f x, f x') > Δ·d_X(x, x'). ``witness_kind`` says which.
     witness_kind : str or None
@@ -95,9 +100,16 @@ class UniformSensitivity:
         Why it fails ("" when it holds).
     expansive_pairs : (ndarray, ndarray)
         Answer pairs (i < j) found Δ-expansive on the examined database pairs.
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 5.
+    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 2.
     """
 
-    holds: bool
+    ok: bool
     delta: float
     sensitivity: float
     witness: tuple[int, int] | None
@@ -106,7 +118,7 @@ class UniformSensitivity:
     expansive_pairs: tuple[np.ndarray, np.ndarray] = field(repr=False)
 
     def __bool__(self) -> bool:
-        return self.holds
+        return self.ok
 
 
 def is_uniformly_sensitive(answers, space_X: MetricSpace, space_Y: MetricSpace, *, delta: float | None = None, rtol: float = RTOL) -> UniformSensitivity:
@@ -133,6 +145,13 @@ def is_uniformly_sensitive(answers, space_X: MetricSpace, space_Y: MetricSpace, 
         The Δ to test; default the sensitivity of f (the only Δ that can work when f takes two values).
     rtol : float
         Relative tolerance for "d_Y = Δ d_X" and for tightness.
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), Def 5, Thm 6.
+    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 2, Thm 1.
     """
     ay, I, J = _prepare(answers, space_X, space_Y)
     dX, dY = space_X.distances, space_Y.distances
@@ -208,6 +227,14 @@ def oblivious(channel, answers_index) -> Channel:
     answers_index : int array, shape (N,)
         For each database, the row of H of its answer (e.g. from :func:`answer_index` or
         :attr:`InducedGraph.answer_index`).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.2, Thm 1,
+       Cor 1.
+    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+       private mechanism of optimal utility for a region of priors* (POST 2013), Lemma 1, Prop 1.
     """
     h = channel if isinstance(channel, Channel) else Channel(channel)
     idx = np.asarray(answers_index)

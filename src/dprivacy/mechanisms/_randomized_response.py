@@ -42,6 +42,14 @@ def randomized_response(n_or_space, *, epsilon: float) -> DenseMechanism:
     clique with distance δ (all pairs at δ) this is ε δ and the privacy is tight: the smallest ε for
     which the channel is ε·d-private is ``epsilon``. On other spaces only the closest pairs are tight and
     the mechanism ignores the larger distances (it is private but not tailored to the metric).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Prop 9 (on a
+       clique, which is ball-size symmetric, it is the tight-constraints mechanism).
+    .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Thm 28.
     """
     e = check_epsilon(epsilon)
     if isinstance(n_or_space, Integral) and not isinstance(n_or_space, bool):

@@ -47,6 +47,12 @@ def exponential(space: MetricSpace, *, epsilon: float) -> DenseMechanism:
     is in fact (ε/2)·d-private; ``exponential(space, epsilon=2*eps)`` is then seed 001's eq. (17)
     mechanism γ e^{−eps·d} (Thm 28; Table 2(b) on a ring of 6 with eps = ln 2) and, on a Hamming space,
     the mechanism of seed 001 Prop 16.
+
+    References
+    ----------
+    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), §7 (eq. (17)
+       with quality −d is the exponential mechanism), Thm 27.
     """
     e = check_epsilon(epsilon)
     if not isinstance(space, MetricSpace):
