@@ -105,3 +105,39 @@ def test_a_time_limit_returns_a_channel_and_a_valid_bound():
     np.testing.assert_allclose(cut.raw.sum(axis=1), 1.0, atol=space.n * 1e-9)
     assert cut.bound >= full.objective - 1e-9
     assert cut.objective <= full.objective + 1e-9
+
+
+@given(plane_metrics(min_n=2, max_n=7), st.floats(0.2, 3.0), st.sampled_from(["binary", "distance"]), st.data())
+@settings(max_examples=25, deadline=None)
+def test_optimal_mechanism_by_decomposition_is_certified_and_brackets_the_optimum(d, eps, kind, data):
+    from dprivacy.measures import check_privacy
+    from dprivacy.mechanisms.optimal import optimal_mechanism
+
+    assume(eps * d.max() <= 11.5)  # as above
+    n = d.shape[0]
+    space = spaces.from_matrix(d)
+    prior = data.draw(priors(n))
+    c, gain, loss = gain_form(prior, d, kind)
+    opt = reference_optimum(d, prior, eps, c)
+    r = optimal_mechanism(space, prior, epsilon=eps, gain=gain, loss=loss, method="dantzig-wolfe")
+    assert r.ok and r.method == "dantzig-wolfe" and r.status == 0
+    assert check_privacy(r.channel, space, epsilon=eps).ok
+    sign = 1.0 if r.kind == "gain" else -1.0
+    assert sign * r.value == pytest.approx(opt, abs=LP_TOL)
+    assert sign * r.value <= opt + 1e-9 <= sign * r.bound + 2e-9
+
+
+def test_a_time_limited_decomposition_returns_a_certified_mechanism_and_an_honest_gap():
+    from dprivacy.mechanisms.optimal import optimal_mechanism
+
+    space = spaces.grid(9, 9)
+    rng = np.random.default_rng(5)
+    prior = rng.dirichlet(np.full(space.n, 0.5))
+    r = optimal_mechanism(space, prior, epsilon=1.0, method="dantzig-wolfe", time_limit=0.5)
+    assert r.ok  # a certified channel whatever happened
+    full = optimal_mechanism(space, prior, epsilon=1.0, method="dantzig-wolfe")
+    assert full.ok and full.gap <= 1e-6
+    # the truth lies in both brackets
+    assert r.value <= full.bound + 1e-9 and full.value <= r.bound + 1e-9
+    if r.status == 1:
+        assert "time limit" in r.solver_message

@@ -223,11 +223,15 @@ def test_certified_repair_stops_at_its_deadline_after_one_lift():
     assert check_privacy(out, space, epsilon=1.0).ok
 
 
-def test_auto_picks_the_edges_lp_on_graph_metrics_and_generation_on_euclidean_grids():
+def test_auto_picks_the_edges_lp_on_small_graphs_generation_on_small_grids_and_decomposition_above():
+    from dprivacy.mechanisms.optimal import lp_plan
+
     prior = np.full(100, 0.01)
     assert optimal_mechanism(spaces.grid(10, 10, metric="manhattan"), prior, epsilon=1.0).method == "full"
+    assert lp_plan(spaces.grid(8, 8))[0] == "constraint-generation"
+    assert lp_plan(spaces.grid(30, 30, metric="manhattan"))[0] == "dantzig-wolfe"
     r = optimal_mechanism(spaces.grid(10, 10), prior, epsilon=1.0, time_limit=5.0)
-    assert r.method == "constraint-generation" and r.ok
+    assert r.method == "dantzig-wolfe" and r.ok
 
 
 @pytest.mark.parametrize("kwargs, text", [

@@ -267,9 +267,9 @@ class _lp_progress:
         self._status.start()
 
         def update(r):
-            cert = "not checked" if r.certified != r.certified else f"{r.certified:.9g}"
-            self._status.update(f"round {r.round}: {r.rows:,} constraints, objective {r.objective:.9g}, bound "
-                                f"{r.bound:.9g}, certified {cert}, {r.violated:,} violated, {r.seconds:.0f} s")
+            cert = "" if r.certified != r.certified else f", certified {r.certified:.9g}"
+            self._status.update(f"round {r.round}: objective {r.objective:.9g}, bound {r.bound:.9g}, gap {r.gap:.2e}"
+                                f"{cert}, {r.rows:,} constraints, {r.columns:,} columns, {r.seconds:.0f} s")
 
         return update
 
@@ -865,8 +865,8 @@ def make_parser() -> argparse.ArgumentParser:
     d.add_argument("--save", metavar="PATH.npy", help="save the channel matrix")
     d.add_argument("--json", action="store_true", help="print one JSON object")
     lp = d.add_argument_group("optimal mechanism (--mechanism optimal)")
-    lp.add_argument("--method", choices=["auto", "full", "constraint-generation", "spanner"],
-                    help="LP algorithm (default auto: the full LP on graph metrics and small spaces, else constraint generation)")
+    lp.add_argument("--method", choices=["auto", "full", "dantzig-wolfe", "constraint-generation", "spanner"],
+                    help="LP algorithm (default auto: the full LP when small, else Dantzig-Wolfe decomposition over the privacy cone)")
     lp.add_argument("--gap", type=_ascii_float, metavar="G", help="stop when the relative gap between value and bound is at most G (default 1e-7)")
     lp.add_argument("--time-limit", type=_ascii_float, metavar="S", help="stop after S seconds (default 300) with the best "
                     "certified mechanism and its gap")

@@ -114,7 +114,7 @@ def _optimal(space, epsilon, prior=None, **lp):
         "lp_constraints": r.n_constraints,
         "lp_variables": r.n_variables,
     }
-    if r.method == "constraint-generation":
+    if r.method in ("constraint-generation", "dantzig-wolfe"):
         details["rounds"] = r.rounds
     if r.method == "spanner":
         details["dilation"] = r.dilation

@@ -71,6 +71,9 @@ ENTER_RTOL = 1e-12
 PURGE_PER_POINT = 3
 KEEP_PER_POINT = 2
 
+#: Pair constraints whose factor e^{εd} exceeds this are not given to HiGHS (whose simplex loses its footing on wider coefficient ranges, e.g. "unbounded" with a box; its hard limit is 1e15).
+MAX_FACTOR = 1e8
+
 #: Rounds of lazy pair generation for one pricing problem at most.
 MAX_PAIR_ROUNDS = 100
 
@@ -126,7 +129,9 @@ class _Pricing:
 
     def add_pairs(self, a: np.ndarray, b: np.ndarray) -> int:
         """Rows r(a) − e^{εd(a,b)} r(b) ≤ 0 for the pairs not yet present; returns how many were added."""
-        keep = ~self.have[a, b] & (a != b) & np.isfinite(self.factors[a, b])
+        # HiGHS refuses matrix values above 1e15; a pair whose factor is that large stays out of the
+        # pricing LP (a relaxation: its bounds stay valid) and is enforced on the ray by the repair
+        keep = ~self.have[a, b] & (a != b) & (self.factors[a, b] <= MAX_FACTOR)
         a, b = a[keep], b[keep]
         if a.size:
             # a pair given twice in one call is added once
@@ -143,7 +148,11 @@ class _Pricing:
         val = np.empty(2 * k)
         val[0::2] = 1.0
         val[1::2] = -f
-        self.h.addRows(k, np.full(k, -np.inf), np.zeros(k), 2 * k, np.arange(0, 2 * k, 2, dtype=np.int32), idx, val)
+        import highspy
+
+        st = self.h.addRows(k, np.full(k, -np.inf), np.zeros(k), 2 * k, np.arange(0, 2 * k, 2, dtype=np.int32), idx, val)
+        if st == highspy.HighsStatus.kError:
+            raise RuntimeError(f"HiGHS refused {k} pair constraints of the pricing LP")
         self.a = np.concatenate([self.a, a])
         self.b = np.concatenate([self.b, b])
         self.coef = np.concatenate([self.coef, f])
@@ -163,9 +172,17 @@ class _Pricing:
                 self.h.setOptionValue("time_limit", float(self.h.getRunTime() + left))
             self.h.run()
             ms = self.h.getModelStatus()
+            if ms not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
+                # the warm-started simplex can lose its footing on tiny costs (seen: "unbounded" with
+                # every variable boxed); solve once more from scratch
+                self.h.clearSolver()
+                self.h.run()
+                ms = self.h.getModelStatus()
+            solved_rows = self.a.size  # the duals below belong to these rows
+            if ms == highspy.HighsModelStatus.kTimeLimit:
+                return "time-limit", None, None, added
             if ms != highspy.HighsModelStatus.kOptimal:
-                return ("time-limit" if ms == highspy.HighsModelStatus.kTimeLimit else
-                        f"HiGHS: {self.h.modelStatusToString(ms)} in a pricing problem"), None, None, added
+                return f"HiGHS: {self.h.modelStatusToString(ms)} in a pricing problem", None, None, added
             r = np.clip(np.asarray(self.h.getSolution().col_value, dtype=np.float64), 0.0, 1.0)
             low, arg = largest_minorant(r, self.factors)
             bad = np.flatnonzero(r - low > PAIR_ATOL)
@@ -178,8 +195,8 @@ class _Pricing:
         ats = []
         for lam in (duals, -duals):
             lam = np.maximum(lam, 0.0)
-            at = np.bincount(self.a, weights=lam, minlength=self.n) - np.bincount(self.b, weights=self.coef * lam,
-                                                                                    minlength=self.n)
+            a, b, f = self.a[:solved_rows], self.b[:solved_rows], self.coef[:solved_rows]
+            at = np.bincount(a, weights=lam, minlength=self.n) - np.bincount(b, weights=f * lam, minlength=self.n)
             ats.append(at)
         return "optimal", low, ats, added
 
@@ -271,6 +288,7 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
     objective = float("nan")
     status, message = "failed", "not solved"
     priced_total = 0
+    failures = 0
     for k in range(1, 100_000):
         if deadline is not None:
             left = deadline - time.perf_counter()
@@ -305,9 +323,13 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
                 st, r, ats, added = pricing.solve(c[:, w] - us, deadline)
                 pairs_added += added
                 priced_total += 1
-                if st != "optimal":
+                if st == "time-limit":
                     stop = st
                     break
+                if st != "optimal":
+                    # this output's pricing failed: its last certificate still bounds it (valid), no ray
+                    failures += 1
+                    continue
                 # keep the certificate that bounds this column's pricing value best at us
                 cands = [c[:, w] - at for at in ats]
                 vals = [float(np.maximum(cq - us, 0.0).sum()) for cq in cands]
@@ -360,6 +382,9 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
             break
         if len(ray_vec) > PURGE_PER_POINT * n and k % 5 == 0:
             _purge(master, ray_out, ray_vec, KEEP_PER_POINT * n)
+    if failures:
+        message += (f"; {failures} pricing problem(s) failed in HiGHS and were skipped (their last certificates "
+                    "still bound them)")
     raw = _channel(master, ray_out, ray_vec, n, m) if np.isfinite(objective) else None
     lo, hi = np.minimum(pricing.a, pricing.b), np.maximum(pricing.a, pricing.b)
     n_pairs = int(np.unique(lo.astype(np.int64) * n + hi).size)

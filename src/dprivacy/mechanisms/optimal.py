@@ -52,21 +52,30 @@ NEGATIVE_ATOL = 1e-7  # HiGHS's default primal feasibility tolerance; the certif
 #: tolerance is 1e-7).
 ROW_SUM_ATOL = 1e-6
 
-_METHODS = ("auto", "full", "constraint-generation", "spanner", "truncated-geometric")
+_METHODS = ("auto", "full", "constraint-generation", "dantzig-wolfe", "spanner", "truncated-geometric")
 _SOLVERS = ("highs-ipm", "highs", "highs-ds")
 _PAIRS = ("essential", "all")
+
+#: ``status`` of a Dantzig–Wolfe run that stopped without closing its gap (no improving ray within the
+#: solvers' tolerances, or a failed master): an iteration-limit-like status, with the honest bracket.
+STALLED = 5
 
 #: Default relative gap at which constraint generation stops.
 DEFAULT_GAP = 1e-7
 
-#: ``method="auto"`` solves the full LP when it has at most this many privacy rows, or when the
-#: essential pairs form a sparse graph (at most ``AUTO_SPARSE_PAIRS_PER_POINT`` per point: graph
-#: metrics and Manhattan grids, where the edges are all the LP needs); constraint generation otherwise.
-#: Measured with the world-cities prior on Euclidean grids: the full LP wins on 4×4 (2,768 rows; 0.05 s
-#: against 0.08 s), constraint generation from 5×5 (10,025 rows; 0.15 s against 0.19 s; 7×7: 1.3 s
-#: against 3.9 s).
+#: ``method="auto"`` solves the full LP when it has at most ``AUTO_FULL_ROWS`` privacy rows, or at most
+#: ``AUTO_FULL_SPARSE_ROWS`` on a sparse graph (at most ``AUTO_SPARSE_PAIRS_PER_POINT`` constraint pairs
+#: per point: graph metrics and Manhattan grids, whose edges are all the LP needs); constraint
+#: generation up to ``AUTO_CG_POINTS`` points; Dantzig–Wolfe decomposition above, falling back on
+#: constraint generation with the time left when it stalls on ill-conditioned pricing problems.
+#: Measured with the world-cities prior in one run (benchmarks/RESULTS.md): full wins on 4×4 (0.03 s
+#: against 0.07 s DW, 0.02 s CG) and on grid:8x8:manhattan (0.50 s, DW 0.61 s); sum:40,3 full 7.6 s; 6×6
+#: Euclidean CG 0.24 s, full 0.58 s, DW 0.62 s; DW wins from grid:12x12:manhattan (4.3 s, full 10.3 s,
+#: CG 14.3 s) and 10×10 Euclidean (DW 14.5 s, CG 43 s).
 AUTO_FULL_ROWS = 8_000
+AUTO_FULL_SPARSE_ROWS = 150_000
 AUTO_SPARSE_PAIRS_PER_POINT = 4
+AUTO_CG_POINTS = 64
 
 
 @dataclass(frozen=True)
@@ -77,7 +86,8 @@ class OptimalResult(Result):
     ----------
     status : int
         The solver's status code (``scipy.optimize.linprog``: 0 optimal, 1 iteration/time limit,
-        2 infeasible, 3 unbounded, 4 numerical difficulties); -1 when the solver reported success but
+        2 infeasible, 3 unbounded, 4 numerical difficulties; 5 (``STALLED``) a Dantzig–Wolfe run that stopped
+        without closing its gap, its bracket honest); -1 when the solver reported success but
         the returned point was rejected here (an entry below −1e−9 or a row sum off by more than
         1e−6; see ``solver_message``). The LP itself is always feasible (a constant channel is private)
         and bounded (H is stochastic), so statuses 2 and 3 would signal numerical trouble.
@@ -374,22 +384,26 @@ def optimal_mechanism(
     outputs : sequence, optional
         Labels of the guesses W (the columns of the gain/loss matrix, hence of the channel). Default:
         the space's labels when W has n elements, else ``0..k-1``.
-    method : {"auto", "full", "constraint-generation", "spanner"}
+    method : {"auto", "full", "dantzig-wolfe", "constraint-generation", "spanner"}
         "full": one LP with every essential pair's constraint (scipy's ``linprog``, HiGHS).
-        "constraint-generation": :func:`dprivacy.mechanisms.lp_engine.constraint_generation`, which
+        "dantzig-wolfe": :func:`dprivacy.mechanisms.decomposition.dantzig_wolfe`, a master LP of n
+        row-sum rows over rays of the privacy cone (each column of a private channel is one), priced
+        by LPs of n variables whose pair constraints are added lazily; never builds the n·|W|-variable
+        LP. "constraint-generation": :func:`dprivacy.mechanisms.lp_engine.constraint_generation`, which
         starts from a few constraints per output and adds the violated ones (HiGHS through
         ``highspy``, warm-started). "spanner": the LP on a spanner's edges at ε/δ (CCS 2014,
         :func:`dprivacy.mechanisms.spanner.optimal_mechanism_spanner`), a certified but not exactly
         optimal mechanism; its bound comes from the same edges at ε (a relaxation). "auto": "full"
-        when the full LP has at most ``AUTO_FULL_ROWS`` privacy rows (graph metrics, where the
-        essential pairs are the edges, and small spaces), else "constraint-generation" — except on a
+        when the full LP has at most ``AUTO_FULL_ROWS`` privacy rows (on graph metrics the essential
+        pairs are the edges), else "dantzig-wolfe" — except on a
         line (equally spaced points, metric c·|i − j|, guesses = points, a loss monotone in |y − w|,
         the binary gain included), where it is "truncated-geometric": the truncated geometric
         mechanism with its optimal remap, optimal for every prior by seed 002 Thm 8 (Ghosh et al.), with
         ``bound`` = ``value`` on the strength of that theorem (``count:1000`` in 0.1 s, where the LP
         did not finish in 300 s).
     gap : float
-        Relative gap (bound − value)/|bound| at which constraint generation stops (default 1e−7).
+        Relative gap (bound − value)/|bound| at which Dantzig–Wolfe or constraint generation stops
+        (default 1e−7).
     time_limit : float, optional
         Seconds for the whole call, counted from its start: the tent LP, the full LP or every round of
         constraint generation get what is left (HiGHS's own ``time_limit``); when it runs out the call
@@ -489,6 +503,7 @@ def optimal_mechanism(
     gap = _check_gap(gap)
     time_limit = _check_time_limit(time_limit)
     started = time.perf_counter()  # the time limit covers every stage from here (tent LP, rounds, repair)
+    plan_from = method
     plan = _plan(space, g, kind, m, method, pairs, kept_size=int((p > 0).sum()) if binary else m)
     if plan[0] == "truncated-geometric":
         return _solve_universal(space, eps, p, g, kind, binary, labels)
@@ -512,6 +527,7 @@ def optimal_mechanism(
             "use a structured mechanism (tight-constraints, geometric, Laplace) for a space this large"
         )
     method, rows_est, n_pairs_est = plan
+    auto = plan_from == "auto"
     if method == "full" and rows_est > MAX_CONSTRAINT_ROWS:
         raise ValueError(
             f"the LP would have {rows_est:,} privacy constraints ({n_pairs_est:,} pairs x {mk} outputs x 2), over "
@@ -523,7 +539,21 @@ def optimal_mechanism(
                    None if time_limit is None else started + time_limit)
     if method == "full":
         return _solve_full(ctx, c, pairs, solver, options, time_limit, started)
+    if method == "dantzig-wolfe":
+        res = _solve_decomposed(ctx, c, gap, time_limit, progress, started)
+        left = _left(time_limit, started)
+        if auto and res.status in (STALLED, 4) and (left is None or left > 1.0):
+            other = _solve_generated(ctx, c, gap, time_limit, progress, started)
+            return other if _better(other, res) else res
+        return res
     return _solve_generated(ctx, c, gap, time_limit, progress, started)
+
+
+def _better(a: "OptimalResult", b: "OptimalResult") -> bool:
+    """Whether result ``a`` is the better answer: a certified channel first, then the smaller gap."""
+    if a.ok != b.ok:
+        return a.ok
+    return a.gap < b.gap
 
 
 def _plan(space: MetricSpace, g: np.ndarray, kind: str, m: int, method: str, pairs: str,
@@ -541,8 +571,13 @@ def _plan(space: MetricSpace, g: np.ndarray, kind: str, m: int, method: str, pai
     n_pairs_est = space.constraint_pairs()[0].size if pairs == "essential" else n * (n - 1) // 2
     rows_est = 2 * n_pairs_est * kept_size
     if method == "auto":
-        sparse_pairs = n_pairs_est <= AUTO_SPARSE_PAIRS_PER_POINT * n
-        method = "full" if (rows_est <= AUTO_FULL_ROWS or sparse_pairs or pairs == "all") else "constraint-generation"
+        sparse = n_pairs_est <= AUTO_SPARSE_PAIRS_PER_POINT * n
+        if rows_est <= AUTO_FULL_ROWS or pairs == "all" or (sparse and rows_est <= AUTO_FULL_SPARSE_ROWS):
+            method = "full"
+        elif n <= AUTO_CG_POINTS:
+            method = "constraint-generation"
+        else:
+            method = "dantzig-wolfe"
     return method, rows_est, n_pairs_est
 
 
@@ -691,6 +726,34 @@ def _solve_full(ctx: _Context, c: np.ndarray, pairs: str, solver: str, options, 
                    message, size)
 
 
+def _solve_decomposed(ctx: _Context, c: np.ndarray, gap: float, time_limit, progress,
+                      started: float) -> "OptimalResult":
+    """Dantzig–Wolfe decomposition over the privacy cone (:mod:`dprivacy.mechanisms.decomposition`),
+    started for the binary gain from the tent LP's dual (its bracket kept)."""
+    from .decomposition import dantzig_wolfe
+
+    space, eps, n = ctx.space, ctx.eps, ctx.space.n
+    tent = _tent_bracket(ctx, time_limit=_left(time_limit, started)) if ctx.binary else None
+    center = center_bound = None
+    if tent is not None:
+        center, center_bound = tent[3], tent[2]
+    out = dantzig_wolfe(space, c, epsilon=eps, center=center,
+                        center_bound=float("inf") if center_bound is None else center_bound, gap=gap,
+                        time_limit=_left(time_limit, started), progress=progress)
+    status = {"optimal": 0, "gap": 0, "time-limit": 1, "stalled": STALLED, "failed": 4}[out.status]
+    size = dict(pairs="generated", n_pairs=out.n_pairs, n_variables=n * out.active, n_constraints=n + out.rows,
+                seconds=time.perf_counter() - started, build_seconds=0.0, method="dantzig-wolfe",
+                rounds=len(out.rounds), history=tuple(out.rounds))
+    bound = out.bound if tent is None else min(out.bound, tent[2])
+    if tent is not None and tent[0] is not None and (out.raw is None or tent[1] > out.objective):
+        return _finish(ctx, tent[0], out.objective, bound, status,
+                       f"{out.message}; the repaired tent-LP channel is better than the master's and is returned",
+                       size, already_full=True, lenient=True)
+    if out.raw is None:
+        return _fallback_or_failed(ctx, status, out.message, size, time_limit, bound=bound)
+    return _finish(ctx, out.raw, out.objective, bound, status, out.message, size, lenient=True)
+
+
 def _solve_generated(ctx: _Context, c: np.ndarray, gap: float, time_limit, progress,
                      started: float) -> "OptimalResult":
     from .lp_engine import CERTIFY_EVERY_ROUND_ELEMENTS, constraint_generation
@@ -745,7 +808,7 @@ def _tent_bracket(ctx: _Context, *, time_limit: float | None = None):
     Lower bound: the columns t_w e^{−εd(·, w)} (private: tents), rows renormalised and repaired by
     :func:`certified_repair`, then checked exactly by the caller.
 
-    Returns (channel n × m, its gain, the bound) — the channel None (gain −inf) when its repair would
+    Returns (channel n × m, its gain, the bound, the dual-feasible μ) — the channel None (gain −inf) when its repair would
     cost more than ``TENT_REPAIR_WORK`` or when ``time_limit`` (seconds, HiGHS's own limit for the LP)
     ran out before the repair — or None when too large, out of time, or the LP fails.
     """
@@ -765,11 +828,12 @@ def _tent_bracket(ctx: _Context, *, time_limit: float | None = None):
     cover = phi.T @ mu
     if (cover <= 0).any():
         return None
-    bound = float(mu.sum() * max(1.0, float((pi / cover).max())))
+    mu_feasible = mu * max(1.0, float((pi / cover).max()))  # Φᵀμ ≥ π: dual feasible
+    bound = float(mu_feasible.sum())
     t = np.clip(np.asarray(res.x, dtype=np.float64), 0.0, None)
     out_of_time = time_limit is not None and time.perf_counter() - t0 >= time_limit
     if n * n * max(1, int((t > 0).sum())) > TENT_REPAIR_WORK or out_of_time:
-        return None, float("-inf"), bound  # the bound only: the repair would cost too much (or no time is left)
+        return None, float("-inf"), bound, mu_feasible  # the bound only: the repair would cost too much (or no time is left)
     h = np.zeros((n, ctx.m))
     h[:, kept] = phi * t[None, :]
     sums = h.sum(axis=1)
@@ -777,8 +841,8 @@ def _tent_bracket(ctx: _Context, *, time_limit: float | None = None):
         return None
     h, _ = certified_repair(h / sums[:, None], ctx.space, epsilon=ctx.eps, deadline=ctx.deadline)
     if not check_privacy(h, ctx.space, epsilon=ctx.eps).ok:
-        return None, float("-inf"), bound  # the bound stands; the channel could not be repaired (in time)
-    return h, float(utility(Channel._trusted(h, ctx.space.labels, ctx.labels), ctx.p).value), bound
+        return None, float("-inf"), bound, mu_feasible  # the bound stands; the channel could not be repaired (in time)
+    return h, float(utility(Channel._trusted(h, ctx.space.labels, ctx.labels), ctx.p).value), bound, mu_feasible
 
 
 def _output_points(ctx: _Context) -> np.ndarray:
@@ -877,7 +941,7 @@ def _finish(ctx: _Context, raw: np.ndarray, objective_gain: float, bound_gain: f
             # private already, e.g. the repaired tent channel), no more.
             h, repair_mass = certified_repair(h, space, epsilon=eps, deadline=ctx.deadline)
         check = check_privacy(h, space, epsilon=eps)
-    if not check.ok and status == 1:
+    if not check.ok and status in (1, STALLED):
         # A time-limited intermediate point that the repair could not certify: fall back on the best
         # constant channel, which is private, rather than return nothing.
         h, _ = _constant_channel(ctx)
