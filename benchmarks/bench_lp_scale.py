@@ -2,14 +2,13 @@
 
 Priors come from real data: the 45,065 places of ``bokeh_sampledata``'s world_cities binned on a
 k×k grid over Europe (longitude −10…30, latitude 35…60); cells without a place have prior 0, as in a
-real location prior. One run measures, for each case, the full LP (essential pairs, scipy/HiGHS
-interior point) where it fits the size limit given, and the method ``auto`` chooses (constraint
-generation on Euclidean grids, the edges-only LP on graph metrics), and reports the value, the bound,
-the relative gap, the rounds and the ratio of the two times.
+real location prior. One run measures, for each case, the methods compared (Dantzig–Wolfe
+decomposition and constraint generation by default, the full LP on small grids), and reports the
+value, the bound, the relative gap, the rounds and the seconds of each.
 
-    python benchmarks/bench_lp_scale.py                       # default cases (about 10 minutes)
-    python benchmarks/bench_lp_scale.py --grids 8 10 --full-max 10 --loss-grids
-    python benchmarks/bench_lp_scale.py --graphs --grids     # count:1000 and grid:50x50:manhattan only
+    python benchmarks/bench_lp_scale.py --time-limit 300               # default cases (about 40 minutes)
+    python benchmarks/bench_lp_scale.py --grids 8 10 --manhattan --loss-grids 10 20
+    python benchmarks/bench_lp_scale.py --graphs --grids --manhattan   # count:1000 and grid:50x50:manhattan only
 """
 
 from __future__ import annotations
@@ -78,9 +77,12 @@ def show(name, res):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--grids", type=int, nargs="*", default=[8, 10, 14, 20], help="Euclidean k×k grids, binary gain")
-    ap.add_argument("--full-max", type=int, default=10, help="largest k for the full-LP baseline")
-    ap.add_argument("--graphs", action="store_true", help="count:1000 and grid:50x50:manhattan, binary gain")
+    ap.add_argument("--grids", type=int, nargs="*", default=[8, 10, 12, 14, 20], help="Euclidean k×k grids, binary gain")
+    ap.add_argument("--manhattan", type=int, nargs="*", default=[12, 20], help="Manhattan k×k grids, binary gain")
+    ap.add_argument("--methods", nargs="*", default=["dantzig-wolfe", "constraint-generation"],
+                    help="methods compared on every case (in the same run)")
+    ap.add_argument("--full-max", type=int, default=8, help="largest k for the full-LP baseline")
+    ap.add_argument("--graphs", action="store_true", help="count:1000 and grid:50x50:manhattan, binary gain, method auto")
     ap.add_argument("--loss-grids", type=int, nargs="*", default=[], help="Euclidean k×k grids, expected distance loss")
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--time-limit", type=float, default=600.0)
@@ -88,38 +90,27 @@ def main() -> None:
     args = ap.parse_args()
 
     results = []
-    for k in args.grids:
-        space = spaces.grid(k, k)
-        prior = city_prior(k, k)
-        case = {"case": f"grid:{k}x{k} binary", "n": space.n, "zero_prior": int((prior == 0).sum())}
-        cg = run(space, prior, args.epsilon, "constraint-generation", time_limit=args.time_limit)
-        show(case["case"], cg)
-        case["constraint_generation"] = cg
-        if k <= args.full_max:
-            full = run(space, prior, args.epsilon, "full", time_limit=args.time_limit)
-            show(case["case"], full)
-            case["full"] = full
-            case["speedup"] = full["seconds"] / cg["seconds"]
-            case["value_difference"] = abs(full["value"] - cg["value"])
-            print(f"{'':<28} full / constraint generation = {case['speedup']:.2f}x, "
-                  f"|value difference| = {case['value_difference']:.2e}", flush=True)
+
+    def compare(name, space, prior, methods, loss=None, gap=1e-7):
+        case = {"case": name, "n": space.n, "zero_prior": int((prior == 0).sum())}
+        for method in methods:
+            res = run(space, prior, args.epsilon, method, loss=loss, time_limit=args.time_limit, gap=gap)
+            show(name, res)
+            case[method] = res
         results.append(case)
+
+    for k in args.grids:
+        methods = list(args.methods) + (["full"] if k <= args.full_max else [])
+        compare(f"grid:{k}x{k} binary", spaces.grid(k, k), city_prior(k, k), methods)
+    for k in args.manhattan:
+        methods = list(args.methods) + (["full"] if k <= 12 else [])
+        compare(f"grid:{k}x{k}:manhattan binary", spaces.grid(k, k, metric="manhattan"), city_prior(k, k), methods)
     if args.graphs:
         for spec, prior in (("count:1000", line_prior(1001)), ("grid:50x50:manhattan", city_prior(50, 50))):
-            space = parse_space(spec)
-            case = {"case": f"{spec} binary", "n": space.n, "zero_prior": int((prior == 0).sum())}
-            res = run(space, prior, args.epsilon, "auto", time_limit=args.time_limit)
-            show(case["case"], res)
-            case["auto"] = res
-            results.append(case)
+            compare(f"{spec} binary", parse_space(spec), prior, ["auto"])
     for k in args.loss_grids:
         space = spaces.grid(k, k)
-        prior = city_prior(k, k)
-        case = {"case": f"grid:{k}x{k} distance loss", "n": space.n, "zero_prior": int((prior == 0).sum())}
-        res = run(space, prior, args.epsilon, "auto", loss=space.distances, time_limit=args.time_limit, gap=1e-3)
-        show(case["case"], res)
-        case["auto"] = res
-        results.append(case)
+        compare(f"grid:{k}x{k} distance loss", space, city_prior(k, k), args.methods, loss=space.distances, gap=1e-3)
     args.out.write_text(json.dumps({"epsilon": args.epsilon, "time_limit": args.time_limit, "cases": results},
                                    indent=1, default=float))
     print(f"wrote {args.out}")
