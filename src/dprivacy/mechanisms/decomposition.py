@@ -183,13 +183,14 @@ class _Pricing:
                 return "time-limit", None, None, added
             if ms != highspy.HighsModelStatus.kOptimal:
                 return f"HiGHS: {self.h.modelStatusToString(ms)} in a pricing problem", None, None, added
-            r = np.clip(np.asarray(self.h.getSolution().col_value, dtype=np.float64), 0.0, 1.0)
+            sol = self.h.getSolution()
+            duals = np.asarray(sol.row_dual, dtype=np.float64)  # read now: adding rows invalidates them
+            r = np.clip(np.asarray(sol.col_value, dtype=np.float64), 0.0, 1.0)
             low, arg = largest_minorant(r, self.factors)
             bad = np.flatnonzero(r - low > PAIR_ATOL)
             if bad.size == 0 or self.add_pairs(bad, arg[bad]) == 0:
                 break
             added += bad.size
-        duals = np.asarray(self.h.getSolution().row_dual, dtype=np.float64)
         # either sign convention gives a valid certificate (negative multipliers set to 0); the caller
         # keeps whichever bounds better
         ats = []
