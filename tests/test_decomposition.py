@@ -158,3 +158,14 @@ def test_pricing_that_stops_adding_pairs_early_still_gives_valid_certificates(mo
     assert out.status in ("optimal", "gap")
     assert out.objective == pytest.approx(opt, abs=LP_TOL)
     assert out.bound >= opt - 1e-9
+
+
+def test_a_decomposition_that_would_not_fit_is_refused_with_the_estimate(monkeypatch):
+    from dprivacy.mechanisms import decomposition
+
+    space = spaces.grid(4, 4)
+    c = np.full(space.n, 1 / space.n)[:, None] * np.eye(space.n)
+    monkeypatch.setattr(decomposition, "MAX_MODEL_BYTES", 1000)
+    out = dantzig_wolfe(space, c, epsilon=1.0)
+    assert out.status == "failed" and out.raw is None
+    assert "GiB" in out.message and "over the" in out.message

@@ -51,7 +51,7 @@ import time
 import numpy as np
 
 from ..spaces import MetricSpace
-from .lp_engine import EngineOutcome, Round, _new_highs, _relative_gap
+from .lp_engine import MAX_MODEL_BYTES, EngineOutcome, Round, _new_highs, _relative_gap
 
 #: A priced ray violating a pair constraint r(a) ≤ e^{εd(a,b)} r(b) by more than this gets the pair added.
 PAIR_ATOL = 1e-9
@@ -85,6 +85,15 @@ STALL_ROUNDS = 25
 
 #: Initial smoothing weight on the stability centre.
 SMOOTHING = 0.7
+
+
+def estimate_bytes(n: int, m: int) -> int:
+    """Memory of :func:`dantzig_wolfe` on n points and m outputs: the n×n cone factors, tents and pair
+    flags, the n×m gain and certificate matrices, and a master of up to ``PURGE_PER_POINT``·n dense
+    columns (values and indices in HiGHS, and the rays kept here)."""
+    dense = 8 * n * n * 2 + n * n + 8 * n * m * 2
+    master = (8 + 4 + 8 + 8) * PURGE_PER_POINT * n * n
+    return int(dense + master)
 
 
 def _cone_factors(space: MetricSpace, epsilon: float) -> np.ndarray:
@@ -232,6 +241,12 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
     deadline = None if time_limit is None else t0 + time_limit
     c = np.asarray(c, dtype=np.float64)
     n, m = c.shape
+    need = estimate_bytes(n, m)
+    if need > MAX_MODEL_BYTES:
+        return EngineOutcome("failed", f"the decomposition would need about {need / 2**30:.1f} GiB ({n:,} points, "
+                             f"{m:,} outputs: cone factors, tents, certificates and a master of up to "
+                             f"{PURGE_PER_POINT * n:,} dense columns), over the {MAX_MODEL_BYTES / 2**30:.0f} GiB limit",
+                             None, float("nan"), float("inf"), [], 0, time.perf_counter() - t0)
     factors = _cone_factors(space, epsilon)
     with np.errstate(under="ignore"):
         tents = np.exp(-epsilon * space.distances)  # tent at y: row y (0 at infinite distance)
