@@ -372,11 +372,11 @@ def test_grouped_sum_at_the_lower_clamp_follows_the_channel(tmp_path):
     out = np.array([a.noisy for a in r.answers])
     alpha = math.exp(-1.0 / 5)
     support = np.arange(12)
-    row = truncated_geometric_rows(alpha, 0, 5 * n)[0]
+    row = truncated_geometric_rows(alpha, 0, 5 * n, answers=[0])[0]
     probs = np.append(row[:12], row[12:].sum())
     obs = np.append([(out == s).sum() for s in support], (out >= 12).sum())
     assert stats.chisquare(obs, probs * n).pvalue > 1e-4
-    row_bad = truncated_geometric_rows(math.exp(-2.0 / 5), 0, 5 * n)[0]  # ε per group
+    row_bad = truncated_geometric_rows(math.exp(-2.0 / 5), 0, 5 * n, answers=[0])[0]  # ε per group
     assert stats.chisquare(obs, np.append(row_bad[:12], row_bad[12:].sum()) * n).pvalue < 1e-4
 
 

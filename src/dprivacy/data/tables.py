@@ -435,11 +435,13 @@ def check_where(con, where: str, rel: str) -> set:
     return used
 
 
-def truncated_geometric_rows(alpha: float, lo: int, hi: int) -> np.ndarray:
+def truncated_geometric_rows(alpha: float, lo: int, hi: int, answers=None) -> np.ndarray:
     """P(o | a) of the truncated geometric on the answers lo..hi (rows a, columns o): the two-sided
-    geometric with ratio α clamped to [lo, hi] (seed 002 Fig 2 (iv))."""
-    a = np.arange(lo, hi + 1)
-    k = np.abs(a[None, :] - a[:, None]).astype(float)
+    geometric with ratio α clamped to [lo, hi] (seed 002 Fig 2 (iv)). ``answers``: only these rows
+    (default every answer lo..hi)."""
+    o = np.arange(lo, hi + 1)
+    a = o if answers is None else np.asarray(answers, dtype=np.int64).reshape(-1)
+    k = np.abs(o[None, :] - a[:, None]).astype(float)
     p = (1 - alpha) / (1 + alpha) * alpha ** k
     p[:, 0] = alpha ** (a - lo) / (1 + alpha)
     p[:, -1] = alpha ** (hi - a) / (1 + alpha)
