@@ -220,12 +220,11 @@ def build_grid_release(grid: LocationGrid, mechanism: str, *, epsilon_m: float, 
     info["certificate"] = {"basis": cert.basis, "rigorous": cert.rigorous, "reason": cert.reason}
     if hasattr(mech, "sampler"):  # tight-constraints on a grid: the kernel rejection sampler
         smp = mech.sampler.to_dict()
-        smp["delivered_epsilon"] = None
-        smp["epsilon_slack"] = ("not certified: the rows are H = Φ·diag(z) with z from an iterative solve (row sums within "
-                                "the solver's residual of 1, sampled normalised) and an integer kernel table of 62 bits mixed "
-                                f"with the uniform distribution at 2^-{mech.sampler.mixture_bits}; the excess of the delivered ε "
-                                f"over ε is estimated at {smp['estimated_epsilon_excess']:.3g} per metre (module notes of "
-                                "dprivacy.structured.sampling), not measured on the integers")
+        smp["delivered_epsilon"] = smp["delivered_epsilon_at_most"]
+        smp["epsilon_slack"] = (f"certified: at most {smp['epsilon_excess_at_most']:.3g} per metre over ε, from the solver's "
+                                "residual (rows H = Φ·diag(z), sampled normalised), the 62-bit integer tables and the "
+                                f"uniform mixture at 2^-{mech.sampler.mixture_bits} ({smp['delivered_epsilon_certified_by']}; "
+                                "module notes of dprivacy._kernels.sampling)")
         info["sampler"] = smp
     elif hasattr(mech, "exact_sampler"):  # dense mechanisms (optimal, small tight-constraints) and planar-laplace-grid
         smp = mech.exact_sampler.to_dict()
