@@ -403,3 +403,22 @@ def test_privacy_tolerance_is_relative_to_epsilon_d_with_a_rounding_floor():
     assert check_privacy(h, space, epsilon=e * 0.9, atol=0.05).ok
     with pytest.raises(ValueError, match="rtol"):
         check_privacy(h, space, epsilon=e, rtol=-1)
+
+
+def test_leakage_method_dense_and_structured_agree_on_an_implicit_grid_mechanism():
+    import dprivacy as dp
+    from dprivacy import spaces as sp
+    from dprivacy.measures.leakage import min_capacity, min_entropy_leakage
+
+    res = dp.tight_constraints(sp.grid(18, 18), epsilon=1.0)  # above the structured crossover: implicit
+    mech = res.mechanism
+    rng = np.random.default_rng(4)
+    prior = rng.dirichlet(np.ones(mech.n_inputs))
+    a = min_entropy_leakage(mech, prior, method="structured")
+    b = min_entropy_leakage(mech, prior, method="dense")
+    assert a == pytest.approx(b, rel=1e-9) and min_entropy_leakage(mech, prior) == a
+    assert min_capacity(mech, method="structured") == pytest.approx(min_capacity(mech, method="dense"), rel=1e-9)
+    with pytest.raises(ValueError, match="no structured algorithm"):
+        min_capacity(np.eye(3), method="structured")
+    with pytest.raises(ValueError, match="method must be one of"):
+        min_entropy_leakage(mech, prior, method="fast")

@@ -8,6 +8,14 @@ import numpy as np
 from ..channels import Channel
 
 
+METHODS = ("auto", "dense", "structured")
+
+
+def check_method(method) -> None:
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}")
+
+
 def mechanism_of(channel):
     """The :class:`~dprivacy.mechanisms.base.Mechanism` behind ``channel``, or None."""
     from ..mechanisms.base import Mechanism

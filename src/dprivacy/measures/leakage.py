@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import as_prior
-from ._dispatch import dense_matrix, mechanism_of, n_inputs
+from ._dispatch import check_method, dense_matrix, mechanism_of, n_inputs
 
 
 def prior_vulnerability(prior) -> float:
@@ -23,11 +23,14 @@ def prior_vulnerability(prior) -> float:
     return float(as_prior(prior).max())
 
 
-def posterior_vulnerability(channel, prior) -> float:
+def posterior_vulnerability(channel, prior, *, method: str = "auto") -> float:
     """Posterior Bayes vulnerability V(π, H) = Σ_z max_y π_y H[y, z] (seed 001 §2.1).
 
     ``channel`` is a Mechanism (an implicit one is measured without its dense matrix), a Channel or a
-    stochastic matrix.
+    stochastic matrix. ``method``: "auto" (the mechanism's structured algorithm when it has one, e.g.
+    the exact max-convolution of a grid tight-constraints mechanism, else the dense matrix), "dense"
+    (always the dense matrix, built on demand) or "structured" (the structured algorithm, ValueError
+    when there is none).
 
     References
     ----------
@@ -35,12 +38,16 @@ def posterior_vulnerability(channel, prior) -> float:
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), §2.1
        (conditional vulnerability V(A|B)).
     """
+    check_method(method)
     p = as_prior(prior, n_inputs(channel))
     m = mechanism_of(channel)
-    if m is not None:
+    if m is not None and method != "dense":
         r = m._binary_utility(p)
         if r is not None:
             return float(r.value)
+    if method == "structured":
+        raise ValueError(f"method='structured': {type(channel).__name__} has no structured algorithm for the "
+                         "posterior vulnerability (use method='auto' or 'dense')")
     h = dense_matrix(channel)
     return float((p[:, None] * h).max(axis=0).sum())
 
@@ -58,7 +65,7 @@ def min_entropy(prior) -> float:
     return float(-np.log2(prior_vulnerability(prior)))
 
 
-def conditional_min_entropy(channel, prior) -> float:
+def conditional_min_entropy(channel, prior, *, method: str = "auto") -> float:
     """Conditional min-entropy H∞(Y|Z) = −log2 Σ_z max_y π_y H[y, z], in bits (seed 000 §3.5).
 
     References
@@ -68,11 +75,12 @@ def conditional_min_entropy(channel, prior) -> float:
     .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.5.
     """
-    return float(-np.log2(posterior_vulnerability(channel, prior)))
+    return float(-np.log2(posterior_vulnerability(channel, prior, method=method)))
 
 
-def multiplicative_leakage(channel, prior) -> float:
-    """Multiplicative Bayes leakage V(π, H) / V(π) (so that leakage = log2 of it).
+def multiplicative_leakage(channel, prior, *, method: str = "auto") -> float:
+    """Multiplicative Bayes leakage V(π, H) / V(π) (so that leakage = log2 of it); ``method`` as in
+    :func:`posterior_vulnerability`.
 
     References
     ----------
@@ -81,11 +89,12 @@ def multiplicative_leakage(channel, prior) -> float:
        (min-entropy leakage as log2 V(A|B)/V(A)).
     """
     p = as_prior(prior, n_inputs(channel))
-    return posterior_vulnerability(channel, p) / float(p.max())
+    return posterior_vulnerability(channel, p, method=method) / float(p.max())
 
 
-def min_entropy_leakage(channel, prior) -> float:
-    """Min-entropy leakage L(H, π) = H∞(π) − H∞(Y|Z) = log2 V(π,H)/V(π), in bits (seed 000 §3.5).
+def min_entropy_leakage(channel, prior, *, method: str = "auto") -> float:
+    """Min-entropy leakage L(H, π) = H∞(π) − H∞(Y|Z) = log2 V(π,H)/V(π), in bits (seed 000 §3.5);
+    ``method`` as in :func:`posterior_vulnerability`.
 
     References
     ----------
@@ -95,12 +104,14 @@ def min_entropy_leakage(channel, prior) -> float:
     .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), §2.1.
     """
-    return float(np.log2(multiplicative_leakage(channel, prior)))
+    return float(np.log2(multiplicative_leakage(channel, prior, method=method)))
 
 
-def min_capacity(channel) -> float:
+def min_capacity(channel, *, method: str = "auto") -> float:
     """Min-capacity ML(H) = log2 Σ_z max_y H[y, z], in bits: the leakage maximized over priors,
     attained by the uniform prior (Braun et al., recalled in seed 001 §2.1 and seed 000 §5.2).
+    ``method`` as in :func:`posterior_vulnerability` (structured: Σ_z max_y H[y, z] = Σ_z z_z for a
+    tight-constraints mechanism, whose columns peak on their diagonal).
 
     References
     ----------
@@ -110,10 +121,14 @@ def min_capacity(channel) -> float:
     .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §5.2.
     """
+    check_method(method)
     m = mechanism_of(channel)
-    if m is not None:
+    if m is not None and method != "dense":
         s = m._capacity_sum()
         if s is not None:
             return float(np.log2(s))
+    if method == "structured":
+        raise ValueError(f"method='structured': {type(channel).__name__} has no structured algorithm for the "
+                         "min-capacity (use method='auto' or 'dense')")
     h = dense_matrix(channel)
     return float(np.log2(h.max(axis=0).sum()))
