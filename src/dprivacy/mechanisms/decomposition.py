@@ -303,7 +303,6 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
     rounds: list[Round] = []
     objective = float("nan")
     status, message = "failed", "not solved"
-    priced_total = 0
     failures = 0
     for k in range(1, 100_000):
         if deadline is not None:
@@ -338,7 +337,6 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
             for w in todo:
                 st, r, ats, added = pricing.solve(c[:, w] - us, deadline)
                 pairs_added += added
-                priced_total += 1
                 if st == "time-limit":
                     stop = st
                     break
