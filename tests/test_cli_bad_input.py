@@ -91,7 +91,8 @@ CASES = [
     ("query {d}/pts.csv --query count --epsilon 1 --where lat>1;SELECT~1", 2, "bad --where"),
     ("query {d}/pts.csv --query count --epsilon 1 --where EXISTS~(SELECT~1~FROM~read_csv_auto('/etc/passwd'))", 2, "subquery"),
     ("query {d}/pts.csv --query count --epsilon 1 --prior /nonexistent.npy", 2, "--prior is used only by"),
-    ("query {d}/pts.csv --query sum:lat --bounds 0,90 --epsilon 1 --mechanism tight-constraints", 2, "not a path"),
+    ("query {d}/pts.csv --query percentile:lat:50 --bounds 0,90 --epsilon 1 --mechanism tight-constraints", 2, "not a path"),
+    ("query {d}/pts.csv --query sum:lat --bounds 0,90 --epsilon 1 --mechanism tight-constraints", 2, "threshold ε* = 4.05"),
 ]
 
 

@@ -208,9 +208,12 @@ def test_value_metrics_refuse_the_protected_column_in_where_or_group_by(tmp_path
 
 def test_tight_constraints_is_refused_off_a_path_and_prior_needs_optimal(tmp_path):
     t = _csv(tmp_path / "t.csv", "v", [1, 2, 3])
-    for q in ("sum:v", "percentile:v:50", "avg:v"):
-        with pytest.raises(ValueError, match="not a path"):
-            run_query(t, parse_query(q), epsilon=1.0, bounds=(0, 3), mechanism="tight-constraints")
+    with pytest.raises(ValueError, match="not a path"):
+        run_query(t, parse_query("percentile:v:50"), epsilon=1.0, bounds=(0, 3), mechanism="tight-constraints")
+    # sum and avg under d_h: the tight-constraints mechanism on the sum's answer graph (seed 000 §7.1)
+    for q in ("sum:v", "avg:v"):
+        r = run_query(t, parse_query(q), epsilon=1.0, bounds=(0, 3), mechanism="tight-constraints", rng=0)
+        assert r.mechanism == "tight-constraints" and r.solver["certainty"] == "certified"
     # under d1 the answers' constraint metric is the line: the tight-constraints mechanism is the TG, same draws
     tc = [run_query(t, parse_query("sum:v"), epsilon=0.3, bounds=(0, 3), privacy="d1", mechanism="tight-constraints",
                     rng=s).answers[0].noisy for s in range(20)]

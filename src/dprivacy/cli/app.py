@@ -833,6 +833,8 @@ def cmd_query(args) -> int:
     con.print(f"Public: {res.public}.")
     con.print(f"Why: {res.theorem}.")
     con.print(f"Accuracy: {res.accuracy}.")
+    if res.optimality:
+        con.print(f"Prior: {res.optimality}.")
     if with_bounds:
         con.print("'clamped (not private)': the exact number of selected values outside --bounds, for the data owner "
                   "only: do not publish it.")
@@ -991,9 +993,12 @@ def make_parser() -> argparse.ArgumentParser:
                     help="metric on tables (seed 002 §5): standard ε-DP (d_h), normalized Manhattan, Manhattan or maximum on values")
     qy.add_argument("--mechanism", choices=["auto", "truncated-geometric", "geometric", "tight-constraints", "optimal"],
                     default="auto", help="auto: the truncated geometric (universally optimal where seed 002 §5 says so; cited "
-                    "in the output); optimal: followed by the Bayes remap for --prior; tight-constraints: only where the "
-                    "answers form a path (count, or a metric on values)")
-    qy.add_argument("--prior", help="--mechanism optimal only: 'uniform' or a file of weights on the possible answers")
+                    "in the output); optimal: followed by the Bayes remap for --prior; tight-constraints: where the "
+                    "answers form a path (count, or a metric on values) and on the sum's answer graph (sum, avg under "
+                    "standard; seed 000 §7.1), refused with its threshold ε* where it does not exist")
+    qy.add_argument("--prior", help="--mechanism optimal: 'uniform' or a file of weights on the possible answers (the remap); "
+                    "--mechanism tight-constraints (sum, avg under standard): whether the prior is in the mechanism's region "
+                    "of optimality (ε·d-regular priors, seed 000 Thm 4)")
     qy.add_argument("--skip-invalid", action="store_true", help="leave empty or non-numeric values out as nulls and count them")
     qy.add_argument("--budget-file", help="a ledger of ε spent on this table across calls")
     qy.add_argument("--budget", type=_ascii_float, help="the total ε allowed on this table")

@@ -290,6 +290,8 @@ class QueryResult:
     noise_alpha: float = 0.0
     accuracy: str = ""
     universally_optimal: bool = False
+    optimality: str = ""
+    solver: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         from ..results import jsonable
@@ -522,8 +524,9 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         raise ValueError(f"--mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
     if privacy not in PRIVACY_MODELS:
         raise ValueError(f"--privacy must be one of {', '.join(PRIVACY_MODELS)}, got {privacy!r}")
-    if prior is not None and mechanism != "optimal":
-        raise ValueError(f"--prior is used only by --mechanism optimal; --mechanism {mechanism} ignores it (drop --prior)")
+    if prior is not None and mechanism not in ("optimal", "tight-constraints"):
+        raise ValueError(f"--prior is used only by --mechanism optimal and tight-constraints; --mechanism {mechanism} ignores it "
+                         "(drop --prior)")
     if not os.path.exists(table):
         raise FileNotFoundError(f"table not found: {table}")
     table = os.path.abspath(table)
@@ -540,13 +543,15 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     if query.kind == "kcount" and mechanism == "tight-constraints":
         raise ValueError("tight-constraints for a k-count lives on its answer graph: build it with `dprivacy design "
                          "kcount:U,K --mechanism tight-constraints`; here the counts get truncated geometric noise")
-    if query.kind in ("sum", "avg", "percentile") and privacy == "standard" and mechanism == "tight-constraints":
-        graph = ("answers i and j are adjacent when |i − j| ≤ HI − LO (seed 000 §7.1)" if query.kind in ("sum", "avg")
-                 else "a changed row can move it across many answers")
-        raise ValueError(f"--mechanism tight-constraints is not implemented for {query.kind} under --privacy standard: its "
-                         f"answer graph is not a path ({graph}), so the truncated geometric is not the tight-constraints "
-                         f"mechanism there; build it on the answer space with `dprivacy design sum:U,V --mechanism "
-                         "tight-constraints`, or use --mechanism truncated-geometric here")
+    if query.kind == "percentile" and privacy == "standard" and mechanism == "tight-constraints":
+        raise ValueError("--mechanism tight-constraints is not available for a percentile under --privacy standard: a changed "
+                         "row can move it across many answers, so its answer graph is not a path, nor the sum's graph "
+                         "(seed 000 §7.1), and depends on the table; use --mechanism truncated-geometric, or a metric on "
+                         "values (--privacy d1|normalized-d1|dinf), where the answers form a path")
+    if prior is not None and mechanism == "tight-constraints" and not (query.kind in ("sum", "avg") and privacy == "standard"):
+        raise ValueError("--prior with --mechanism tight-constraints is for sum and avg under --privacy standard (the region of "
+                         "priors where it is optimal, seed 000 Thm 4); elsewhere the mechanism is the truncated geometric, "
+                         "optimal for every prior (drop --prior)")
     selected = bool(where) or group_by is not None
     con = _connect(table)
     rel = _relation(table)
@@ -616,7 +621,8 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         raise ValueError("the table has no rows: its average is undefined")
     delta, theorem, optimal_thm = _sensitivity(query, privacy, bounds, total, selected=selected,
                                                skip_invalid=skip_invalid)
-    if mechanism == "tight-constraints" and not optimal_thm and query.kind != "count":
+    sum_graph = mechanism == "tight-constraints" and privacy == "standard" and query.kind in ("sum", "avg")
+    if mechanism == "tight-constraints" and not optimal_thm and query.kind != "count" and not sum_graph:
         raise ValueError("--mechanism tight-constraints: with null values the answers' constraint graph is no longer the "
                          "path of the theorem; use --mechanism truncated-geometric")
     factor, composition = _plan_split(query, privacy, group_by, n_groups)
@@ -666,6 +672,11 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         raise ValueError(f"no rows match{which} (no selected row with a valid value) for {query.name}: a percentile of an "
                          "empty selection is undefined (widen --where)")
     src = random_source(rng)
+    if sum_graph:
+        return _tight_sum(table, query, rows, src, eps=eps, eps_answer=eps_answer, factor=factor, delta=delta,
+                          lo_a=lo_a, hi_a=hi_a, step=step, total=total, bounds=bounds, where=where, group_by=group_by,
+                          theorem=theorem, composition=composition, confidence=confidence, prior=prior,
+                          public_cols=public_cols, n_groups=n_groups, invalid=invalid if skip_invalid else 0)
     # Exact integer sampling (CKS 2020) at s/t ≤ ε_a/Δ: no floating-point step decides a released value.
     params = geometric_parameters(eps_answer, delta)
     alpha = params.alpha
@@ -783,3 +794,83 @@ def _answer_prior(prior, size: int, lo: int, hi: int) -> np.ndarray:
     if not np.isfinite(arr).all() or (arr < 0).any() or not arr.sum() > 0:
         raise ValueError(f"{name} must have non-negative finite weights that do not all vanish")
     return arr / arr.sum()
+
+
+def _tight_sum(table, query, rows, src, *, eps, eps_answer, factor, delta, lo_a, hi_a, step, total, bounds, where,
+               group_by, theorem, composition, confidence, prior, public_cols, n_groups, invalid) -> QueryResult:
+    """The tight-constraints mechanism on the sum's answer graph (seed 000 §7.1: answers lo..hi, adjacent iff
+    |i − j| ≤ Δ, d = ⌈|i − j|/Δ⌉) at ε_a per answer, matrix-free (:mod:`dprivacy._kernels.sum_line`); one
+    exact draw per group from the row of its true answer. Refused with ε* (ValueError) when it does not exist."""
+    from .._kernels.sum_line import regularity_sum_line, tight_constraints_sum_line, tight_threshold_sum_line
+
+    n = int(hi_a - lo_a + 1)
+    dlt = int(round(delta))
+    res = tight_constraints_sum_line(n, dlt, epsilon=eps_answer)
+    per = f" (ε/{factor} = {eps_answer:g} per answer)" if factor != 1 else ""
+    if not res.exists:
+        th = tight_threshold_sum_line(n, dlt)
+        if th.epsilon_star is None:
+            star = "no ε* was found"
+        else:
+            lo_b = th.bracket[0] if th.bracket and th.bracket[0] is not None else None
+            star = (f"threshold ε* = {th.epsilon_star * factor:.6g}" + (f" (ε* in ({lo_b * factor:.6g}, "
+                    f"{th.epsilon_star * factor:.6g}], certified)" if lo_b is not None and th.certified else
+                    " (verified existence there; the bracket is not certified)")
+                    + f": it exists at ε = {th.epsilon_star * factor:.6g} in")
+        verdict = "is undecided at" if res.certainty == "undecided" else "does not exist at"
+        raise ValueError(f"--mechanism tight-constraints {verdict} ε = {eps:g}{per} on the {n:,} answers of {query.name} "
+                         f"(adjacent iff |i − j| ≤ {dlt}, seed 000 §7.1; {res.certificate if res.certificate != 'none' else 'no'} "
+                         f"certificate, min z = {res.min_z:.3g}): {star} this query's ε; use a larger --epsilon or "
+                         "--mechanism truncated-geometric")
+    mech = res.mechanism
+    mean, t = mech.accuracy(confidence=confidence)
+    answers, delivered, sampler_info = [], 0.0, {}
+    for row in rows:
+        grp, val, n_clamped = row[0], int(row[1]), row[-1]
+        o, smp = mech.sample(val - lo_a, src.generator)
+        delivered = max(delivered, smp.delivered_epsilon)
+        sampler_info = smp.to_dict()
+        answers.append(GroupAnswer(grp, (lo_a + o) * step, int(n_clamped), mean * step, t * step, confidence))
+    optimality = ""
+    if prior is not None:
+        pi = _answer_prior(prior, n, lo_a, hi_a)
+        reg = regularity_sum_line(n, dlt, pi, epsilon=eps_answer)
+        verdict = {"exists": "is in", "absent": "is NOT in", "undecided": "could not be placed in or outside"}[reg.status]
+        optimality = (f"the prior {verdict} the region of ε·d-regular priors ({reg.certainty}, {reg.certificate}; "
+                      "μΦ = π solved matrix-free)")
+        optimality += ("; so this mechanism is optimal for it: no ε·d-private mechanism has a larger probability of "
+                       "reporting the true answer (binary gain) under it (seed 000 Thm 4)" if reg.status == "exists" else
+                       "; seed 000 Thm 4 then makes no optimality claim for it (`--mechanism optimal` may do better)")
+    theorem = (f"the tight-constraints mechanism of seed 000 (Def 6, Eq. 12: H(y, o) = z_o·e^(−ε⌈|y−o|/{dlt}⌉), Φz = 1) on the "
+               f"sum's answer graph lo..hi = {lo_a}..{hi_a} ({n:,} answers, adjacent iff |i − j| ≤ Δ = {dlt}; seed 000 §7.1); "
+               f"ε·d-private by Prop 6 (z ≥ 0 {res.certainty}, {res.certificate}: {res.reason.split('; ', 1)[-1]}), hence ε-DP "
+               f"for tables: a changed row moves the answer by at most Δ; optimal for the binary gain for every ε·d-regular "
+               f"prior on the answers (seed 000 Thm 4); Δ: {theorem}")
+    guarantee = (f"ε = {eps:g} (standard): changing one row changes the probability of every release by at most a factor "
+                 f"e^{eps:g}")
+    if composition:
+        guarantee += "; " + composition
+    public = [f"N = {total} rows"]
+    if group_by is not None:
+        public.append(f"the group keys (the {n_groups} distinct values of {group_by!r} in the table) are treated as public; "
+                      "each gets an answer, with or without selected rows")
+    accuracy = ("worst case over every true answer in the public range, computed exactly from the mechanism's rows (one FFT "
+                "product for all rows): 'expected |error|' = max_y Σ_o H(y, o)·|o − y|, 'within ±' the smallest t with "
+                f"P(|error| > t) ≤ {1 - confidence:g} for every true answer")
+    neighbours = (f"standard ε-DP (d_h): neighbouring tables differ in one row, any of its columns changed; the table size "
+                  f"N = {total} is public")
+    r = QueryResult(table, query.name, "standard", "tight-constraints", eps, float(delta), bounds, where, group_by, answers,
+                    src.to_dict(), guarantee=guarantee, theorem=theorem, epsilon_spent=eps,
+                    delivered_epsilon=delivered * factor,
+                    sampler=("exact: the true answer's row quantised to integers summing to 2^62 (mixed with the uniform "
+                             f"distribution at weight {sampler_info.get('uniform_mixing_weight', 0):.3g}), one uniform 62-bit "
+                             "integer from the random source; delivered ε measured on the integers against the rows of the "
+                             "adjacent answers"),
+                    neighbours=neighbours, public="; ".join(public), epsilon_per_answer=eps_answer,
+                    composition=composition, answer_range=(lo_a, hi_a), answer_step=step, noise_alpha=math.exp(-eps_answer),
+                    accuracy=accuracy, universally_optimal=False, optimality=optimality,
+                    solver={"answers": n, "delta": dlt, "method": res.method, "iterations": res.iterations,
+                            "certainty": res.certainty, "certificate": res.certificate, "min_z": res.min_z,
+                            "error_bound": res.error_bound, "seconds": round(res.elapsed, 3)})
+    r.rows_skipped_not_private = invalid
+    return r
