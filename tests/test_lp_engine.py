@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 from conftest import brute_smallest_epsilon, metric_matrices, plane_metrics, priors
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
@@ -23,6 +23,16 @@ from dprivacy.mechanisms.lp_engine import lagrangian_bound, violated_constraints
 from dprivacy.mechanisms.optimal import optimal_mechanism
 
 LP_TOL = 1e-7
+
+#: The reference LP is solved by HiGHS, which drops matrix coefficients below 1e-9 (its
+#: small_matrix_value) and then may report numerical difficulties: its coefficients e^{−εd} must stay
+#: above that, ε·d ≤ 20 (a true precondition of the reference, stated in every test that uses it).
+MAX_EPS_D = 20.0
+
+
+def reference_applies(d: np.ndarray, eps: float) -> bool:
+    fin = d[np.isfinite(d)]
+    return bool(fin.size == 0 or eps * fin.max() <= MAX_EPS_D)
 
 
 def reference_optimum(d: np.ndarray, prior: np.ndarray, eps: float, c: np.ndarray) -> float:
@@ -58,6 +68,7 @@ def gain_form(prior, d, kind):
 @given(plane_metrics(min_n=2, max_n=7), st.floats(0.2, 3.0), st.sampled_from(["binary", "distance", "gain"]), st.data())
 @settings(max_examples=30)
 def test_constraint_generation_equals_the_all_pairs_lp_and_brackets_it(d, eps, kind, data):
+    assume(reference_applies(d, eps))
     n = d.shape[0]
     space = spaces.from_matrix(d)
     prior = data.draw(priors(n))
@@ -80,6 +91,7 @@ def test_constraint_generation_equals_the_all_pairs_lp_and_brackets_it(d, eps, k
 @given(metric_matrices(min_n=2, max_n=6), st.floats(0.2, 3.0), st.sampled_from(["binary", "distance"]), st.data())
 @settings(max_examples=25)
 def test_full_lp_bound_brackets_the_optimum_on_any_metric(d, eps, kind, data):
+    assume(reference_applies(d, eps))
     n = d.shape[0]
     space = spaces.from_matrix(d)
     prior = data.draw(priors(n))
@@ -96,6 +108,7 @@ def test_full_lp_bound_brackets_the_optimum_on_any_metric(d, eps, kind, data):
 @settings(max_examples=25)
 def test_lagrangian_bound_holds_for_any_nonnegative_multipliers(d, eps, data):
     # Σ_y max_w (c − Aᵀλ)[y, w] ≥ OPT for every λ ≥ 0: weak duality, whatever λ is.
+    assume(reference_applies(d, eps))
     n = d.shape[0]
     prior = data.draw(priors(n))
     c = prior[:, None] * np.eye(n)
@@ -255,6 +268,7 @@ def test_columns_priced_in_reach_the_optimum_of_all_columns(d, eps, kind, data):
     # optimum at every round, and at the end the optimum is the all-pairs, all-outputs LP's.
     from dprivacy.mechanisms.lp_engine import constraint_generation
 
+    assume(reference_applies(d, eps))
     n = d.shape[0]
     space = spaces.from_matrix(d)
     prior = data.draw(priors(n))
