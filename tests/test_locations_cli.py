@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -134,9 +135,17 @@ def test_ctrl_c_on_dask_gives_one_line_and_leaves_nothing(tmp_path):
     rng = np.random.default_rng(1)
     pq.write_table(pa.table({"id": np.arange(n, dtype=np.int64), "lat": 48 + rng.random(n), "lon": 2 + rng.random(n)}),
                    tmp_path / "big.parquet", row_group_size=100_000)
-    for after in (1.0, 4.0):
-        code, err, took = _interrupt_after(["obfuscate", "big.parquet", "-o", "intd.parquet", "--epsilon", "1", "--engine", "dask",
-                                            "--seed", "1", "--key", "id"], after, cwd=tmp_path)
+    args = ["obfuscate", "big.parquet", "-o", "intd.parquet", "--epsilon", "1", "--engine", "dask", "--seed", "1", "--key", "id"]
+    # The interrupt times are fractions of an uninterrupted run on this machine now (a fixed delay raced a
+    # fast machine: the whole run ended before it); 0.2 lands in start-up, 0.55 in the computation.
+    t0 = time.perf_counter()
+    full = _cli(*args, cwd=tmp_path)
+    whole = time.perf_counter() - t0
+    assert full.returncode == 0, full.stderr
+    shutil.rmtree(tmp_path / "intd.parquet")
+    (tmp_path / "intd.parquet.dprivacy.json").unlink()
+    for after in (0.2 * whole, 0.55 * whole):
+        code, err, took = _interrupt_after(args, after, cwd=tmp_path)
         assert code == 130, err
         assert err == "dprivacy: interrupted\n", err
         assert not any(p.name.startswith(("intd", ".intd")) for p in tmp_path.iterdir())
