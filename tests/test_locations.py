@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -295,3 +296,33 @@ def test_geojson_round_trip_keeps_ids_types_and_streams(tmp_path):
     _, batches = read_batches(tmp_path / "big.geojson")
     sizes = [b.num_rows for b in batches]
     assert sum(sizes) == 150_000 and max(sizes) <= 65_536 and len(sizes) >= 3
+
+
+def test_ordered_writes_keep_the_order_and_raise_a_writers_error():
+    import threading
+
+    from dprivacy.data.locations import _OrderedWrites
+
+    seen, main = [], threading.get_ident()
+
+    def write(x):
+        time.sleep(0.001 * (x % 3))
+        seen.append((x, threading.get_ident() != main))
+
+    with _OrderedWrites(write) as w:
+        for k in range(20):
+            w.put(k)
+        w.flush()
+    assert [x for x, _ in seen] == list(range(20)) and all(other for _, other in seen)
+
+    def failing(x):
+        if x == 3:
+            raise OSError("disk full")
+        seen.append(x)
+
+    seen.clear()
+    with pytest.raises(OSError, match="disk full"):
+        with _OrderedWrites(failing) as w:
+            for k in range(10):
+                w.put(k)
+    assert seen == [0, 1, 2]  # nothing after the failed write was written

@@ -102,6 +102,7 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
     pieces = _parquet_pieces(inp)
     first = pieces[0][0]
     ob, report, src, _, _ = prepare_obfuscation(first, out, **kwargs)
+    ob.noise_parts = 1  # one thread per task: the workers already take the cores
     report.input = str(inp)
     if src.release:
         report.random_source = dict(report.random_source, per_task="each task keys its own ChaCha20 from the worker's OS")
