@@ -46,6 +46,7 @@ pricing LPs have n variables and a few thousand rows.
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -81,6 +82,10 @@ MAX_FACTOR = 1e8
 #: grid:20x20:manhattan per round left the bound at the tent bound for 300 s (the smoothing centre only
 #: moves when every output is priced at one point), where full rounds closed the gap in 177 s.
 PRICE_PER_ROUND = 1000
+
+#: Pricing problems solved at once, each in its own HiGHS instance and thread (HiGHS releases the GIL):
+#: the number of cores, at most 4.
+PRICING_THREADS = max(1, min(4, os.cpu_count() or 1))
 
 #: Rounds of lazy pair generation for one pricing problem at most.
 MAX_PAIR_ROUNDS = 100
@@ -221,7 +226,7 @@ class _Pricing:
 
 def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: np.ndarray | None = None,
                   center_bound: float = float("inf"), gap: float = 1e-7, time_limit: float | None = None,
-                  progress=None) -> EngineOutcome:
+                  progress=None, threads: int | None = None) -> EngineOutcome:
     r"""Maximise Σ c[y, w]·H[y, w] over ε·d-private channels H : Y → W by Dantzig–Wolfe decomposition
     over rays of the privacy cone (module docstring).
 
@@ -231,7 +236,9 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
     the first master duals start the smoothing. Stops when the
     relative gap between the bound and the master's objective is at most ``gap`` and no ray improves
     the master at its own duals, or at ``time_limit`` seconds. ``progress(round)`` is called after each
-    round with a :class:`~dprivacy.mechanisms.lp_engine.Round`.
+    round with a :class:`~dprivacy.mechanisms.lp_engine.Round`. ``threads``: pricing problems solved in
+    parallel (default :data:`PRICING_THREADS`); the outputs are split among them in a fixed way, so the
+    result does not depend on thread timing (only, within the solvers' tolerances, on their number).
 
     Returns an :class:`~dprivacy.mechanisms.lp_engine.EngineOutcome` whose ``raw`` is the master's channel
     (n × m, rows summing to 1 up to the dropped ray entries); the caller certifies it.
@@ -294,13 +301,16 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
     best = gains.argmax(axis=1)
     add_rays(list(best), [tents[y].copy() for y in range(n)])
 
-    pricing = _Pricing(n, factors, time_limit)
+    threads = PRICING_THREADS if threads is None else max(1, int(threads))
+    pricers = [_Pricing(n, factors, time_limit) for _ in range(threads)]
+    pool = _pool(threads) if threads > 1 else None
     pi_, pj_ = space.constraint_pairs()
     d = space.distances[pi_, pj_]
     ok = np.isfinite(d) & (d > 0)
     if ok.any():
         near = ok & (d <= d[ok].min() * (1 + 1e-9))
-        pricing.add_pairs(np.concatenate([pi_[near], pj_[near]]), np.concatenate([pj_[near], pi_[near]]))
+        for pricing in pricers:
+            pricing.add_pairs(np.concatenate([pi_[near], pj_[near]]), np.concatenate([pj_[near], pi_[near]]))
 
     # q[:, w] = c_w − Aᵀμ_w from column w's latest certificate (μ = 0 to start: q = c)
     q = c.copy()
@@ -343,14 +353,21 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
             todo = np.flatnonzero(cap > ENTER_RTOL * scale)
             todo = todo[np.argsort(-cap[todo], kind="stable")]  # the most promising outputs first
             new_out, new_vec = [], []
-            for count, w in enumerate(todo):
-                if count >= PRICE_PER_ROUND and new_vec:
-                    break  # partial pricing: re-solve the master with what entered (the rest keep valid caps)
-                st, r, ats, added = pricing.solve(c[:, w] - us, deadline)
+            # static split (output i of the sorted list to pricer i mod T): each pricer's sequence, and
+            # so the result, does not depend on thread timing
+            parts = [todo[t::len(pricers)] for t in range(len(pricers))]
+            limit = -(-PRICE_PER_ROUND // len(pricers))
+            if len(pricers) == 1:
+                results = [_price_list(pricers[0], parts[0], c, us, u, scale, limit, deadline)]
+            else:
+                results = list(pool.map(lambda t: _price_list(pricers[t], parts[t], c, us, u, scale, limit, deadline),
+                                        range(len(pricers))))
+            order = sorted((i * len(pricers) + t, res) for t, part in enumerate(results) for i, res in enumerate(part))
+            for _, (w, st, r, ats, added) in order:
                 pairs_added += added
                 if st == "time-limit":
                     stop = st
-                    break
+                    continue
                 if st != "optimal":
                     # this output's pricing failed: its last certificate still bounds it (valid), no ray
                     failures += 1
@@ -364,6 +381,7 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
                 if r.max() > 0 and float((c[:, w] - u) @ r) > ENTER_RTOL * scale:
                     new_out.append(w)
                     new_vec.append(r / r.max())
+            _share_pairs(pricers)
             if stop is not None:
                 break
             l_us = float(us.sum() + cap.sum())
@@ -380,7 +398,7 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
         add_rays(new_out, new_vec)
         entered = len(new_vec)
         g = _relative_gap(bound, objective)
-        rounds.append(Round(k, int(pricing.a.size), objective, bound, float("nan"), g, int(pairs_added),
+        rounds.append(Round(k, _pair_rows(pricers), objective, bound, float("nan"), g, int(pairs_added),
                             time.perf_counter() - t0, len(ray_vec), entered))
         if progress is not None:
             progress(rounds[-1])
@@ -388,7 +406,7 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
             # no improving ray at the master's own duals: optimal up to the solvers' tolerances; say so
             # only when the bound confirms it
             what = (f"no ray of the privacy cone improves the master after {k} rounds ({len(ray_vec)} rays, "
-                    f"{pricing.a.size:,} pair constraints priced)")
+                    f"{_pair_rows(pricers):,} pair constraints priced)")
             if g <= max(gap, STALL_GAP):
                 status, message = "optimal", what
             else:
@@ -411,11 +429,59 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
         message += (f"; {failures} pricing problem(s) failed in HiGHS and were skipped (their last certificates "
                     "still bound them)")
     raw = _channel(master, ray_out, ray_vec, n, m) if np.isfinite(objective) else None
+    _share_pairs(pricers)
+    pricing = pricers[0]
     lo, hi = np.minimum(pricing.a, pricing.b), np.maximum(pricing.a, pricing.b)
     n_pairs = int(np.unique(lo.astype(np.int64) * n + hi).size)
     used = 0 if raw is None else int((raw.max(axis=0) > 0).sum())
     return EngineOutcome(status, message, raw, objective, bound, rounds, int(pricing.a.size),
                          time.perf_counter() - t0, n_pairs, used, None)
+
+
+def _price_list(pricing: _Pricing, ws, c, us, u, scale, limit: int, deadline):
+    """Price outputs ``ws`` in order at the smoothed duals ``us`` (one pricer, one thread): a list of
+    (w, status, ray, certificates, pairs added). Stops after ``limit`` outputs once a ray improves the
+    master at its own duals ``u`` (partial pricing), or at the deadline."""
+    out, found = [], 0
+    for count, w in enumerate(ws):
+        if count >= limit and found:
+            break
+        st, r, ats, added = pricing.solve(c[:, w] - us, deadline)
+        out.append((int(w), st, r, ats, added))
+        if st == "time-limit":
+            break
+        if st == "optimal" and r.max() > 0 and float((c[:, w] - u) @ r) > ENTER_RTOL * scale:
+            found += 1
+    return out
+
+
+def _share_pairs(pricers: list) -> None:
+    """Give every pricer the pair constraints the others found (the pricing LPs stay relaxations of the
+    same cone, and converge to the same rows)."""
+    if len(pricers) < 2:
+        return
+    union = np.logical_or.reduce([p.have for p in pricers])
+    for p in pricers:
+        a, b = np.nonzero(union & ~p.have)
+        if a.size:
+            p.add_pairs(a, b)
+
+
+def _pair_rows(pricers: list) -> int:
+    return int(max(p.a.size for p in pricers))
+
+
+_POOL = None
+
+
+def _pool(threads: int):
+    """A pricing thread pool kept for the process (HiGHS releases the GIL in ``run``)."""
+    global _POOL
+    from concurrent.futures import ThreadPoolExecutor
+
+    if _POOL is None or _POOL._max_workers < threads:
+        _POOL = ThreadPoolExecutor(threads, thread_name_prefix="dprivacy-pricing")
+    return _POOL
 
 
 def _channel(master, ray_out, ray_vec, n: int, m: int) -> np.ndarray:
