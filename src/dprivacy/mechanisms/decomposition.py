@@ -303,7 +303,11 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
 
     threads = PRICING_THREADS if threads is None else max(1, int(threads))
     pricers = [_Pricing(n, factors, time_limit) for _ in range(threads)]
-    pool = _pool(threads) if threads > 1 else None
+    pool = None
+    if threads > 1:
+        from .._threads import thread_pool
+
+        pool = thread_pool("pricing", threads)  # HiGHS releases the GIL in run()
     pi_, pj_ = space.constraint_pairs()
     d = space.distances[pi_, pj_]
     ok = np.isfinite(d) & (d > 0)
@@ -469,19 +473,6 @@ def _share_pairs(pricers: list) -> None:
 
 def _pair_rows(pricers: list) -> int:
     return int(max(p.a.size for p in pricers))
-
-
-_POOL = None
-
-
-def _pool(threads: int):
-    """A pricing thread pool kept for the process (HiGHS releases the GIL in ``run``)."""
-    global _POOL
-    from concurrent.futures import ThreadPoolExecutor
-
-    if _POOL is None or _POOL._max_workers < threads:
-        _POOL = ThreadPoolExecutor(threads, thread_name_prefix="dprivacy-pricing")
-    return _POOL
 
 
 def _channel(master, ray_out, ray_vec, n: int, m: int) -> np.ndarray:

@@ -194,7 +194,9 @@ class LatticeLaplace:
         if threads == 1:
             run(0)
         else:
-            list(_pool(threads).map(run, range(threads)))
+            from .._threads import thread_pool
+
+            list(thread_pool("planar", threads).map(run, range(threads)))
         if keyed:  # as one call on the whole batch: the stream advances by the longest record's draws
             rng.calls = max(calls)
         if stats is not None:
@@ -218,19 +220,6 @@ def _float_down(x: Fraction) -> float:
 
 
 # -- random words ---------------------------------------------------------------------------------
-
-
-_POOL = None
-
-
-def _pool(threads: int):
-    """A thread pool kept for the life of the process (new threads cost fresh malloc arenas: page faults)."""
-    global _POOL
-    from concurrent.futures import ThreadPoolExecutor
-
-    if _POOL is None or _POOL._max_workers < threads:
-        _POOL = ThreadPoolExecutor(threads, thread_name_prefix="dprivacy-planar")
-    return _POOL
 
 
 def _splittable(rng) -> bool:
