@@ -95,6 +95,9 @@ STALL_GAP = 1e-6
 
 #: Rounds without progress of the objective or the bound after which the engine stops ("stalled").
 STALL_ROUNDS = 25
+#: The same once the gap is below STALL_GAP (measured on grid:14x14: the last 20 rounds of a 129 s run
+#: moved nothing).
+STALL_ROUNDS_CLOSE = 5
 
 #: Initial smoothing weight on the stability centre.
 SMOOTHING = 0.7
@@ -421,9 +424,11 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
         if g <= gap:
             status, message = "gap", f"relative gap {g:.3g} ≤ {gap:g} after {k} rounds"
             break
-        if k > STALL_ROUNDS and objective - rounds[-1 - STALL_ROUNDS].objective <= 1e-12 * scale \
-                and bound >= rounds[-1 - STALL_ROUNDS].bound - 1e-12 * scale:
-            what = (f"neither the objective nor the bound moved in {STALL_ROUNDS} rounds (relative gap {g:.3g}): "
+        # below STALL_GAP the answer is already reported optimal, so a shorter standstill ends the run
+        still = STALL_ROUNDS if g > STALL_GAP else STALL_ROUNDS_CLOSE
+        if k > still and objective - rounds[-1 - still].objective <= 1e-12 * scale \
+                and bound >= rounds[-1 - still].bound - 1e-12 * scale:
+            what = (f"neither the objective nor the bound moved in {still} rounds (relative gap {g:.3g}): "
                     "the rays entering are within the master's tolerances")
             status, message = ("optimal" if g <= max(gap, STALL_GAP) else "stalled"), what
             break
