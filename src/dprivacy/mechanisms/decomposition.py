@@ -87,6 +87,10 @@ PRICE_PER_ROUND = 1000
 #: the number of cores, at most 4.
 PRICING_THREADS = max(1, min(4, os.cpu_count() or 1))
 
+#: Spaces with at most this many essential pairs per point (graph metrics: their edges) get all of them
+#: in the pricing LPs from the start.
+COMPLETE_PAIRS_PER_POINT = 16
+
 #: Rounds of lazy pair generation for one pricing problem at most.
 MAX_PAIR_ROUNDS = 100
 
@@ -151,6 +155,8 @@ class _Pricing:
         self.b = np.empty(0, dtype=np.intp)
         self.coef = np.empty(0)
         self._all = np.arange(n, dtype=np.int32)
+        #: every essential pair is a row: no pair is generated lazily
+        self.complete = False
 
     def add_pairs(self, a: np.ndarray, b: np.ndarray) -> int:
         """Rows r(a) − e^{εd(a,b)} r(b) ≤ 0 for the pairs not yet present; returns how many were added."""
@@ -213,7 +219,7 @@ class _Pricing:
             r = np.clip(np.asarray(sol.col_value, dtype=np.float64), 0.0, 1.0)
             low, arg = largest_minorant(r, self.factors)
             bad = np.flatnonzero(r - low > PAIR_ATOL)
-            if bad.size == 0 or self.add_pairs(bad, arg[bad]) == 0:
+            if bad.size == 0 or self.complete or self.add_pairs(bad, arg[bad]) == 0:
                 break
             added += bad.size
         # either sign convention gives a valid certificate (negative multipliers set to 0); the caller
@@ -311,13 +317,19 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
         from .._threads import thread_pool
 
         pool = thread_pool("pricing", threads)  # HiGHS releases the GIL in run()
+    tour_pos = _tour_positions(space.distances)
     pi_, pj_ = space.constraint_pairs()
     d = space.distances[pi_, pj_]
     ok = np.isfinite(d) & (d > 0)
     if ok.any():
-        near = ok & (d <= d[ok].min() * (1 + 1e-9))
+        # few essential pairs (graph metrics: the edges): give them all at once. Every other pair's
+        # constraint follows from them along a tight chain (seed 004 Prop 1), so nothing is generated
+        # lazily; what the solver's tolerances leave is removed by the minorant repair.
+        every = int(ok.sum()) <= COMPLETE_PAIRS_PER_POINT * n
+        near = ok if every else ok & (d <= d[ok].min() * (1 + 1e-9))
         for pricing in pricers:
-            pricing.add_pairs(np.concatenate([pi_[near], pj_[near]]), np.concatenate([pj_[near], pi_[near]]))
+            added = pricing.add_pairs(np.concatenate([pi_[near], pj_[near]]), np.concatenate([pj_[near], pi_[near]]))
+            pricing.complete = every and added == 2 * int(near.sum())
 
     # q[:, w] = c_w − Aᵀμ_w from column w's latest certificate (μ = 0 to start: q = c)
     q = c.copy()
@@ -360,10 +372,8 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
             todo = np.flatnonzero(cap > ENTER_RTOL * scale)
             todo = todo[np.argsort(-cap[todo], kind="stable")]  # the most promising outputs first
             new_out, new_vec = [], []
-            # static split (output i of the sorted list to pricer i mod T): each pricer's sequence, and
-            # so the result, does not depend on thread timing
-            parts = [todo[t::len(pricers)] for t in range(len(pricers))]
-            limit = -(-PRICE_PER_ROUND // len(pricers))
+            # a fixed split: each pricer's sequence, and so the result, does not depend on thread timing
+            parts, limit = _split_for_pricing(todo, tour_pos, len(pricers))
             if len(pricers) == 1:
                 results = [_price_list(pricers[0], parts[0], c, us, u, scale, limit, deadline)]
             else:
@@ -462,6 +472,34 @@ def _price_list(pricing: _Pricing, ws, c, us, u, scale, limit: int, deadline):
         if st == "optimal" and r.max() > 0 and float((c[:, w] - u) @ r) > ENTER_RTOL * scale:
             found += 1
     return out
+
+
+def _tour_positions(dist: np.ndarray) -> np.ndarray:
+    """Position of each output on a nearest-neighbour tour of the space (from point 0). The pricing LPs
+    of nearby outputs have nearby optima, so pricing them one after another warm-starts each simplex
+    from a close basis."""
+    n = dist.shape[0]
+    pos = np.empty(n, dtype=np.int64)
+    free = np.ones(n, dtype=bool)
+    at = 0
+    for i in range(n):
+        pos[at] = i
+        free[at] = False
+        if i + 1 < n:
+            row = np.where(free, dist[at], np.inf)
+            at = int(np.argmin(row))
+    return pos
+
+
+def _split_for_pricing(todo: np.ndarray, tour_pos: np.ndarray, threads: int) -> tuple[list, int]:
+    """The outputs of a round for each pricer, and each pricer's partial-pricing limit. ``todo`` comes
+    most promising first; its first :data:`PRICE_PER_ROUND` are priced along the tour, cut into one
+    contiguous stretch per pricer; the rest follow in order, dealt out in turn."""
+    head, tail = todo[:PRICE_PER_ROUND], todo[PRICE_PER_ROUND:]
+    head = head[np.argsort(tour_pos[head], kind="stable")]
+    blocks = np.array_split(head, threads)
+    parts = [np.concatenate([blocks[t], tail[t::threads]]) for t in range(threads)]
+    return parts, max(1, -(-head.size // threads))
 
 
 def _share_pairs(pricers: list) -> None:
