@@ -359,6 +359,9 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
         sol = master.getSolution()
         u = np.asarray(sol.row_dual, dtype=np.float64)
         objective = float(master.getInfo().objective_function_value)
+        # the channel of the last master solved to optimality (a later solve cut short by the time
+        # limit leaves an intermediate point whose rows need not sum to 1)
+        solved = (np.asarray(sol.col_value, dtype=np.float64).copy(), list(ray_out), list(ray_vec))
         scale = max(abs(objective), 1e-300)
         if u_center is None:
             u_center = u.copy()
@@ -447,7 +450,7 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
     if failures:
         message += (f"; {failures} pricing problem(s) failed in HiGHS and were skipped (their last certificates "
                     "still bound them)")
-    raw = _channel(master, ray_out, ray_vec, n, m) if np.isfinite(objective) else None
+    raw = _channel(*solved, n, m) if np.isfinite(objective) else None
     _share_pairs(pricers)
     pricing = pricers[0]
     lo, hi = np.minimum(pricing.a, pricing.b), np.maximum(pricing.a, pricing.b)
@@ -518,9 +521,9 @@ def _pair_rows(pricers: list) -> int:
     return int(max(p.a.size for p in pricers))
 
 
-def _channel(master, ray_out, ray_vec, n: int, m: int) -> np.ndarray:
-    """H[·, w] = Σ_{k: w_k = w} α_k r_k, from the full rays."""
-    x = np.clip(np.asarray(master.getSolution().col_value, dtype=np.float64), 0.0, None)
+def _channel(weights, ray_out, ray_vec, n: int, m: int) -> np.ndarray:
+    """H[·, w] = Σ_{k: w_k = w} α_k r_k, from the full rays and the master's column values α."""
+    x = np.clip(weights, 0.0, None)
     h = np.zeros((n, m))
     for xk, w, r in zip(x, ray_out, ray_vec):
         if xk > 0:

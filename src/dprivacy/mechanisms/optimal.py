@@ -1063,6 +1063,22 @@ def certified_repair(h, space: MetricSpace, *, epsilon: float, rounds: int = 6,
     return best, moved(best)
 
 
+def _lift_manhattan_grid(h: np.ndarray, width: int, height: int, q: float) -> np.ndarray:
+    """:func:`private_lift` on a Manhattan grid: e^{−εd} = q^{|dx|}·q^{|dy|} (q = e^{−ε·step}) is
+    separable, so the max-times product is two 1-D transforms, each a forward and a backward scan
+    (max_j q^{|i−j|} x_j = the larger of the two running maxima): O(n·m) instead of O(n²·m)."""
+    m = h.shape[1]
+    g = h.reshape(height, width, m).copy()
+    for axis in (1, 0):
+        size = g.shape[axis]
+        take = (lambda i: g[:, i]) if axis == 1 else (lambda i: g[i])
+        for i in range(1, size):
+            np.maximum(take(i), q * take(i - 1), out=take(i))
+        for i in range(size - 2, -1, -1):
+            np.maximum(take(i), q * take(i + 1), out=take(i))
+    return g.reshape(width * height, m)
+
+
 def private_lift(h, space: MetricSpace, *, epsilon: float) -> np.ndarray:
     r"""The smallest matrix Ĥ ≥ H whose columns satisfy the ε·d-privacy constraints.
 
@@ -1091,6 +1107,10 @@ def private_lift(h, space: MetricSpace, *, epsilon: float) -> np.ndarray:
     n, m = h.shape
     if n != space.n:
         raise ValueError(f"matrix has {n} rows but the space has {space.n} points")
+    from ..spaces import GridSpace
+
+    if isinstance(space, GridSpace) and space.metric == "manhattan":
+        return _lift_manhattan_grid(h, space.width, space.height, float(np.exp(-epsilon * space.step)))
     d = space.distances
     with np.errstate(invalid="ignore"):
         phi = np.exp(-epsilon * d)
