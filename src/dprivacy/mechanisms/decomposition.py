@@ -87,6 +87,10 @@ PRICE_PER_ROUND = 1000
 #: the number of cores, at most 4.
 PRICING_THREADS = max(1, min(4, os.cpu_count() or 1))
 
+#: The master is solved by interior point (with crossover) from this many points on, else by the
+#: warm-started primal simplex.
+MASTER_IPM_POINTS = 1000
+
 #: Spaces with at most this many essential pairs per point (graph metrics: their edges) get all of them
 #: in the pricing LPs from the start.
 COMPLETE_PAIRS_PER_POINT = 16
@@ -278,7 +282,13 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
     master = _new_highs(time_limit)
     master.setOptionValue("primal_feasibility_tolerance", 1e-9)
     master.setOptionValue("dual_feasibility_tolerance", 1e-9)
-    master.setOptionValue("simplex_strategy", 4)  # primal simplex: added columns keep the basis primal feasible
+    if n >= MASTER_IPM_POINTS:
+        # measured on 50×50 Manhattan (2,500 rows, ~2,600 dense rays): interior point with crossover
+        # 9–27 s per master against 24–44 s for the warm-started primal simplex, which also overran the
+        # time limit by 17 s (it reads the clock rarely on dense columns)
+        master.setOptionValue("solver", "ipm")
+    else:
+        master.setOptionValue("simplex_strategy", 4)  # primal simplex: added columns keep the basis primal feasible
     master.changeObjectiveSense(highspy.ObjSense.kMaximize)
     master.addRows(n, np.ones(n), np.ones(n), 0, np.zeros(n, dtype=np.int32), np.zeros(0, dtype=np.int32),
                    np.zeros(0))

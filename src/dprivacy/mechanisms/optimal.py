@@ -684,6 +684,17 @@ def _check_time_limit(time_limit):
     return float(time_limit)
 
 
+#: Seconds the certified repair may run past the time limit (cheap lifts, e.g. 0.1 s along a 50×50
+#: Manhattan grid, then still settle; a dense lift of 2,500 points takes 30 s, so there only the first
+#: lift is made). Without them a channel one lift short of certification was replaced by the constant one.
+LATE_REPAIR_GRACE = 2.0
+
+#: Share of the time limit kept for the certified repair after the decomposition, at most this many
+#: seconds.
+REPAIR_RESERVE_SHARE = 0.05
+REPAIR_RESERVE_MAX = 15.0
+
+
 def _left(time_limit, started: float) -> float | None:
     """Seconds left of ``time_limit`` counted from ``started`` (None: no limit; at least 1 ms, so a
     solver asked for it stops at once with its time-limit status)."""
@@ -737,9 +748,14 @@ def _solve_decomposed(ctx: _Context, c: np.ndarray, gap: float, time_limit, prog
     center = center_bound = None
     if tent is not None:
         center, center_bound = tent[3], tent[2]
+    left = _left(time_limit, started)
+    if left is not None:
+        # the repair's alternations run after the engine and need their share of the limit (one lift
+        # after the deadline was not enough on 50×50 Manhattan at 600 s: the constant channel came back)
+        left = max(left - min(REPAIR_RESERVE_SHARE * time_limit, REPAIR_RESERVE_MAX), 1e-3)
     out = dantzig_wolfe(space, c, epsilon=eps, center=center,
                         center_bound=float("inf") if center_bound is None else center_bound, gap=gap,
-                        time_limit=_left(time_limit, started), progress=progress)
+                        time_limit=left, progress=progress)
     status = {"optimal": 0, "gap": 0, "time-limit": 1, "stalled": STALLED, "failed": 4}[out.status]
     size = dict(pairs="generated", n_pairs=out.n_pairs, n_variables=n * out.active, n_constraints=n + out.rows,
                 seconds=time.perf_counter() - started, build_seconds=0.0, method="dantzig-wolfe",
@@ -939,7 +955,7 @@ def _finish(ctx: _Context, raw: np.ndarray, objective_gain: float, bound_gain: f
         if ctx.repair:
             # After the time limit the repair still makes one lift (which certifies a channel that is
             # private already, e.g. the repaired tent channel), no more.
-            h, repair_mass = certified_repair(h, space, epsilon=eps, deadline=ctx.deadline)
+            h, repair_mass = certified_repair(h, space, epsilon=eps, deadline=ctx.deadline, late_grace=LATE_REPAIR_GRACE)
         check = check_privacy(h, space, epsilon=eps)
     if not check.ok and status in (1, STALLED):
         # A time-limited intermediate point that the repair could not certify: fall back on the best
@@ -976,7 +992,8 @@ def _failed(status, message, kind, size, *, row_sum_error=float("nan"), min_entr
 
 
 def certified_repair(h, space: MetricSpace, *, epsilon: float, rounds: int = 6,
-                     alternations: int = 60, deadline: float | None = None) -> tuple[np.ndarray, float]:
+                     alternations: int = 60, deadline: float | None = None,
+                     late_grace: float = 0.0) -> tuple[np.ndarray, float]:
     r"""An ε·d-private channel next to ``h`` (an LP solution that meets its constraints only up to the
     solver's tolerance), and the largest mass the repair moved in a row (max_y Σ_w |out − h|[y, w] / 2).
 
@@ -998,8 +1015,9 @@ def certified_repair(h, space: MetricSpace, *, epsilon: float, rounds: int = 6,
        ρ = 0, so the result is always private, but it may cost much of the value (measured: 5% on the
        perturbed 8×8 solution above, which step 1 repairs at a cost of 1e−8).
 
-    ``deadline`` (a ``time.perf_counter()`` reading) stops the repair between lifts, after the first:
-    the channel reached so far is returned, possibly not private — the caller's exact check decides.
+    ``deadline`` (a ``time.perf_counter()`` reading) stops the repair between lifts, after the first,
+    once ``late_grace`` seconds past it: the channel reached so far is returned, possibly not private —
+    the caller's exact check decides.
 
     References
     ----------
@@ -1026,7 +1044,7 @@ def certified_repair(h, space: MetricSpace, *, epsilon: float, rounds: int = 6,
         return lifted / sums[:, None], rho, good
 
     def late() -> bool:
-        return deadline is not None and time.perf_counter() >= deadline
+        return deadline is not None and time.perf_counter() >= deadline + late_grace
 
     # 1. alternate lift (at ε) and renormalisation
     m = h
