@@ -162,6 +162,22 @@ class _JsonStream:
                     continue
                 raise ValueError(f"cannot read {self.path} as GeoJSON: the file ends inside a value")
 
+    def closes(self, close: str, what: str, fast=None) -> bool:
+        """After an item of an array or object: consume "," (False: another item follows) or ``close``
+        (True); ``fast``: a compiled separator pattern tried first on the buffer."""
+        m = fast(self.buf, self.pos) if fast is not None else None
+        if m is not None and m.end() < len(self.buf):
+            c = m.group(1)
+            self.pos = m.end()
+        else:
+            c = self.peek()
+            self.pos += 1
+        if c == close:
+            return True
+        if c != ",":
+            raise ValueError(f"cannot read {self.path} as GeoJSON: expected ',' or '{close}' between {what}, found {c!r}")
+        return False
+
 
 def _geojson_features(path, header: dict):
     """Stream the top-level members of a FeatureCollection into ``header`` and yield its features."""
@@ -182,7 +198,7 @@ def _geojson_features(path, header: dict):
                 if js.peek() == "]":
                     js.pos += 1
                 else:
-                    scan, sep = js.dec.scan_once, _SEPARATOR.match
+                    scan, sep = js.dec.scan_once, _SEPARATOR.match  # sep: the separator's fast path
                     while True:
                         # fast path: the C scanner on a buffer holding at least 64 KiB beyond this feature's start
                         if not js.eof and len(js.buf) - js.pos < 1 << 16:
@@ -195,25 +211,12 @@ def _geojson_features(path, header: dict):
                         except StopIteration:
                             v = js.value()  # a long feature or a syntax error: the careful path
                         yield v
-                        m = sep(js.buf, js.pos)
-                        if m is not None and m.end() < len(js.buf):
-                            c = m.group(1)
-                            js.pos = m.end()
-                        else:
-                            c = js.peek()
-                            js.pos += 1
-                        if c == "]":
+                        if js.closes("]", "features", sep):
                             break
-                        if c != ",":
-                            raise ValueError(f"cannot read {path} as GeoJSON: expected ',' or ']' between features, found {c!r}")
             else:
                 header[key] = js.value()
-            c = js.peek()
-            js.pos += 1
-            if c == "}":
+            if js.closes("}", "members"):
                 break
-            if c != ",":
-                raise ValueError(f"cannot read {path} as GeoJSON: expected ',' or '}}' between members, found {c!r}")
         if header.get("type") != "FeatureCollection" or not seen_features:
             raise ValueError(f"{path} is not a GeoJSON FeatureCollection")
 

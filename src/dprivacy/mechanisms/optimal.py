@@ -757,9 +757,7 @@ def _solve_decomposed(ctx: _Context, c: np.ndarray, gap: float, time_limit, prog
                         center_bound=float("inf") if center_bound is None else center_bound, gap=gap,
                         time_limit=left, progress=progress)
     status = {"optimal": 0, "gap": 0, "time-limit": 1, "stalled": STALLED, "failed": 4}[out.status]
-    size = dict(pairs="generated", n_pairs=out.n_pairs, n_variables=n * out.active, n_constraints=n + out.rows,
-                seconds=time.perf_counter() - started, build_seconds=0.0, method="dantzig-wolfe",
-                rounds=len(out.rounds), history=tuple(out.rounds))
+    size = _engine_size(out, n, started, "dantzig-wolfe")
     bound = out.bound if tent is None else min(out.bound, tent[2])
     if tent is not None and tent[0] is not None and (out.raw is None or tent[1] > out.objective):
         return _finish(ctx, tent[0], out.objective, bound, status,
@@ -768,6 +766,13 @@ def _solve_decomposed(ctx: _Context, c: np.ndarray, gap: float, time_limit, prog
     if out.raw is None:
         return _fallback_or_failed(ctx, status, out.message, size, time_limit, bound=bound)
     return _finish(ctx, out.raw, out.objective, bound, status, out.message, size, lenient=True)
+
+
+def _engine_size(out, n: int, started: float, method: str) -> dict:
+    """The size and history fields of an OptimalResult from an engine's outcome."""
+    return dict(pairs="generated", n_pairs=out.n_pairs, n_variables=n * out.active, n_constraints=n + out.rows,
+                seconds=time.perf_counter() - started, build_seconds=0.0, method=method,
+                rounds=len(out.rounds), history=tuple(out.rounds))
 
 
 def _solve_generated(ctx: _Context, c: np.ndarray, gap: float, time_limit, progress,
@@ -786,9 +791,7 @@ def _solve_generated(ctx: _Context, c: np.ndarray, gap: float, time_limit, progr
     out = constraint_generation(space, c, peaks, epsilon=eps, certify=certify if every else None, gap=gap,
                                 time_limit=time_limit, progress=progress, started=started)
     status = {"optimal": 0, "gap": 0, "time-limit": 1, "memory": 4, "failed": 4}[out.status]
-    size = dict(pairs="generated", n_pairs=out.n_pairs, n_variables=n * out.active, n_constraints=n + out.rows,
-                seconds=time.perf_counter() - t0, build_seconds=0.0, method="constraint-generation",
-                rounds=len(out.rounds), history=tuple(out.rounds))
+    size = _engine_size(out, n, t0, "constraint-generation")
     bound = out.bound if tent is None else min(out.bound, tent[2])
     if out.status in ("optimal", "gap") and out.raw is not None:
         return _finish(ctx, out.raw, out.objective, bound, status, out.message, size, lenient=True)
@@ -806,8 +809,8 @@ def _solve_generated(ctx: _Context, c: np.ndarray, gap: float, time_limit, progr
 #: The tent LP (binary gain) is solved when its dense matrix has at most this many entries.
 TENT_ENTRIES = 20_000_000
 
-#: ... and its channel is repaired only when the lift costs at most this many (pair, column) products
-#: (n² × the columns in use; 50×50 with 1,900 outputs took over 15 minutes, so only its bound is used there).
+#: ... and its channel is repaired only when a lift costs at most this many (pair, column) products
+#: (:func:`lift_work`; densely, 50×50 with 1,900 outputs took over 15 minutes, so only its bound was used).
 TENT_REPAIR_WORK = 1_000_000_000
 
 
@@ -848,7 +851,7 @@ def _tent_bracket(ctx: _Context, *, time_limit: float | None = None):
     bound = float(mu_feasible.sum())
     t = np.clip(np.asarray(res.x, dtype=np.float64), 0.0, None)
     out_of_time = time_limit is not None and time.perf_counter() - t0 >= time_limit
-    if n * n * max(1, int((t > 0).sum())) > TENT_REPAIR_WORK or out_of_time:
+    if lift_work(ctx.space, max(1, int((t > 0).sum()))) > TENT_REPAIR_WORK or out_of_time:
         return None, float("-inf"), bound, mu_feasible  # the bound only: the repair would cost too much (or no time is left)
     h = np.zeros((n, ctx.m))
     h[:, kept] = phi * t[None, :]
@@ -1081,6 +1084,19 @@ def certified_repair(h, space: MetricSpace, *, epsilon: float, rounds: int = 6,
     return best, moved(best)
 
 
+def _separable_lift(space: MetricSpace) -> bool:
+    from ..spaces import GridSpace
+
+    return isinstance(space, GridSpace) and space.metric == "manhattan"
+
+
+def lift_work(space: MetricSpace, columns: int) -> int:
+    """Products one :func:`private_lift` of ``columns`` columns costs: n·m by the separable scans of a
+    Manhattan grid, n²·m by the max-times product elsewhere."""
+    n = space.n
+    return n * columns * (4 if _separable_lift(space) else n)
+
+
 def _lift_manhattan_grid(h: np.ndarray, width: int, height: int, q: float) -> np.ndarray:
     """:func:`private_lift` on a Manhattan grid: e^{−εd} = q^{|dx|}·q^{|dy|} (q = e^{−ε·step}) is
     separable, so the max-times product is two 1-D transforms, each a forward and a backward scan
@@ -1125,9 +1141,7 @@ def private_lift(h, space: MetricSpace, *, epsilon: float) -> np.ndarray:
     n, m = h.shape
     if n != space.n:
         raise ValueError(f"matrix has {n} rows but the space has {space.n} points")
-    from ..spaces import GridSpace
-
-    if isinstance(space, GridSpace) and space.metric == "manhattan":
+    if _separable_lift(space):
         return _lift_manhattan_grid(h, space.width, space.height, float(np.exp(-epsilon * space.step)))
     d = space.distances
     with np.errstate(invalid="ignore"):
