@@ -93,6 +93,49 @@ def test_decomposition_on_a_manhattan_grid_with_a_prior_with_zeros_and_the_tent_
     assert out.rows <= 2 * 2 * 5 * 4
 
 
+def test_the_pool_returns_the_improving_columns_best_first_and_evicts_the_oldest():
+    from dprivacy.mechanisms.decomposition import _Pool
+
+    c = np.diag([0.5, 0.3, 0.2])  # binary gain: ⟨c_w, r⟩ = π_w r_w
+    pool = _Pool(3, c)
+    rays = [np.array([1.0, 0.5, 0.2]), np.array([0.4, 1.0, 0.4]), np.array([0.2, 0.5, 1.0]), np.array([1.0, 1.0, 1.0])]
+    pool.add([0, 1, 2], rays[:3])
+    pool.add([0], rays[3:])  # full: the oldest (output 0's first ray) leaves
+    u = np.array([0.05, 0.05, 0.05])
+    # reduced costs: ray 1 on output 1: 0.3 − 0.09 = 0.21; ray 2 on 2: 0.2 − 0.085 = 0.115; ray 3 on 0: 0.35
+    outs, vecs = pool.take(u, 0.0, 2)
+    assert outs == [0, 1]
+    np.testing.assert_array_equal(vecs[0], rays[3])
+    np.testing.assert_array_equal(vecs[1], rays[1])
+    outs, vecs = pool.take(u, 0.0, 5)  # taken columns left the pool
+    assert outs == [2]
+    assert pool.take(u, 0.0, 5) == ([], [])
+    pool.add([1], [rays[1]])
+    assert pool.take(np.array([1.0, 1.0, 1.0]), 0.0, 5) == ([], [])  # nothing improves at these duals
+
+
+@given(plane_metrics(min_n=4, max_n=7), st.floats(0.2, 2.0), st.data())
+@settings(max_examples=15, deadline=None)
+def test_a_hard_purged_master_with_its_pool_reaches_the_same_optimum(d, eps, data):
+    # the master purged to one column per point every fifth round: purged columns come back from the pool
+    import dprivacy.mechanisms.decomposition as dec
+
+    assume(eps * d.max() <= 11.5)  # as above
+    space = spaces.from_matrix(d)
+    prior = data.draw(priors(d.shape[0]))
+    c, _, _ = gain_form(prior, d, "distance")
+    opt = reference_optimum(d, prior, eps, c)
+    saved = dec.PURGE_PER_POINT, dec.KEEP_PER_POINT
+    dec.PURGE_PER_POINT, dec.KEEP_PER_POINT = 1, 1
+    try:
+        out = dantzig_wolfe(space, c, epsilon=eps, gap=0.0)
+    finally:
+        dec.PURGE_PER_POINT, dec.KEEP_PER_POINT = saved
+    assert out.status in ("optimal", "gap")
+    assert out.objective == pytest.approx(opt, abs=LP_TOL)
+    assert opt - 1e-9 <= out.bound
+
+
 def test_a_time_limit_returns_a_channel_and_a_valid_bound():
     space = spaces.grid(6, 6)
     rng = np.random.default_rng(2)

@@ -68,22 +68,26 @@ MASTER_DROP = 1e-9
 ENTER_RTOL = 1e-12
 
 #: Columns of the master are purged (the most negative reduced costs among those at zero) when there
-#: are more than this many per point, down to ``KEEP_PER_POINT`` per point. An output's optimal column
-#: lies inside a face of the cone and takes many rays to write: measured (world-cities prior, ε = 1,
-#: 2 threads), 12/8 against 3/2 cut the rounds from 71 to 45 on grid:10x10, 173+ to 84 on 14×14 and
-#: 238 to 92 on 20×20 Manhattan; 20/14 made the master slower than the rounds it saved.
-PURGE_PER_POINT = 12
-KEEP_PER_POINT = 8
+#: are more than this many per point, down to ``KEEP_PER_POINT`` per point; purged columns go to the
+#: pool below.
+PURGE_PER_POINT = 3
+KEEP_PER_POINT = 2
 
-#: ... but the master's dense columns hold at most about this many entries (12 per point on 50×50
-#: would be 75 million), and never fewer than 3 columns per point before a purge.
-MASTER_MAX_ENTRIES = 20_000_000
+#: Purged columns are kept in a pool of up to this many per point (the oldest leave first); after each
+#: master solve, pool columns with a positive reduced cost re-enter and the master is solved again. An
+#: output's optimal column lies inside a face of the cone and takes many rays to write, and a ray
+#: purged too early is priced again at the cost of a whole round: measured (world-cities prior, ε = 1,
+#: 2 threads), keeping 12 columns per point in the master instead of 3 cut the rounds from 71 to 45
+#: on grid:10x10, 173+ to 84 on 14×14 and 238 to 92 on 20×20 Manhattan, but made the master up to
+#: three quarters of the time (dense columns); the pool keeps the rounds and a small master.
+POOL_PER_POINT = 10
 
+#: The pool holds at most about this many entries (10 per point on 50×50 would be 62 million).
+POOL_MAX_ENTRIES = 20_000_000
 
-def _purge_limits(n: int) -> tuple[int, int]:
-    """(columns above which the master is purged, columns kept) for n points."""
-    at = max(3 * n, min(PURGE_PER_POINT * n, MASTER_MAX_ENTRIES // max(n, 1)))
-    return at, max(2 * n, at * KEEP_PER_POINT // PURGE_PER_POINT)
+#: Pool-and-resolve passes per round at most.
+POOL_PASSES = 10
+
 
 #: Pair constraints whose factor e^{εd} exceeds this are not given to HiGHS (whose simplex loses its footing on wider coefficient ranges, e.g. "unbounded" with a box; its hard limit is 1e15).
 MAX_FACTOR = 1e8
@@ -126,11 +130,16 @@ SMOOTHING = 0.7
 
 def estimate_bytes(n: int, m: int) -> int:
     """Memory of :func:`dantzig_wolfe` on n points and m outputs: the n×n cone factors, tents and pair
-    flags, the n×m gain and certificate matrices, and a master of up to :func:`_purge_limits` dense
+    flags, the n×m gain and certificate matrices, a master of up to ``PURGE_PER_POINT``·n dense
     columns (values and indices in HiGHS, and the rays kept here)."""
     dense = 8 * n * n * 2 + n * n + 8 * n * m * 2
-    master = (8 + 4 + 8 + 8) * _purge_limits(n)[0] * n
+    master = (8 + 4 + 8 + 8) * PURGE_PER_POINT * n * n + 8 * _pool_capacity(n) * n
     return int(dense + master)
+
+
+def _pool_capacity(n: int) -> int:
+    """Columns the pool holds on n points."""
+    return max(0, min(POOL_PER_POINT * n, POOL_MAX_ENTRIES // max(n, 1)))
 
 
 def _cone_factors(space: MetricSpace, epsilon: float) -> np.ndarray:
@@ -286,7 +295,7 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
     if need > MAX_MODEL_BYTES:
         return EngineOutcome("failed", f"the decomposition would need about {need / 2**30:.1f} GiB ({n:,} points, "
                              f"{m:,} outputs: cone factors, tents, certificates and a master of up to "
-                             f"{_purge_limits(n)[0]:,} dense columns), over the {MAX_MODEL_BYTES / 2**30:.0f} GiB limit",
+                             f"{PURGE_PER_POINT * n:,} dense columns, and a pool), over the {MAX_MODEL_BYTES / 2**30:.0f} GiB limit",
                              None, float("nan"), float("inf"), [], 0, time.perf_counter() - t0)
     factors = _cone_factors(space, epsilon)
     with np.errstate(under="ignore"):
@@ -307,7 +316,7 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
                    np.zeros(0))
     ray_out: list[int] = []
     ray_vec: list[np.ndarray] = []
-    purge_at, keep = _purge_limits(n)
+    spare = _Pool(_pool_capacity(n), c)
 
     def add_rays(outs, vecs):
         if not vecs:
@@ -372,20 +381,33 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
                 status, message = "time-limit", f"time limit of {time_limit:g} s reached after {k - 1} rounds"
                 break
             master.setOptionValue("time_limit", float(master.getRunTime() + left))
-        master.run()
-        ms = master.getModelStatus()
-        if ms != highspy.HighsModelStatus.kOptimal:
-            if ms == highspy.HighsModelStatus.kTimeLimit:
-                status, message = "time-limit", f"time limit of {time_limit:g} s reached in round {k}"
-            else:
-                status, message = "failed", f"HiGHS: {master.modelStatusToString(ms)} in the master, round {k}"
+        failed = False
+        for passes in range(POOL_PASSES + 1):
+            master.run()
+            ms = master.getModelStatus()
+            if ms != highspy.HighsModelStatus.kOptimal:
+                if ms == highspy.HighsModelStatus.kTimeLimit:
+                    status, message = "time-limit", f"time limit of {time_limit:g} s reached in round {k}"
+                else:
+                    status, message = "failed", f"HiGHS: {master.modelStatusToString(ms)} in the master, round {k}"
+                failed = True
+                break
+            sol = master.getSolution()
+            u = np.asarray(sol.row_dual, dtype=np.float64)
+            objective = float(master.getInfo().objective_function_value)
+            if passes == POOL_PASSES:
+                break
+            # pool columns that improve the master at its duals re-enter (the best n first)
+            back = spare.take(u, ENTER_RTOL * max(abs(objective), 1e-300), n)
+            if not back[0]:
+                break
+            add_rays(*back)
+        if failed:
             break
-        sol = master.getSolution()
-        u = np.asarray(sol.row_dual, dtype=np.float64)
-        objective = float(master.getInfo().objective_function_value)
         # the channel of the last master solved to optimality (a later solve cut short by the time
         # limit leaves an intermediate point whose rows need not sum to 1)
         solved = (np.asarray(sol.col_value, dtype=np.float64).copy(), list(ray_out), list(ray_vec))
+        primal = (solved[0], np.asarray(sol.col_dual, dtype=np.float64).copy())
         scale = max(abs(objective), 1e-300)
         if u_center is None:
             u_center = u.copy()
@@ -469,8 +491,8 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
                     "the rays entering are within the master's tolerances")
             status, message = ("optimal" if g <= max(gap, STALL_GAP) else "stalled"), what
             break
-        if len(ray_vec) > purge_at and k % 5 == 0:
-            _purge(master, ray_out, ray_vec, keep)
+        if len(ray_vec) > PURGE_PER_POINT * n and k % 5 == 0:
+            spare.add(*_purge(master, ray_out, ray_vec, KEEP_PER_POINT * n, primal))
     if failures:
         message += (f"; {failures} pricing problem(s) failed in HiGHS and were skipped (their last certificates "
                     "still bound them)")
@@ -555,18 +577,62 @@ def _channel(weights, ray_out, ray_vec, n: int, m: int) -> np.ndarray:
     return h
 
 
-def _purge(master, ray_out: list, ray_vec: list, keep: int) -> None:
-    """Delete master columns at zero with the most negative reduced costs, down to ``keep`` columns."""
-    sol = master.getSolution()
-    x = np.asarray(sol.col_value)
-    rc = np.asarray(sol.col_dual)
+def _purge(master, ray_out: list, ray_vec: list, keep: int, primal) -> tuple[list, list]:
+    """Delete master columns at zero with the most negative reduced costs in the master's solution
+    ``primal`` (values, reduced costs), down to ``keep`` columns; returns the deleted (outputs, rays)."""
+    x, rc = primal
     idle = np.flatnonzero((x <= 0) & (rc < 0))
     excess = len(ray_vec) - keep
     if excess <= 0 or idle.size == 0:
-        return
+        return [], []
     drop = np.sort(idle[np.argsort(rc[idle], kind="stable")[:excess]])
+    gone = ([ray_out[i] for i in drop], [ray_vec[i] for i in drop])
     master.deleteCols(drop.size, drop.astype(np.int32))
     alive = np.ones(len(ray_vec), dtype=bool)
     alive[drop] = False
     ray_out[:] = [w for w, a in zip(ray_out, alive) if a]
     ray_vec[:] = [r for r, a in zip(ray_vec, alive) if a]
+    return gone
+
+
+class _Pool:
+    """Columns purged from the master, kept (up to ``capacity``, the oldest leave first) so that they
+    can re-enter without being priced again."""
+
+    def __init__(self, capacity: int, c: np.ndarray):
+        self.c = c
+        self.rays = np.empty((capacity, c.shape[0]))
+        self.out = np.zeros(capacity, dtype=np.intp)
+        self.cost = np.zeros(capacity)  # ⟨c_w, r⟩
+        self.born = np.full(capacity, -1, dtype=np.int64)  # -1: free slot
+        self.clock = 0
+
+    def add(self, outs: list, vecs: list) -> None:
+        k = min(len(vecs), self.born.size)
+        if k == 0:
+            return
+        free = np.flatnonzero(self.born < 0)
+        if free.size < k:  # evict the oldest
+            used = np.flatnonzero(self.born >= 0)
+            free = np.concatenate([free, used[np.argsort(self.born[used], kind="stable")[:k - free.size]]])
+        slots = free[:k]
+        self.rays[slots] = np.asarray(vecs[-k:])
+        self.out[slots] = outs[-k:]
+        self.cost[slots] = np.einsum("ij,ji->i", self.rays[slots], self.c[:, self.out[slots]])
+        self.born[slots] = self.clock + np.arange(k)
+        self.clock += k
+
+    def take(self, u: np.ndarray, tol: float, limit: int) -> tuple[list, list]:
+        """Remove and return (outputs, rays) of up to ``limit`` pool columns whose reduced cost
+        ⟨c_w − u, r⟩ exceeds ``tol``, the largest first."""
+        used = np.flatnonzero(self.born >= 0)
+        if used.size == 0:
+            return [], []
+        rc = self.cost[used] - self.rays[used] @ u
+        good = np.flatnonzero(rc > tol)
+        if good.size == 0:
+            return [], []
+        good = good[np.argsort(-rc[good], kind="stable")[:limit]]
+        slots = used[good]
+        self.born[slots] = -1
+        return [int(w) for w in self.out[slots]], [self.rays[i].copy() for i in slots]
