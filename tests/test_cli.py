@@ -226,3 +226,27 @@ def test_reproduce_lists_its_experiment_ids(capsys):
     lines = capsys.readouterr().out.splitlines()
     ids = [ln.split()[0] for ln in lines]
     assert "002-smart-meters-cgm" in ids and "000-fig2" in ids and len(ids) == len(set(ids)) >= 20
+
+
+def test_an_lp_solve_off_a_terminal_prints_a_plain_progress_line_with_its_bracket(capsys):
+    # `design --mechanism optimal` and `obfuscate --mechanism optimal` report the rounds of the LP
+    # engines through _SolveStatus: off a terminal, one plain line after 5 s and then every 30 s.
+    import time
+
+    from dprivacy.cli.app import _SolveStatus
+    from dprivacy.mechanisms.lp_engine import Round
+
+    status = _SolveStatus(False, True, "optimal mechanism on 400 points")
+    status._t0 = time.perf_counter() - 10  # as if 10 s had passed
+    status.update(Round(7, 5055, 0.2357, 0.2361, float("nan"), 1.7e-3, 0, 9.0, 1234, 40))
+    status.update(Round(8, 5055, 0.2358, 0.2360, float("nan"), 8e-4, 0, 9.5, 1234, 40))  # within 30 s: silent
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1
+    assert "round 7, objective 0.2357, bound 0.2361, gap 1.70e-03, 5,055 constraints" in err[0]
+    status._last -= 31
+    status.update(Round(9, 600, 0.5, 0.6, 0.49, 0.18, 3, 40.0))  # constraint generation: a certified value
+    assert "utility 0.49 certified, bound 0.6" in capsys.readouterr().err
+    quiet = _SolveStatus(False, False, "with --json")
+    quiet._t0 -= 10
+    quiet.update(Round(1, 1, 0.1, 0.2, float("nan"), 0.5, 0, 1.0))
+    assert capsys.readouterr().err == ""

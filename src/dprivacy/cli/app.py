@@ -251,34 +251,6 @@ def _lp_options(args, space) -> dict:
     return lp
 
 
-class _lp_progress:
-    """A rich status line with each round's objective, bound and gap (stderr)."""
-
-    def __init__(self, show: bool):
-        self.show = show
-        self._status = None
-
-    def __enter__(self):
-        if not self.show:
-            return None
-        from rich.console import Console
-
-        self._status = Console(stderr=True).status("solving the linear program...")
-        self._status.start()
-
-        def update(r):
-            cert = "" if r.certified != r.certified else f", certified {r.certified:.9g}"
-            self._status.update(f"round {r.round}: objective {r.objective:.9g}, bound {r.bound:.9g}, gap {r.gap:.2e}"
-                                f"{cert}, {r.rows:,} constraints, {r.columns:,} columns, {r.seconds:.0f} s")
-
-        return update
-
-    def __exit__(self, *exc):
-        if self._status is not None:
-            self._status.stop()
-        return False
-
-
 #: ε times the largest finite distance may be at most this: float64 overflows near 1.8e308, and the
 #: mechanisms multiply ε·d by small factors (ε·d/2, 2ε·d) on the way.
 MAX_SCALED_DIAMETER = 1e300
@@ -357,8 +329,11 @@ def cmd_design(args) -> None:
         if plan == "full":
             guards.guard_design(args.space, "optimal", n=space.n, grid=isinstance(space, GridSpace), lp_rows=rows)
     if args.mechanism == "optimal":
-        with _lp_progress(True) as progress:
-            out = build(args.mechanism, space, epsilon=eps, prior=prior, lp={**lp, "progress": progress})
+        status = _SolveStatus(sys.stderr.isatty(), not args.json, f"optimal mechanism on {space.n:,} points")
+        try:
+            out = build(args.mechanism, space, epsilon=eps, prior=prior, lp={**lp, "progress": status.update})
+        finally:
+            status.stop()
     else:
         with _solver_progress(not args.json) as progress:
             out = build(args.mechanism, space, epsilon=eps, prior=prior, progress=progress, lp=lp)
@@ -588,8 +563,12 @@ class _SolveStatus:
             self._status.start()
 
     def update(self, r) -> None:
-        self._text = (f"{self.what}: round {r.round}, {r.rows:,} constraints, utility {r.certified:.6g} certified, bound "
-                      f"{r.bound:.6g}, gap {r.gap:.2g}" if hasattr(r, "round") else f"{self.what}: {r}")
+        if hasattr(r, "round"):  # a round of an LP engine: its objective (certified, when checked), bound and gap
+            value = f"objective {r.objective:.9g}" if r.certified != r.certified else f"utility {r.certified:.9g} certified"
+            self._text = (f"{self.what}: round {r.round}, {value}, bound {r.bound:.9g}, gap {r.gap:.2e}, "
+                          f"{r.rows:,} constraints, {r.columns:,} columns")
+        else:
+            self._text = f"{self.what}: {r}"
         if self._status is not None:
             self._status.update(self._text + " (Ctrl-C stops)")
         self.tick()
