@@ -606,6 +606,7 @@ class _Pool:
         self.cost = np.zeros(capacity)  # ⟨c_w, r⟩
         self.born = np.full(capacity, -1, dtype=np.int64)  # -1: free slot
         self.clock = 0
+        self.top = 0  # slots at and above this were never used: ``take`` reads the view below it
 
     def add(self, outs: list, vecs: list) -> None:
         k = min(len(vecs), self.born.size)
@@ -618,21 +619,23 @@ class _Pool:
         slots = free[:k]
         self.rays[slots] = np.asarray(vecs[-k:])
         self.out[slots] = outs[-k:]
-        self.cost[slots] = np.einsum("ij,ji->i", self.rays[slots], self.c[:, self.out[slots]])
+        ct = self.c.T
+        for i in range(0, k, 256):  # in blocks: the gathered gain columns stay small on thousands of points
+            b = slots[i:i + 256]
+            self.cost[b] = np.einsum("ij,ij->i", self.rays[b], ct[self.out[b]])
         self.born[slots] = self.clock + np.arange(k)
         self.clock += k
+        self.top = max(self.top, int(slots.max()) + 1)
 
     def take(self, u: np.ndarray, tol: float, limit: int) -> tuple[list, list]:
         """Remove and return (outputs, rays) of up to ``limit`` pool columns whose reduced cost
         ⟨c_w − u, r⟩ exceeds ``tol``, the largest first."""
-        used = np.flatnonzero(self.born >= 0)
-        if used.size == 0:
-            return [], []
-        rc = self.cost[used] - self.rays[used] @ u
-        good = np.flatnonzero(rc > tol)
+        top = self.top
+        # free slots below ``top`` hold old rays: their reduced costs are computed and ignored
+        rc = self.cost[:top] - self.rays[:top] @ u
+        good = np.flatnonzero((rc > tol) & (self.born[:top] >= 0))
         if good.size == 0:
             return [], []
-        good = good[np.argsort(-rc[good], kind="stable")[:limit]]
-        slots = used[good]
+        slots = good[np.argsort(-rc[good], kind="stable")[:limit]]
         self.born[slots] = -1
         return [int(w) for w in self.out[slots]], [self.rays[i].copy() for i in slots]
