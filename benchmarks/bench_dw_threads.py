@@ -4,6 +4,7 @@ bench_lp_scale.py (binary gain, ε = 1). The first setting is the baseline of th
 
     python benchmarks/bench_dw_threads.py grid:14x14 --threads 2 1 --time-limit 300
     python benchmarks/bench_dw_threads.py grid:14x14 --threads 2 --purge 3:2 12:8
+    python benchmarks/bench_dw_threads.py grid:14x14 --threads 2 --smoothing fixed auto
 """
 
 from __future__ import annotations
@@ -24,23 +25,27 @@ def main() -> None:
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--purge", nargs="+", default=None, metavar="P:K",
                     help="purge the master above P columns per point down to K (default: the module's)")
+    ap.add_argument("--smoothing", nargs="+", choices=["fixed", "auto"], default=None,
+                    help="the smoothing weight: fixed (halved only on mispricing) or adjusted each round from "
+                         "the subgradient (default: the module's)")
     ap.add_argument("--time-limit", type=float, default=300.0)
     args = ap.parse_args()
     space = parse_space(args.space)
     k = int(args.space.split(":")[1].split("x")[0])
     prior = city_prior(k, k)
     purges = args.purge or [f"{decomposition.PURGE_PER_POINT}:{decomposition.KEEP_PER_POINT}"]
+    smoothings = args.smoothing or ["auto" if decomposition.AUTO_SMOOTHING else "fixed"]
     base = None
-    for th in args.threads:
-        for purge in purges:
-            decomposition.PRICING_THREADS = th
-            decomposition.PURGE_PER_POINT, decomposition.KEEP_PER_POINT = (int(x) for x in purge.split(":"))
-            t = time.perf_counter()
-            r = optimal_mechanism(space, prior, epsilon=1.0, method="dantzig-wolfe", time_limit=args.time_limit)
-            dt = time.perf_counter() - t
-            base = base or dt
-            print(f"{args.space} threads {th} purge {purge}: value {r.value:.10f} bound {r.bound:.10f} "
-                  f"gap {r.gap:.3g} rounds {r.rounds} {dt:.1f} s (first case / this: {base / dt:.2f})", flush=True)
+    for th, purge, smoothing in ((th, p, s) for th in args.threads for p in purges for s in smoothings):
+        decomposition.PRICING_THREADS = th
+        decomposition.PURGE_PER_POINT, decomposition.KEEP_PER_POINT = (int(x) for x in purge.split(":"))
+        decomposition.AUTO_SMOOTHING = smoothing == "auto"
+        t = time.perf_counter()
+        r = optimal_mechanism(space, prior, epsilon=1.0, method="dantzig-wolfe", time_limit=args.time_limit)
+        dt = time.perf_counter() - t
+        base = base or dt
+        print(f"{args.space} threads {th} purge {purge} smoothing {smoothing}: value {r.value:.10f} bound {r.bound:.10f} "
+              f"gap {r.gap:.3g} rounds {r.rounds} {dt:.1f} s (first case / this: {base / dt:.2f})", flush=True)
 
 
 if __name__ == "__main__":

@@ -124,8 +124,19 @@ STALL_ROUNDS = 25
 #: moved nothing).
 STALL_ROUNDS_CLOSE = 5
 
+#: A warm-started simplex run (master or pricing) is stopped after ``10·n + 5000`` iterations and the LP
+#: solved again from scratch. Measured on grid:20x20 (ε = 1, world-cities prior, 100 s): warm pricing
+#: runs take a median 11 and at most 695 iterations, warm master runs at most 1,513, and a pricing LP
+#: about 850 from scratch; but a few warm pricing runs stalled for 40,000–60,000 iterations (6–10 s
+#: each, 0.05 s from scratch), and one warm master run stalled past the time limit for minutes.
+ITERATIONS_PER_POINT = 10
+ITERATIONS_BASE = 5000
+
 #: Initial smoothing weight on the stability centre.
 SMOOTHING = 0.7
+
+#: Adjust the smoothing weight each round from the subgradient at the smoothed point (Pessoa et al. 2018).
+AUTO_SMOOTHING = True
 
 
 def estimate_bytes(n: int, m: int) -> int:
@@ -174,6 +185,7 @@ class _Pricing:
         self.h.setOptionValue("dual_feasibility_tolerance", 1e-10)
         self.h.changeObjectiveSense(highspy.ObjSense.kMaximize)
         self.h.setOptionValue("solver", "simplex")
+        self.h.setOptionValue("simplex_iteration_limit", _iteration_cap(n))
         self.h.addCols(n, np.zeros(n), np.zeros(n), np.ones(n), 0, np.zeros(n, np.int32),
                        np.zeros(0, np.int32), np.zeros(0))
         self.have = np.zeros((n, n), dtype=bool)
@@ -231,7 +243,7 @@ class _Pricing:
             ms = self.h.getModelStatus()
             if ms not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
                 # the warm-started simplex can lose its footing on tiny costs (seen: "unbounded" with
-                # every variable boxed); solve once more from scratch
+                # every variable boxed) or stall (the iteration cap); solve once more from scratch
                 self.h.clearSolver()
                 self.h.run()
                 ms = self.h.getModelStatus()
@@ -304,6 +316,7 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
     master = _new_highs(time_limit)
     master.setOptionValue("primal_feasibility_tolerance", 1e-9)
     master.setOptionValue("dual_feasibility_tolerance", 1e-9)
+    master.setOptionValue("simplex_iteration_limit", _iteration_cap(n))
     if n >= MASTER_IPM_POINTS:
         # measured on 50×50 Manhattan (2,500 rows, ~2,600 dense rays): interior point with crossover
         # 9–27 s per master against 24–44 s for the warm-started primal simplex, which also overran the
@@ -383,8 +396,7 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
             master.setOptionValue("time_limit", float(master.getRunTime() + left))
         failed = False
         for passes in range(POOL_PASSES + 1):
-            master.run()
-            ms = master.getModelStatus()
+            ms = _run_master(master)
             if ms != highspy.HighsModelStatus.kOptimal:
                 if ms == highspy.HighsModelStatus.kTimeLimit:
                     status, message = "time-limit", f"time limit of {time_limit:g} s reached in round {k}"
@@ -416,6 +428,8 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
         stop = None
         while True:
             us = alpha * u_center + (1.0 - alpha) * u
+            load = np.zeros(n)  # Σ_w of the pricing optima at us: the subgradient of L there is 1 − load
+            priced_all = True
             # exact skip: column w's certificate bounds its pricing value at us by Σ max(0, q_w − us)
             cap = np.maximum(q - us[:, None], 0.0).sum(axis=0)
             todo = np.flatnonzero(cap > ENTER_RTOL * scale)
@@ -429,6 +443,7 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
                 results = list(pool.map(lambda t: _price_list(pricers[t], parts[t], c, us, u, scale, limit, deadline),
                                         range(len(pricers))))
             order = sorted((i * len(pricers) + t, res) for t, part in enumerate(results) for i, res in enumerate(part))
+            priced_all = len(order) == todo.size
             for _, (w, st, r, ats, added) in order:
                 pairs_added += added
                 if st == "time-limit":
@@ -444,6 +459,8 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
                 i = int(np.argmin(vals))
                 q[:, w] = cands[i]
                 cap[w] = vals[i]
+                if r.max() > 0 and float((c[:, w] - us) @ r) > 0:
+                    load += r
                 if r.max() > 0 and float((c[:, w] - u) @ r) > ENTER_RTOL * scale:
                     new_out.append(w)
                     new_vec.append(r / r.max())
@@ -454,6 +471,13 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
             if l_us < best_l:
                 best_l, u_center = l_us, us.copy()
             if new_vec or alpha == 0.0:
+                if AUTO_SMOOTHING and priced_all and new_vec:
+                    # Pessoa et al. (2018): L grows along u − u_center at us when the subgradient
+                    # 1 − load points that way: step back towards the centre; else further out
+                    if float((1.0 - load) @ (u - u_center)) > 0:
+                        alpha = alpha + 0.1 * (1.0 - alpha)
+                    else:
+                        alpha = max(0.0, alpha - 0.1)
                 break
             alpha = 0.0 if alpha < 0.05 else alpha / 2  # mispricing: move towards the master's duals
         bound = min(bound, best_l, float(q.max(axis=1).sum()))
@@ -504,6 +528,35 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
     used = 0 if raw is None else int((raw.max(axis=0) > 0).sum())
     return EngineOutcome(status, message, raw, objective, bound, rounds, int(pricing.a.size),
                          time.perf_counter() - t0, n_pairs, used, None)
+
+
+def _iteration_cap(n: int) -> int:
+    """Simplex iterations of one warm-started run on n points at most (:data:`ITERATIONS_PER_POINT`)."""
+    return ITERATIONS_PER_POINT * n + ITERATIONS_BASE
+
+
+def _run_master(master):
+    """Solve the master; when the warm-started simplex ends in neither an optimum nor the time limit
+    (the iteration cap; seen on grid:20x20: status "Unknown" after a stall), solve it again from
+    scratch, then once by interior point. Returns the model status."""
+    import highspy
+
+    master.run()
+    ms = master.getModelStatus()
+    if ms in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
+        return ms
+    master.clearSolver()
+    master.run()
+    ms = master.getModelStatus()
+    if ms in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
+        return ms
+    solver = master.getOptionValue("solver")
+    solver = solver[1] if isinstance(solver, tuple) else solver  # highspy returns (status, value)
+    master.setOptionValue("solver", "ipm")
+    master.clearSolver()
+    master.run()
+    master.setOptionValue("solver", solver)
+    return master.getModelStatus()
 
 
 def _price_list(pricing: _Pricing, ws, c, us, u, scale, limit: int, deadline):
