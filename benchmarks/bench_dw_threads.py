@@ -34,7 +34,7 @@ def main() -> None:
     k = int(args.space.split(":")[1].split("x")[0])
     prior = city_prior(k, k)
     purges = args.purge or [f"{decomposition.PURGE_PER_POINT}:{decomposition.KEEP_PER_POINT}"]
-    smoothings = args.smoothing or ["auto" if decomposition.AUTO_SMOOTHING else "fixed"]
+    smoothings = args.smoothing or ["auto" if getattr(decomposition, "AUTO_SMOOTHING", False) else "fixed"]
     base = None
     for th, purge, smoothing in ((th, p, s) for th in args.threads for p in purges for s in smoothings):
         decomposition.PRICING_THREADS = th

@@ -212,3 +212,39 @@ def test_a_decomposition_that_would_not_fit_is_refused_with_the_estimate(monkeyp
     out = dantzig_wolfe(space, c, epsilon=1.0)
     assert out.status == "failed" and out.raw is None
     assert "GiB" in out.message and "over the" in out.message
+
+
+@given(plane_metrics(min_n=2, max_n=6), st.floats(0.2, 2.0), st.sampled_from([1e-6, 1e-3, 1e3]), st.data())
+@settings(max_examples=15, deadline=None)
+def test_scaling_the_gains_scales_the_optimum_and_the_bound(d, eps, s, data):
+    # the engine works on gains scaled to a largest entry of 1 and reports in the caller's units: the
+    # LP's optimum is linear in c, so c·s gives s times the objective and the bound, and the same channel
+    assume(eps * d.max() <= 11.5)  # as above
+    space = spaces.from_matrix(d)
+    prior = data.draw(priors(d.shape[0]))
+    c, _, _ = gain_form(prior, d, "binary")
+    opt = reference_optimum(d, prior, eps, c)
+    out = dantzig_wolfe(space, c * s, epsilon=eps, gap=0.0)
+    assert out.status in ("optimal", "gap")
+    assert out.objective == pytest.approx(s * opt, abs=s * LP_TOL)
+    assert out.bound >= s * (opt - 1e-9)
+    assert float((c * out.raw).sum()) == pytest.approx(opt, abs=LP_TOL)
+    assert all(r.objective <= s * (opt + 1e-9) and s * (opt - 1e-9) <= r.bound for r in out.rounds)
+
+
+def test_simplex_runs_stopped_at_the_iteration_cap_are_solved_again_and_reach_the_optimum(monkeypatch):
+    # every warm-started run capped at one iteration: the pricing LPs are solved again from scratch
+    # without the cap, the master from scratch and then by interior point; the optimum is unchanged
+    from dprivacy.mechanisms import decomposition
+
+    space = spaces.grid(5, 5)
+    rng = np.random.default_rng(3)
+    prior = rng.dirichlet(np.full(space.n, 0.6))
+    c = prior[:, None] * np.eye(space.n)
+    opt = reference_optimum(space.distances, prior, 1.0, c)
+    monkeypatch.setattr(decomposition, "_pricing_iteration_cap", lambda n: 1)
+    monkeypatch.setattr(decomposition, "_master_iteration_cap", lambda n: 1)
+    out = dantzig_wolfe(space, c, epsilon=1.0, gap=0.0)
+    assert out.status in ("optimal", "gap")
+    assert out.objective == pytest.approx(opt, abs=LP_TOL)
+    assert out.bound >= opt - 1e-9
