@@ -33,7 +33,10 @@ above through the same duals).
 
 **Stabilisation.** Plain Dantzig–Wolfe tails off; the duals are smoothed (Wentges 1997): pricing runs at
 u_s = α·u_c + (1 − α)·u, with u_c the point of best L so far, and α halved when smoothing prices out no
-improving ray ("mispricing"). For the binary gain the caller can start u_c at the tent LP's dual
+improving ray ("mispricing"). After a round that priced every output, α moves by the subgradient
+1 − Σ_w h_w of L at u_s (h_w the pricing optima; Pessoa, Sadykov, Uchoa, Vanderbeck 2018): up by
+0.1·(1 − α) when it makes an acute angle with u − u_c (L grows towards the master's duals), else down by
+0.1. For the binary gain the caller can start u_c at the tent LP's dual
 (seed 000's tight-constraints columns with the row sums relaxed to ≤ 1), where L equals the tent bound.
 
 **Outputs that cannot improve** are not priced: column w's last certificate bounds its pricing value at
@@ -129,16 +132,17 @@ STALL_ROUNDS = 25
 #: moved nothing).
 STALL_ROUNDS_CLOSE = 5
 
-#: A warm-started simplex run is stopped after this many iterations (n points) and the LP solved again
-#: from scratch. Measured on grid:20x20 (ε = 1, world-cities prior, 600 s): warm pricing runs take a
-#: median 35 and a 99.9th percentile of 939 iterations, and about 850 (≈ 2n) from scratch, but about one
-#: in 300 warm runs stalled for 40,000–60,000 iterations (6–10 s each, 0.05 s from scratch) near the end;
-#: warm master runs take at most about 2,000, and one stalled past the time limit for minutes.
 def _pricing_iteration_cap(n: int) -> int:
+    """Simplex iterations of one warm-started pricing run on n points, after which the LP is solved
+    again from scratch. Measured on grid:20x20 (ε = 1, world-cities prior, 600 s): warm pricing runs
+    take a median 35 and a 99.9th percentile of 939 iterations, and about 850 (≈ 2n) from scratch; but
+    about one in 300 warm runs stalled for 40,000–60,000 iterations (6–10 s each, 0.05 s from scratch)."""
     return 2 * n + 1000
 
 
 def _master_iteration_cap(n: int) -> int:
+    """The same for a warm-started master run (measured there: at most about 2,000 iterations; one
+    stalled run went on past the time limit for minutes)."""
     return 10 * n + 5000
 
 
@@ -308,7 +312,9 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
     seed 000 (000_455db39b8f235120.txt) §3.4, §5.1: the optimal-mechanism LP; seed 001
     (001_c2128648fe62df4d.txt) Def 22, Prop 23; seed 002 (002_3df4dd999d47c651.txt) Def 7.
     G. B. Dantzig, P. Wolfe, Decomposition principle for linear programs, Oper. Res. 8 (1960);
-    P. Wentges, Weighted Dantzig–Wolfe decomposition for linear mixed-integer programming, ITOR 4 (1997).
+    P. Wentges, Weighted Dantzig–Wolfe decomposition for linear mixed-integer programming, ITOR 4 (1997);
+    A. Pessoa, R. Sadykov, E. Uchoa, F. Vanderbeck, Automation and combination of linear-programming
+    based stabilization techniques in column generation, INFORMS J. Comput. 30 (2018).
     """
     import highspy
 
@@ -450,7 +456,6 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
         while True:
             us = alpha * u_center + (1.0 - alpha) * u
             load = np.zeros(n)  # Σ_w of the pricing optima at us: the subgradient of L there is 1 − load
-            priced_all = True
             # exact skip: column w's certificate bounds its pricing value at us by Σ max(0, q_w − us)
             cap = np.maximum(q - us[:, None], 0.0).sum(axis=0)
             todo = np.flatnonzero(cap > _enter_tol(scale))
