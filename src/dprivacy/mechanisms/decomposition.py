@@ -413,7 +413,7 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
     rounds: list[Round] = []
     objective = float("nan")
     status, message = "failed", "not solved"
-    failures = 0
+    failures: dict[str, int] = {}  # HiGHS's status of a failed pricing problem → how many
     for k in range(1, 100_000):
         if deadline is not None:
             left = deadline - time.perf_counter()
@@ -477,7 +477,7 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
                     continue
                 if st != "optimal":
                     # this output's pricing failed: its last certificate still bounds it (valid), no ray
-                    failures += 1
+                    failures[st] = failures.get(st, 0) + 1
                     continue
                 # keep the certificate that bounds this column's pricing value best at us
                 cands = [c[:, w] - at for at in ats]
@@ -544,8 +544,9 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
         if len(ray_vec) > PURGE_PER_POINT * n and k % 5 == 0:
             spare.add(*_purge(master, ray_out, ray_vec, KEEP_PER_POINT * n, primal))
     if failures:
-        message += (f"; {failures} pricing problem(s) failed in HiGHS and were skipped (their last certificates "
-                    "still bound them)")
+        which = ", ".join(f"{k} ×{v}" for k, v in sorted(failures.items()))
+        message += (f"; {sum(failures.values())} pricing problem(s) failed and were skipped (their last "
+                    f"certificates still bound them): {which}")
     raw = _channel(*solved, n, m) if np.isfinite(objective) else None
     _share_pairs(pricers)
     pricing = pricers[0]
