@@ -26,6 +26,14 @@ def _in_cone(r, d, eps, rtol=1e-12):
     return bool((lhs <= rhs * (1 + rtol) + 1e-300).all())
 
 
+def _binary_grid_case(seed: int, concentration: float = 1.0):
+    """A 5×5 Euclidean grid, a random prior, the binary gain in gain form, and the all-pairs optimum at ε = 1."""
+    space = spaces.grid(5, 5)
+    prior = np.random.default_rng(seed).dirichlet(np.full(space.n, concentration))
+    c = prior[:, None] * np.eye(space.n)
+    return space, prior, c, reference_optimum(space.distances, prior, 1.0, c)
+
+
 @given(metric_matrices(min_n=1, max_n=7, extended=True), st.floats(0.1, 3.0), st.data())
 @settings(max_examples=40)
 def test_largest_minorant_is_in_the_cone_below_r_and_fixes_cone_vectors(d, eps, data):
@@ -191,11 +199,7 @@ def test_pricing_that_stops_adding_pairs_early_still_gives_valid_certificates(mo
     # those of the last solve, so the optimum and the bracket are unchanged.
     from dprivacy.mechanisms import decomposition
 
-    space = spaces.grid(5, 5)
-    rng = np.random.default_rng(11)
-    prior = rng.dirichlet(np.ones(space.n))
-    c = prior[:, None] * np.eye(space.n)
-    opt = reference_optimum(space.distances, prior, 1.0, c)
+    space, prior, c, opt = _binary_grid_case(11)
     monkeypatch.setattr(decomposition, "MAX_PAIR_ROUNDS", 1)
     out = dantzig_wolfe(space, c, epsilon=1.0, gap=0.0)
     assert out.status in ("optimal", "gap")
@@ -237,11 +241,7 @@ def test_simplex_runs_stopped_at_the_iteration_cap_are_solved_again_and_reach_th
     # without the cap, the master from scratch and then by interior point; the optimum is unchanged
     from dprivacy.mechanisms import decomposition
 
-    space = spaces.grid(5, 5)
-    rng = np.random.default_rng(3)
-    prior = rng.dirichlet(np.full(space.n, 0.6))
-    c = prior[:, None] * np.eye(space.n)
-    opt = reference_optimum(space.distances, prior, 1.0, c)
+    space, prior, c, opt = _binary_grid_case(3, 0.6)
     monkeypatch.setattr(decomposition, "_pricing_iteration_cap", lambda n: 1)
     monkeypatch.setattr(decomposition, "_master_iteration_cap", lambda n: 1)
     out = dantzig_wolfe(space, c, epsilon=1.0, gap=0.0)
@@ -255,11 +255,7 @@ def test_failed_pricing_problems_are_named_and_the_bracket_still_holds(monkeypat
     # stays valid, and the message names the status and the count
     from dprivacy.mechanisms import decomposition
 
-    space = spaces.grid(5, 5)
-    rng = np.random.default_rng(4)
-    prior = rng.dirichlet(np.ones(space.n))
-    c = prior[:, None] * np.eye(space.n)
-    opt = reference_optimum(space.distances, prior, 1.0, c)
+    space, prior, c, opt = _binary_grid_case(4)
     real = decomposition._Pricing.solve
     calls = [0]
 

@@ -485,11 +485,12 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
                 i = int(np.argmin(vals))
                 q[:, w] = cands[i]
                 cap[w] = vals[i]
-                if r.max() > 0 and float((c[:, w] - us) @ r) > 0:
+                top = r.max()
+                if top > 0 and float((c[:, w] - us) @ r) > 0:
                     load += r
-                if r.max() > 0 and float((c[:, w] - u) @ r) > _enter_tol(scale):
+                if top > 0 and float((c[:, w] - u) @ r) > _enter_tol(scale):
                     new_out.append(w)
-                    new_vec.append(r / r.max())
+                    new_vec.append(r / top)
             _share_pairs(pricers)
             if stop is not None:
                 break
