@@ -170,16 +170,25 @@ def _channel_figures(ch, space, epsilon, prior) -> dict:
 
 
 def _implicit_figures(mech, prior_arg, prior) -> dict:
-    """Figures of a matrix-free mechanism: privacy by seed 000 Prop 6 plus a spot check of rows."""
+    """Figures of a matrix-free mechanism: its certificate, and either the check of its exact
+    log-entries (:func:`dprivacy.measures.check_privacy` through the mechanism's hook) or, for a grid
+    tight-constraints mechanism, seed 000 Prop 6 plus a spot check of rows."""
     from .. import measures
 
-    spot = mech.spot_check(rng=0)
     cert = mech.certificate
-    return {
-        "is_private": bool(cert.ok and spot.ok),
+    if hasattr(mech, "spot_check"):
+        spot = mech.spot_check(rng=0)
         # A tight-constraints mechanism meets its constraints with equality (Def 6): the smallest ε is ε.
-        "smallest_epsilon": cert.smallest_epsilon,
-        "privacy_certificate": cert.reason + "; " + spot.reason,
+        private, smallest, how = bool(cert.ok and spot.ok), cert.smallest_epsilon, cert.reason + "; " + spot.reason
+    else:
+        check = measures.check_privacy(mech)
+        private, smallest = bool(cert.ok and check.ok), check.smallest_epsilon
+        how = (cert.reason + f"; checked on the exact log-entries ({check.pairs_checked} constraint pairs × every "
+               f"output): smallest ε {check.smallest_epsilon:.12g}")
+    return {
+        "is_private": private,
+        "smallest_epsilon": smallest,
+        "privacy_certificate": how,
         "privacy_rigorous": cert.rigorous,
         "utility": measures.utility(mech, prior).value,
         "min_entropy_leakage_bits": measures.min_entropy_leakage(mech, prior),
@@ -339,10 +348,16 @@ def cmd_design(args) -> None:
             out = build(args.mechanism, space, epsilon=eps, prior=prior, progress=progress, lp=lp)
     report = {"space": space.name, "n": space.n, "epsilon": eps, "mechanism": args.mechanism, "exists": out.exists}
     if out.exists and out.channel is None and out.implicit is not None:
-        if args.save:
+        if args.save and hasattr(out.implicit, "z"):
             raise CliError(
                 f"dprivacy: error: --save needs the dense {space.n}x{space.n} channel "
                 f"({8 * space.n * space.n / 2**30:.0f} GiB); this mechanism is kept implicit (its diagonal z and the metric)"
+            )
+        if args.save:
+            raise CliError(
+                f"dprivacy: error: --save would write a float64 matrix in which the entries below 1e-308 (ε·d above "
+                f"about 708; here the largest ε·d is {out.implicit.details.get('step_epsilon', np.nan) * (space.n - 1):.6g}) "
+                "are 0 beside positive ones, which is not private as stored; this mechanism is kept implicit"
             )
         report.update(_implicit_figures(out.implicit, args.prior, prior))
     elif out.exists:

@@ -33,7 +33,10 @@ class Outcome:
 
 def _always(fn: Callable[[MetricSpace, float], Channel], name: str):
     def build(space, epsilon, prior=None):
-        return Outcome(name, True, fn(space, epsilon))
+        mech = fn(space, epsilon)
+        if not getattr(mech, "is_dense", True):  # kept implicit (e.g. TG whose entries underflow)
+            return Outcome(name, True, None, implicit=mech)
+        return Outcome(name, True, mech)
 
     return build
 
@@ -121,6 +124,8 @@ def _optimal(space, epsilon, prior=None, **lp):
     if r.solved and not r.private:
         details["lp_smallest_epsilon"] = r.smallest_epsilon
     # Never "exists" with a channel that fails the privacy check: ok = solved and certified.
+    if r.ok and r.implicit is not None:
+        return Outcome("optimal", True, None, "", details, implicit=r.implicit)
     return Outcome("optimal", r.ok, r.channel if r.ok else None, "" if r.ok else r.reason, details)
 
 

@@ -9,6 +9,13 @@ channel is a finite channel (the untruncated mechanism has infinitely many outpu
 :class:`~dprivacy.channels.Channel`; the data commands sample its unbounded noise directly, see
 :mod:`dprivacy.sampling.discrete`), so this module has one constructor, :func:`truncated_geometric`.
 
+Where the matrix does not survive float64 — an entry c·α^{|k_i − k_j|} below the smallest normal
+number (ε·d above about 708: ``count:1000`` at ε = 1) or a matrix too large to store — the mechanism is
+kept implicit (:class:`TruncatedGeometricMechanism`): its entries are exact as logarithms, its privacy
+is checked on them, and it samples by exact integer noise folded onto the end points. A stored matrix
+with e^{−1000} rounded to 0 beside a positive entry is not private as stored, and an exact sampler built
+from it would never produce that output: both would leak what the mechanism does not.
+
 On positions k_i ∈ {0, …, n−1} with α = e^{−ε'} the matrix is
 
     H[i, j] = (1−α)/(1+α) · α^{|k_i − k_j|}   if 0 < k_j < n−1  (interior outputs)
@@ -25,11 +32,18 @@ from numbers import Integral
 import numpy as np
 
 from .._validate import check_epsilon
-from .base import DenseMechanism, built
-from ..spaces import MetricSpace, line
+from .base import DenseMechanism, Mechanism, PrivacyCertificate, built
+from ..spaces import DENSE_LIMIT_BYTES, MetricSpace, line
 
 #: Relative tolerance when deciding that coordinates are equally spaced.
 SPACING_RTOL = 1e-9
+
+#: The smallest normal float64: a matrix entry below it has lost bits (subnormal) or is 0, so the
+#: stored matrix no longer has the mechanism's ratios and the mechanism is kept implicit.
+_TINY = float(np.finfo(np.float64).tiny)
+
+#: Rows per block when an implicit mechanism's measures scan all its rows (block × m log-entries).
+_BLOCK_ROWS = 1024
 
 
 def line_coordinates(space: MetricSpace, *, who: str = "this mechanism") -> np.ndarray:
@@ -123,7 +137,7 @@ def _tg_matrix(k: np.ndarray, step_epsilon: float) -> np.ndarray:
     return h * col[None, :]
 
 
-def truncated_geometric(space, *, epsilon: float) -> DenseMechanism:
+def truncated_geometric(space, *, epsilon: float) -> Mechanism:
     """The truncated geometric mechanism TG on points equally spaced on a line.
 
     Parameters
@@ -137,8 +151,10 @@ def truncated_geometric(space, *, epsilon: float) -> DenseMechanism:
 
     Returns
     -------
-    DenseMechanism
-        n × n, inputs and outputs labelled with the space's labels. With α = e^{−ε'q} (one step),
+    Mechanism
+        n × n, inputs and outputs labelled with the space's labels: a :class:`DenseMechanism`, or a
+        :class:`TruncatedGeometricMechanism` (implicit, exact in log space) when some entry would fall
+        below the smallest normal float64 (ε·d ≳ 708) or the matrix would not fit in memory. With α = e^{−ε'q} (one step),
         H[i, j] = c·α^{|k_i−k_j|} for interior outputs, c = (1−α)/(1+α), and α^{|k_i−k_j|}/(1+α) for the
         two end outputs, which collect the folded tails (seed 002 Fig 2 (iv); seed 001 Table 2(a)).
 
@@ -173,7 +189,181 @@ def truncated_geometric(space, *, epsilon: float) -> DenseMechanism:
     x = line_coordinates(space, who="truncated_geometric")
     k, q = _grid_positions(x, space.name)
     eps_coord = line_epsilon(space, epsilon=e, coordinates=x)
-    return built(_tg_matrix(k, eps_coord * q), space, epsilon=e, name="truncated-geometric",
-                 reason=("truncated geometric with α = e^(−ε'q), ε' = ε·min d/|Δx|: ε'·|x−x'|-private on the line, "
-                         "hence ε·d-private (seed 002 §4, Fig 2 (iv); seed 001 Table 2(a))"))
+    step = eps_coord * q
+    if _underflows(k.size, step) or 8.0 * k.size * k.size > DENSE_LIMIT_BYTES:
+        return TruncatedGeometricMechanism(space, epsilon=e, positions=k, step_epsilon=step)
+    return built(_tg_matrix(k, step), space, epsilon=e, name="truncated-geometric", reason=_TG_REASON)
+
+
+_TG_REASON = ("truncated geometric with α = e^(−ε'q), ε' = ε·min d/|Δx|: ε'·|x−x'|-private on the line, "
+              "hence ε·d-private (seed 002 §4, Fig 2 (iv); seed 001 Table 2(a))")
+
+
+def _log_columns(n: int, step_epsilon: float) -> tuple[float, float]:
+    """log of the column factors of TG: (interior (1−α)/(1+α) = tanh(ε'/2), end 1/(1+α))."""
+    alpha = float(np.exp(-step_epsilon))
+    return float(np.log(np.tanh(step_epsilon / 2.0))), -float(np.log1p(alpha))
+
+
+def _underflows(n: int, step_epsilon: float) -> bool:
+    """Whether TG's smallest entry, c·α^{n−1}, falls below the smallest normal float64."""
+    if n < 2 or not np.isfinite(step_epsilon):
+        return False
+    inner, end = _log_columns(n, step_epsilon)
+    return min(inner, end) - step_epsilon * (n - 1) < np.log(_TINY)
+
+
+class TruncatedGeometricMechanism(Mechanism):
+    r"""The truncated geometric mechanism on a line, kept implicit, optionally followed by a remap.
+
+    H[i, j] = c_j·α^{|k_i − k_j|} with α = e^{−ε'q} (:func:`truncated_geometric`), and, with a remap
+    r : {0..n−1} → {0..m−1}, the channel H·R with R[j, w] = [r(j) = w]: output j of TG is reported as
+    w = r(j). A remap is post-processing, so H·R is private whenever H is (seed 002 Thm 8 uses it: TG
+    followed by the optimal remap is optimal for every prior and monotone loss).
+
+    Everything is computed from the positions k and α, in log space where entries underflow:
+
+    * :meth:`log_rows` exact (log c_j − ε'q|k_i − k_j|; a log-sum-exp over each remap group);
+    * :func:`~dprivacy.measures.check_privacy` on the log-entries (every constraint pair, every output)
+      when the n × m log-matrix fits in memory;
+    * utility and capacity from the log-entries, a block of rows at a time;
+    * sampling: k_i plus exact two-sided geometric noise (:mod:`dprivacy.sampling.discrete`, ratio
+      e^{−s/t} with s/t ≤ ε'q rational), folded onto 0 and n−1, then remapped. The sampled mechanism is
+      TG at step s/t, private at :attr:`delivered_epsilon` ≤ ε.
+
+    References
+    ----------
+    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+       scope of differential privacy using metrics* (PETS 2013), §4.2, Fig 2 (iv), Thm 8.
+    """
+
+    def __init__(self, space: MetricSpace, *, epsilon: float, positions, step_epsilon: float, remap=None,
+                 outputs=None, reason: str | None = None):
+        k = np.asarray(positions, dtype=np.intp)
+        n = space.n
+        if k.shape != (n,) or not np.array_equal(np.sort(k), np.arange(n)):
+            raise ValueError(f"positions must be a permutation of 0..{n - 1} (one per point of {space.name})")
+        if not (np.isfinite(step_epsilon) and step_epsilon > 0):
+            raise ValueError(f"step_epsilon must be a positive finite number, got {step_epsilon!r}")
+        self._k = k
+        self._at = np.empty(n, dtype=np.intp)
+        self._at[k] = np.arange(n)  # the point at each position
+        self._step = float(step_epsilon)
+        inner, end = _log_columns(n, self._step)
+        self._log_c = np.where((k == 0) | (k == n - 1), end, inner) if n > 1 else np.zeros(1)
+        if remap is None:
+            self._remap = None
+            m = n
+        else:
+            r = np.asarray(remap, dtype=np.intp)
+            m = int(len(outputs)) if outputs is not None else (int(r.max()) + 1 if r.size else 0)
+            if r.shape != (n,) or (r.size and (r.min() < 0 or r.max() >= m)):
+                raise ValueError(f"remap must give each of the {n} outputs of TG a guess index in 0..{m - 1}")
+            order = np.argsort(r, kind="stable")
+            sr = r[order]
+            starts = np.flatnonzero(np.r_[True, sr[1:] != sr[:-1]]) if n else np.zeros(0, dtype=np.intp)
+            self._remap = r
+            self._groups = (order, starts, sr[starts])  # TG outputs sorted by guess, group starts, guesses
+        cert = PrivacyCertificate(True, float(epsilon), "construction",
+                                  reason or _TG_REASON + ("; the remap is post-processing" if remap is not None else ""),
+                                  smallest_epsilon=None, rigorous=True)
+        super().__init__(space, epsilon=epsilon, name="truncated-geometric" + ("+remap" if remap is not None else ""),
+                         certificate=cert, n_outputs=m, outputs=outputs,
+                         details={"implicit": True, "step_epsilon": self._step})
+
+    # -- entries ------------------------------------------------------------------------------
+    def _index(self, secrets) -> np.ndarray:
+        idx = np.asarray(secrets)
+        if idx.size and not np.issubdtype(idx.dtype, np.integer):
+            raise TypeError(f"secrets must be integer row indices, got dtype {idx.dtype}")
+        if idx.size and (idx.min() < 0 or idx.max() >= self.space.n):
+            raise ValueError(f"secret indices must lie in 0..{self.space.n - 1}, got range {idx.min()}..{idx.max()}")
+        return idx
+
+    def log_rows(self, secrets) -> np.ndarray:
+        """log H[y, ·], exact where the entries underflow in float64 (−∞ for a guess no output maps to)."""
+        idx = self._index(secrets)
+        ki = self._k[idx.ravel()]
+        lg = self._log_c[None, :] - self._step * np.abs(ki[:, None] - self._k[None, :]).astype(np.float64)
+        if self._remap is not None:
+            order, starts, guesses = self._groups
+            lg = lg[:, order]
+            top = np.maximum.reduceat(lg, starts, axis=1) if starts.size else lg[:, :0]
+            sizes = np.diff(np.r_[starts, lg.shape[1]])
+            tot = np.add.reduceat(np.exp(lg - np.repeat(top, sizes, axis=1)), starts, axis=1) if starts.size else top
+            out = np.full((lg.shape[0], self._m), -np.inf)
+            out[:, guesses] = top + np.log(tot)
+            lg = out
+        return lg.reshape(idx.shape + (self._m,))
+
+    def rows(self, secrets) -> np.ndarray:
+        return np.exp(self.log_rows(secrets))
+
+    def _blocks(self):
+        n = self.space.n
+        for a in range(0, n, _BLOCK_ROWS):
+            rows = np.arange(a, min(n, a + _BLOCK_ROWS))
+            yield rows, self.log_rows(rows)
+
+    # -- measure hooks --------------------------------------------------------------------------
+    def _binary_utility(self, prior):
+        """Σ_w max_y π_y H[y, w] with the remap w ↦ argmax_y, from the log-entries (seed 000 §3.4)."""
+        from ..measures.utility import UtilityResult
+
+        with np.errstate(divide="ignore"):
+            logp = np.log(np.asarray(prior, dtype=np.float64))
+        best = np.full(self._m, -np.inf)
+        arg = np.zeros(self._m, dtype=np.intp)
+        for rows, lg in self._blocks():
+            v = lg + logp[rows, None]
+            i = np.argmax(v, axis=0)
+            top = v[i, np.arange(self._m)]
+            better = top > best
+            best[better], arg[better] = top[better], rows[i[better]]
+        return UtilityResult(float(np.exp(best).sum()), arg)
+
+    def _capacity_sum(self) -> float:
+        best = np.full(self._m, -np.inf)
+        for _, lg in self._blocks():
+            best = np.maximum(best, lg.max(axis=0))
+        return float(np.exp(best).sum())
+
+    def _check_privacy(self, space, epsilon, tol):
+        """The check of :func:`~dprivacy.measures.check_privacy_log` on the exact log-entries (every
+        constraint pair, every output), when the n × m log-matrix fits in memory; else None (the dense
+        route, which refuses with the size)."""
+        if 8.0 * self.space.n * self._m > DENSE_LIMIT_BYTES:
+            return None
+        from ..measures.privacy import check_privacy_log
+
+        return check_privacy_log(self.log_rows(np.arange(self.space.n)), space, epsilon=epsilon, rtol=tol)
+
+    # -- sampling -------------------------------------------------------------------------------
+    @property
+    def noise(self):
+        """The rational s/t ≤ ε'q of the exact noise (:func:`dprivacy.sampling.discrete.geometric_parameters`)."""
+        from ..sampling.discrete import geometric_parameters
+
+        return geometric_parameters(self._step, 1.0)
+
+    @property
+    def delivered_epsilon(self) -> float:
+        """The ε the sampler delivers: TG at step s/t ≤ ε'q is ε·(s/t)/(ε'q)-private (≤ ε)."""
+        return min(self.epsilon, self.epsilon * self.noise.delivered_epsilon / self._step)
+
+    def sample_indices(self, secrets, *, rng=None) -> np.ndarray:
+        """One output index per secret index: k_y + exact two-sided geometric noise, folded onto the end
+        points (the truncation), then remapped."""
+        from ..sampling import as_generator
+        from ..sampling.discrete import discrete_laplace
+
+        idx = self._index(secrets)
+        if self.space.n == 1:
+            j = np.zeros(idx.shape, dtype=np.intp)
+        else:
+            nz = self.noise
+            pos = self._k[idx.ravel()] + discrete_laplace(idx.size, nz.s, nz.t, as_generator(rng))
+            j = self._at[np.clip(pos, 0, self.space.n - 1)].reshape(idx.shape)
+        return j if self._remap is None else self._remap[j]
+
 

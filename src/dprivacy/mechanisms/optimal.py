@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from scipy import sparse
@@ -96,7 +96,8 @@ class OptimalResult(Result):
         is the sentence to show a user.
     channel : Channel or None
         The optimal mechanism Y → W (rows: the space's points, columns: the guesses), or None when the
-        solve failed.
+        solve failed. When ``implicit`` is set this is its float64 rendering, whose underflowed
+        entries make it fail the check as stored; use ``mechanism``.
     value : float
         Expected gain (``kind == "gain"``) or expected loss (``kind == "loss"``) of ``channel`` for the
         prior under its optimal remap (computed by :mod:`dprivacy.measures`, not taken from the
@@ -153,6 +154,11 @@ class OptimalResult(Result):
         Rounds of constraint generation (0 for the full LP).
     history : tuple of lp_engine.Round
         Per-round restricted LP size, objective, bound and certified value.
+    implicit : Mechanism or None
+        The optimal mechanism kept implicit, when a float64 matrix cannot hold it: the truncated
+        geometric mechanism with its remap (:class:`~dprivacy.mechanisms.geometric.TruncatedGeometricMechanism`)
+        where ε·d ≳ 708 makes entries underflow; ``private`` and ``smallest_epsilon`` are then those of
+        its exact log-entries.
 
     References
     ----------
@@ -189,8 +195,9 @@ class OptimalResult(Result):
     gap: float = float("nan")
     rounds: int = 0
     history: tuple = field(default=(), repr=False, compare=False)
+    implicit: Any = field(default=None, repr=False, compare=False)
 
-    _json_exclude = ("channel", "remap")
+    _json_exclude = ("channel", "remap", "implicit")
 
     @property
     def solved(self) -> bool:
@@ -207,20 +214,28 @@ class OptimalResult(Result):
     def reason(self) -> str:
         if not self.solved:
             return f"the linear program failed: {self.solver_message}"
+        if not self.private and self.implicit is not None:
+            return (f"the mechanism's exact log-entries fail the privacy check: smallest ε "
+                    f"{self.smallest_epsilon:.12g} > {self.epsilon_checked:.12g}")
         if not self.private:
             return (f"the LP's channel (after the certified repair) is not ε·d-private as stored in float64: its smallest "
                     f"ε is {self.smallest_epsilon:.12g} > {self.epsilon_checked:.12g}; at large ε·d the entries "
                     "e^(−ε d) underflow to 0 beside positive ones, so this stored channel is not private")
-        return (f"{'optimal' if self.status == 0 else 'best found'} for the prior by linear programming "
+        how = "by seed 002 Thm 8, no LP" if self.method == "truncated-geometric" else "by linear programming"
+        return (f"{'optimal' if self.status == 0 else 'best found'} for the prior {how} "
                 f"({self.method}: {self.solver_message}); value {self.value:.12g}, bound {self.bound:.12g}, relative gap "
                 f"{self.gap:.3g}; privacy certified by the exact check of the returned channel (smallest ε "
-                f"{self.smallest_epsilon:.12g})")
+                f"{self.smallest_epsilon:.12g}" + (", on its exact log-entries: kept implicit, since float64 "
+                "entries below 1e-308 would underflow" if self.implicit is not None else "") + ")")
 
     @property
     def mechanism(self):
-        """The optimal mechanism as a :class:`~dprivacy.mechanisms.base.DenseMechanism` when ``ok``, else None."""
+        """The optimal mechanism when ``ok`` (a :class:`~dprivacy.mechanisms.base.DenseMechanism`, or
+        ``implicit`` when set), else None."""
         if not self.ok:
             return None
+        if self.implicit is not None:
+            return self.implicit
         from .base import DenseMechanism, PrivacyCertificate
 
         cert = PrivacyCertificate(True, self.epsilon_checked, "numerical-check", self.reason,
@@ -627,18 +642,31 @@ def _solve_universal(space: MetricSpace, eps: float, p: np.ndarray, g: np.ndarra
                      labels: list) -> "OptimalResult":
     """The truncated geometric mechanism with its optimal remap: optimal for every prior and every
     monotone loss on a line (seed 002 Thm 8). The remap is post-processing, so the returned channel
-    Y → W is private; it is re-checked exactly all the same."""
-    from .geometric import truncated_geometric
+    Y → W is private; it is re-checked all the same — on its exact log-entries when a float64 matrix
+    cannot hold it (ε·d ≳ 708), where the mechanism is returned implicit."""
+    from .geometric import TruncatedGeometricMechanism, truncated_geometric
 
     t0 = time.perf_counter()
-    tg = truncated_geometric(space, epsilon=eps).matrix
-    tg_channel = Channel._trusted(tg, space.labels, space.labels)
-    measured = expected_loss(tg_channel, p, g) if kind == "loss" else utility(tg_channel, p, None if binary else g)
-    n = space.n
-    remapped = np.zeros((n, g.shape[1]))
-    np.add.at(remapped.T, np.asarray(measured.remap), tg.T)  # column z of TG goes to guess remap[z]
-    channel = Channel._trusted(remapped, space.labels, labels)
-    check = check_privacy(channel, space, epsilon=eps)
+    tg = truncated_geometric(space, epsilon=eps)
+    implicit = isinstance(tg, TruncatedGeometricMechanism)
+    if kind == "loss":
+        measured = expected_loss(tg, p, g)
+    else:
+        measured = utility(tg, p, None if binary else g)
+    remap = np.asarray(measured.remap, dtype=np.intp)
+    if implicit:
+        mech = TruncatedGeometricMechanism(space, epsilon=eps, positions=tg._k, step_epsilon=tg._step, remap=remap,
+                                           outputs=labels)
+        channel = None
+    else:
+        h = tg.matrix
+        remapped = np.zeros((space.n, g.shape[1]))
+        np.add.at(remapped.T, remap, h.T)  # column z of TG goes to guess remap[z]
+        mech = Channel._trusted(remapped, space.labels, labels)
+        channel = mech
+    check = check_privacy(mech, space, epsilon=eps)
+    if implicit:
+        channel = Channel._trusted(mech.rows(np.arange(space.n)), space.labels, labels)
     seconds = time.perf_counter() - t0
     nan = float("nan")
     return OptimalResult(
@@ -648,8 +676,9 @@ def _solve_universal(space: MetricSpace, eps: float, p: np.ndarray, g: np.ndarra
         channel=channel, value=measured.value, objective=measured.value, kind=kind,
         remap=np.arange(g.shape[1]), pairs="none", n_pairs=0, n_variables=0, n_constraints=0, seconds=seconds,
         build_seconds=0.0, smallest_epsilon=check.smallest_epsilon, private=check.ok, row_sum_error=0.0,
-        clipped=0.0, min_entry=float(tg.min()), raw_smallest_epsilon=nan, repair_mass=0.0, epsilon_checked=eps,
+        clipped=0.0, min_entry=float(channel.matrix.min()), raw_smallest_epsilon=nan, repair_mass=0.0, epsilon_checked=eps,
         space=space, method="truncated-geometric", bound=measured.value, gap=0.0,
+        implicit=mech if implicit else None,
     )
 
 
