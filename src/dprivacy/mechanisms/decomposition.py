@@ -97,6 +97,13 @@ POOL_MAX_ENTRIES = 20_000_000
 POOL_PASSES = 10
 
 
+#: HiGHS options of the master's primal simplex. Its columns are dense rays with entries from 1e-9 to 1,
+#: and HiGHS's default scaling makes the simplex take more and slower iterations on them: measured on a
+#: master captured in round 30 of grid:20x20:manhattan (400 rows, 1,561 columns, 611,034 nonzeros),
+#: warm-started from its basis, 854 iterations in 1.98 s with scaling, 281 in 0.47 s without; row-wise
+#: pricing of the pivot row brings that to 0.38 s (results in benchmarks/RESULTS.md).
+MASTER_SIMPLEX_OPTIONS = {"simplex_scale_strategy": 0, "simplex_price_strategy": 1}
+
 #: Pair constraints whose factor e^{εd} exceeds this are not given to HiGHS (whose simplex loses its footing on wider coefficient ranges, e.g. "unbounded" with a box; its hard limit is 1e15).
 MAX_FACTOR = 1e8
 
@@ -351,6 +358,8 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
         master.setOptionValue("solver", "ipm")
     else:
         master.setOptionValue("simplex_strategy", 4)  # primal simplex: added columns keep the basis primal feasible
+        for key, value in MASTER_SIMPLEX_OPTIONS.items():
+            master.setOptionValue(key, value)
     master.changeObjectiveSense(highspy.ObjSense.kMaximize)
     master.addRows(n, np.ones(n), np.ones(n), 0, np.zeros(n, dtype=np.int32), np.zeros(0, dtype=np.int32),
                    np.zeros(0))
