@@ -104,6 +104,13 @@ POOL_PASSES = 10
 #: pricing of the pivot row brings that to 0.38 s (results in benchmarks/RESULTS.md).
 MASTER_SIMPLEX_OPTIONS = {"simplex_scale_strategy": 0, "simplex_price_strategy": 1}
 
+#: HiGHS options of the pricing LPs' dual simplex: Devex pricing instead of the default dual steepest
+#: edge, whose weights each warm-started run sets up again over thousands of pair rows. Measured on a
+#: pricing LP captured on grid:14x14 (196 columns, 4,841 rows, warm basis, new costs): 7.8 ms and 45
+#: iterations by default, 4.5 ms and 44 with Devex; in whole runs (2 threads) 14×14 42.6 s against
+#: 48.4 s, 20×20 Manhattan 66.2 s against 69.8 s.
+PRICING_SIMPLEX_OPTIONS = {"simplex_dual_edge_weight_strategy": 1}
+
 #: Pair constraints whose factor e^{εd} exceeds this are not given to HiGHS (whose simplex loses its footing on wider coefficient ranges, e.g. "unbounded" with a box; its hard limit is 1e15).
 MAX_FACTOR = 1e8
 
@@ -207,6 +214,8 @@ class _Pricing:
         self.h.changeObjectiveSense(highspy.ObjSense.kMaximize)
         self.h.setOptionValue("solver", "simplex")
         self.h.setOptionValue("simplex_iteration_limit", _pricing_iteration_cap(n))
+        for key, value in PRICING_SIMPLEX_OPTIONS.items():
+            self.h.setOptionValue(key, value)
         self.h.addCols(n, np.zeros(n), np.zeros(n), np.ones(n), 0, np.zeros(n, np.int32),
                        np.zeros(0, np.int32), np.zeros(0))
         self.have = np.zeros((n, n), dtype=bool)
