@@ -99,7 +99,7 @@ POOL_PASSES = 10
 
 #: HiGHS options of the master's primal simplex. Its columns are dense rays with entries from 1e-9 to 1,
 #: and HiGHS's default scaling makes the simplex take more and slower iterations on them: measured on a
-#: master captured in round 30 of grid:20x20:manhattan (400 rows, 1,561 columns, 611,034 nonzeros),
+#: master captured at its 100th solve on grid:20x20:manhattan (400 rows, ~1,560 columns, ~611,000 nonzeros),
 #: warm-started from its basis, 854 iterations in 1.98 s with scaling, 281 in 0.47 s without; row-wise
 #: pricing of the pivot row brings that to 0.38 s (results in benchmarks/RESULTS.md).
 MASTER_SIMPLEX_OPTIONS = {"simplex_scale_strategy": 0, "simplex_price_strategy": 1}
