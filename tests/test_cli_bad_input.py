@@ -190,3 +190,22 @@ def test_reproduce_help_lists_the_experiment_ids():
 
     for exp_id in load_all():
         assert exp_id in p.stdout
+
+
+def test_a_reader_closing_the_pipe_is_not_reported_as_an_error(capsys, monkeypatch):
+    # `dprivacy ... --json | head -c 100`: the write fails with BrokenPipeError once head has exited
+    import sys
+
+    from dprivacy.cli import main
+
+    class Closed:
+        def write(self, s):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", Closed())
+    code = main(["design", "line:6", "--epsilon", "1", "--mechanism", "truncated-geometric", "--json"])
+    assert code == 1
+    assert capsys.readouterr().err == ""

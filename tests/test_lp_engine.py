@@ -244,8 +244,14 @@ def test_certified_repair_stops_at_its_deadline_after_one_lift():
 def test_auto_picks_the_edges_lp_on_small_graphs_generation_on_small_grids_and_decomposition_above():
     from dprivacy.mechanisms.optimal import lp_plan
 
+    from dprivacy.cli.specs import parse_space
+
     prior = np.full(100, 0.01)
-    assert optimal_mechanism(spaces.grid(10, 10, metric="manhattan"), prior, epsilon=1.0).method == "full"
+    # edges LP up to grid:8x8:manhattan, the decomposition from 10×10 (measured: optimal.AUTO_FULL_GRID_ROWS);
+    # other sparse graphs of that size keep the edges LP
+    assert optimal_mechanism(spaces.grid(8, 8, metric="manhattan"), np.full(64, 1 / 64), epsilon=1.0).method == "full"
+    assert optimal_mechanism(spaces.grid(10, 10, metric="manhattan"), prior, epsilon=1.0).method == "dantzig-wolfe"
+    assert lp_plan(parse_space("sum:40,3"))[0] == "full"
     assert lp_plan(spaces.grid(8, 8))[0] == "constraint-generation"
     assert lp_plan(spaces.grid(30, 30, metric="manhattan"))[0] == "dantzig-wolfe"
     r = optimal_mechanism(spaces.grid(10, 10), prior, epsilon=1.0, time_limit=5.0)
@@ -322,3 +328,4 @@ def test_truncated_geometric_is_not_used_where_the_theorem_does_not_apply():
     assert optimal_mechanism(sq, p, epsilon=1.0).method == "full"
     with pytest.raises(ValueError, match="does not apply"):
         optimal_mechanism(sq, p, epsilon=1.0, method="truncated-geometric")
+

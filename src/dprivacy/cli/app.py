@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -1070,6 +1071,14 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("dprivacy: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader closed the pipe (`dprivacy ... --json | head`): not an error of the command. Point
+        # stdout at /dev/null so that Python's flush at exit does not report it either.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 1
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, MemoryError, KeyError, OSError, OverflowError, ArithmeticError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"dprivacy: error: {msg}", file=sys.stderr)
