@@ -199,7 +199,7 @@ _TG_REASON = ("truncated geometric with α = e^(−ε'q), ε' = ε·min d/|Δx|:
               "hence ε·d-private (seed 002 §4, Fig 2 (iv); seed 001 Table 2(a))")
 
 
-def _log_columns(n: int, step_epsilon: float) -> tuple[float, float]:
+def _log_columns(step_epsilon: float) -> tuple[float, float]:
     """log of the column factors of TG: (interior (1−α)/(1+α) = tanh(ε'/2), end 1/(1+α))."""
     alpha = float(np.exp(-step_epsilon))
     return float(np.log(np.tanh(step_epsilon / 2.0))), -float(np.log1p(alpha))
@@ -209,7 +209,7 @@ def _underflows(n: int, step_epsilon: float) -> bool:
     """Whether TG's smallest entry, c·α^{n−1}, falls below the smallest normal float64."""
     if n < 2 or not np.isfinite(step_epsilon):
         return False
-    inner, end = _log_columns(n, step_epsilon)
+    inner, end = _log_columns(step_epsilon)
     return min(inner, end) - step_epsilon * (n - 1) < np.log(_TINY)
 
 
@@ -249,7 +249,7 @@ class TruncatedGeometricMechanism(Mechanism):
         self._at = np.empty(n, dtype=np.intp)
         self._at[k] = np.arange(n)  # the point at each position
         self._step = float(step_epsilon)
-        inner, end = _log_columns(n, self._step)
+        inner, end = _log_columns(self._step)
         self._log_c = np.where((k == 0) | (k == n - 1), end, inner) if n > 1 else np.zeros(1)
         if remap is None:
             self._remap = None
@@ -270,6 +270,11 @@ class TruncatedGeometricMechanism(Mechanism):
         super().__init__(space, epsilon=epsilon, name="truncated-geometric" + ("+remap" if remap is not None else ""),
                          certificate=cert, n_outputs=m, outputs=outputs,
                          details={"implicit": True, "step_epsilon": self._step})
+
+    def remapped(self, remap, outputs=None) -> "TruncatedGeometricMechanism":
+        """This TG followed by the deterministic remap j ↦ remap[j] onto ``outputs`` (post-processing)."""
+        return TruncatedGeometricMechanism(self.space, epsilon=self.epsilon, positions=self._k, step_epsilon=self._step,
+                                           remap=remap, outputs=outputs)
 
     # -- entries ------------------------------------------------------------------------------
     def _index(self, secrets) -> np.ndarray:

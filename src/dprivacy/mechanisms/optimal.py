@@ -662,8 +662,7 @@ def _solve_universal(space: MetricSpace, eps: float, p: np.ndarray, g: np.ndarra
         measured = utility(tg, p, None if binary else g)
     remap = np.asarray(measured.remap, dtype=np.intp)
     if implicit:
-        mech = TruncatedGeometricMechanism(space, epsilon=eps, positions=tg._k, step_epsilon=tg._step, remap=remap,
-                                           outputs=labels)
+        mech = tg.remapped(remap, outputs=labels)
         channel = None
     else:
         h = tg.matrix
