@@ -74,7 +74,8 @@ DEFAULT_GAP = 1e-7
 #: CG 14.3 s) and 10×10 Euclidean (DW 14.5 s, CG 43 s). On grids (Manhattan) the full LP only up to
 #: ``AUTO_FULL_GRID_ROWS``: measured 2026-11-26 with the world-cities prior, grid:8x8:manhattan (13,664
 #: rows) full 0.72 s, DW 0.87 s; grid:10x10:manhattan (34,920 rows) full 5.0 s, DW 1.67 s;
-#: grid:12x12:manhattan full 13.9 s, DW 3.2 s (each pair one after the other, the same load). Other sparse graphs keep the full LP up to
+#: grid:12x12:manhattan full 13.9 s, DW 3.2 s (each pair one after the other, the same load;
+#: benchmarks/bench_auto_crossover.py). Other sparse graphs keep the full LP up to
 #: ``AUTO_FULL_SPARSE_ROWS``: on sum:40,3 (85,000 rows) the full LP took 13.8 s and DW stopped at gap
 #: 5e-4 (ill-conditioned pricing) in 3 s.
 AUTO_FULL_ROWS = 8_000
