@@ -127,8 +127,12 @@ PRICE_PER_ROUND = 1000
 PRICING_THREADS = max(1, min(4, os.cpu_count() or 1))
 
 #: The master is solved by interior point (with crossover) from this many points on, else by the
-#: warm-started primal simplex.
-MASTER_IPM_POINTS = 1000
+#: warm-started primal simplex (:data:`MASTER_SIMPLEX_OPTIONS`). Measured on grid:50x50:manhattan
+#: (2,500 rows, world-cities prior, 300 s, 2 threads): with HiGHS's scaling the simplex lost to
+#: interior point (24–44 s against 9–27 s per solve); without it, the simplex reached gap 0.112 in 7
+#: rounds against 0.119 in 5 by interior point (master 164 s against 199 s). Larger masters were not
+#: measured, so interior point stays above 5,000 points.
+MASTER_IPM_POINTS = 5000
 
 #: Spaces with at most this many essential pairs per point (graph metrics: their edges) get all of them
 #: in the pricing LPs from the start.
@@ -361,9 +365,9 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
     master.setOptionValue("dual_feasibility_tolerance", MASTER_DUAL_TOL)
     master.setOptionValue("simplex_iteration_limit", _master_iteration_cap(n))
     if n >= MASTER_IPM_POINTS:
-        # measured on 50×50 Manhattan (2,500 rows, ~2,600 dense rays): interior point with crossover
-        # 9–27 s per master against 24–44 s for the warm-started primal simplex, which also overran the
-        # time limit by 17 s (it reads the clock rarely on dense columns)
+        # beyond the sizes where the simplex without scaling was measured (MASTER_IPM_POINTS); with
+        # scaling it had also overrun the time limit by 17 s on 50×50 (it reads the clock rarely on
+        # dense columns)
         master.setOptionValue("solver", "ipm")
     else:
         master.setOptionValue("simplex_strategy", 4)  # primal simplex: added columns keep the basis primal feasible
