@@ -105,6 +105,17 @@ def as_prior(prior, n: int | None = None, *, name: str = "prior", atol: float = 
     return p
 
 
+def check_row_indices(secrets, n: int) -> np.ndarray:
+    """``secrets`` as an integer array of row (secret) indices in 0..n−1, any shape; TypeError for a
+    non-integer dtype, ValueError naming the range for an index outside it."""
+    ys = np.asarray(secrets)
+    if ys.size and not np.issubdtype(ys.dtype, np.integer):
+        raise TypeError(f"secrets must be integer row indices, got dtype {ys.dtype}")
+    if ys.size and (ys.min() < 0 or ys.max() >= n):
+        raise ValueError(f"secret indices must lie in 0..{n - 1}, got range {ys.min()}..{ys.max()}")
+    return ys
+
+
 def uniform_prior(n: int) -> np.ndarray:
     """The uniform prior on ``n`` secrets."""
     n = check_positive_int(n, name="n")

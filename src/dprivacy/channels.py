@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ._validate import as_prior, as_rng, as_stochastic
+from ._validate import as_prior, as_rng, as_stochastic, check_row_indices
 
 #: Two posteriors closer than this in every entry are the same inner of a hyper-distribution.
 POSTERIOR_ATOL = 1e-12
@@ -171,11 +171,7 @@ class Channel:
         from .sampling.exact import ExactSampler
 
         gen = as_rng(rng)
-        ys = np.asarray(secrets)
-        if ys.size and not np.issubdtype(ys.dtype, np.integer):
-            raise TypeError(f"secrets must be integer row indices, got dtype {ys.dtype}")
-        if ys.size and (ys.min() < 0 or ys.max() >= self.n_inputs):
-            raise ValueError(f"secret indices must lie in 0..{self.n_inputs - 1}, got range {ys.min()}..{ys.max()}")
+        ys = check_row_indices(secrets, self.n_inputs)
         if ys.size == 0:
             return np.zeros(ys.shape, dtype=np.intp)
         rows, inverse = np.unique(ys.ravel(), return_inverse=True)

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .._validate import check_epsilon
+from .._validate import check_epsilon, check_row_indices
 from ..channels import Channel
 from ..results import Result
 from ..spaces import DENSE_LIMIT_BYTES, MetricSpace
@@ -300,11 +300,7 @@ class DenseMechanism(Mechanism):
         (:attr:`exact_sampler`; its delivered ε is ``exact_sampler.delivered_epsilon``)."""
         from ..sampling import as_generator
 
-        ys = np.asarray(secrets)
-        if ys.size and not np.issubdtype(ys.dtype, np.integer):
-            raise TypeError(f"secrets must be integer row indices, got dtype {ys.dtype}")
-        if ys.size and (ys.min() < 0 or ys.max() >= self.n_inputs):
-            raise ValueError(f"secret indices must lie in 0..{self.n_inputs - 1}, got range {ys.min()}..{ys.max()}")
+        ys = check_row_indices(secrets, self.n_inputs)
         return self.exact_sampler.sample(ys, as_generator(rng))
 
     @property

@@ -31,7 +31,7 @@ from numbers import Integral
 
 import numpy as np
 
-from .._validate import check_epsilon
+from .._validate import check_epsilon, check_row_indices
 from .base import DenseMechanism, Mechanism, PrivacyCertificate, built
 from ..spaces import DENSE_LIMIT_BYTES, MetricSpace, line
 
@@ -131,9 +131,8 @@ def _tg_matrix(k: np.ndarray, step_epsilon: float) -> np.ndarray:
     alpha = float(np.exp(-step_epsilon))
     steps = np.abs(k[:, None] - k[None, :]).astype(np.float64)
     h = np.power(alpha, steps)  # 0**0 = 1, so α = 0 (ε' = ∞) gives the identity
-    # (1−α)/(1+α) = tanh(ε'/2), which keeps its digits when ε' is small and α is close to 1.
-    interior = float(np.tanh(step_epsilon / 2.0))
-    col = np.where((k == 0) | (k == n - 1), 1.0 / (1.0 + alpha), interior)
+    interior, end = np.exp(_log_columns(step_epsilon))
+    col = np.where((k == 0) | (k == n - 1), end, interior)
     return h * col[None, :]
 
 
@@ -200,7 +199,8 @@ _TG_REASON = ("truncated geometric with α = e^(−ε'q), ε' = ε·min d/|Δx|:
 
 
 def _log_columns(step_epsilon: float) -> tuple[float, float]:
-    """log of the column factors of TG: (interior (1−α)/(1+α) = tanh(ε'/2), end 1/(1+α))."""
+    """log of the column factors of TG: (interior (1−α)/(1+α), end 1/(1+α)). The interior one is
+    written tanh(ε'/2), which keeps its digits when ε' is small and α is close to 1."""
     alpha = float(np.exp(-step_epsilon))
     return float(np.log(np.tanh(step_epsilon / 2.0))), -float(np.log1p(alpha))
 
@@ -277,17 +277,9 @@ class TruncatedGeometricMechanism(Mechanism):
                                            remap=remap, outputs=outputs)
 
     # -- entries ------------------------------------------------------------------------------
-    def _index(self, secrets) -> np.ndarray:
-        idx = np.asarray(secrets)
-        if idx.size and not np.issubdtype(idx.dtype, np.integer):
-            raise TypeError(f"secrets must be integer row indices, got dtype {idx.dtype}")
-        if idx.size and (idx.min() < 0 or idx.max() >= self.space.n):
-            raise ValueError(f"secret indices must lie in 0..{self.space.n - 1}, got range {idx.min()}..{idx.max()}")
-        return idx
-
     def log_rows(self, secrets) -> np.ndarray:
         """log H[y, ·], exact where the entries underflow in float64 (−∞ for a guess no output maps to)."""
-        idx = self._index(secrets)
+        idx = check_row_indices(secrets, self.space.n)
         ki = self._k[idx.ravel()]
         lg = self._log_c[None, :] - self._step * np.abs(ki[:, None] - self._k[None, :]).astype(np.float64)
         if self._remap is not None:
@@ -362,7 +354,7 @@ class TruncatedGeometricMechanism(Mechanism):
         from ..sampling import as_generator
         from ..sampling.discrete import discrete_laplace
 
-        idx = self._index(secrets)
+        idx = check_row_indices(secrets, self.space.n)
         if self.space.n == 1:
             j = np.zeros(idx.shape, dtype=np.intp)
         else:
