@@ -290,3 +290,66 @@ def test_partial_rounds_reach_the_optimum_with_a_valid_bracket_every_round(seed,
     assert out.status in ("optimal", "gap")
     assert out.objective == pytest.approx(opt, abs=LP_TOL)
     assert all(r.objective <= opt + 1e-9 and opt - 1e-9 <= r.bound for r in out.rounds)
+
+
+@st.composite
+def _tent_spaces(draw):
+    """A Manhattan grid (any step) or points on a line at random distinct positions (any order)."""
+    if draw(st.booleans()):
+        w, h = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+        assume(w * h >= 2)
+        return spaces.grid(w, h, metric="manhattan", step=draw(st.sampled_from([0.5, 1.0, 2.0])))
+    n = draw(st.integers(2, 12))
+    gaps = np.asarray(draw(st.lists(st.floats(0.05, 3.0), min_size=n - 1, max_size=n - 1)))
+    x = np.concatenate([[0.0], np.cumsum(gaps)])
+    x = x[np.asarray(draw(st.permutations(range(n))))]
+    return spaces.MetricSpace(np.abs(x[:, None] - x[None, :]), coordinates=x[:, None])
+
+
+@given(_tent_spaces(), st.floats(0.05, 4.0))
+@settings(max_examples=60, deadline=None)
+def test_the_tent_matrix_of_a_line_or_manhattan_grid_has_a_sparse_inverse(space, eps):
+    from dprivacy.mechanisms.decomposition import tent_inverse
+
+    tents = np.exp(-eps * space.distances)
+    m = tent_inverse(space, eps, tents)
+    assert m is not None
+    np.testing.assert_allclose(m @ tents, np.eye(space.n), atol=1e-9)
+    assert m.nnz <= 9 * space.n  # tridiagonal on a line, a 3×3 stencil on a grid
+    # M·1 > 0: the tents alone write the constant row sums with positive weights (the master's start)
+    assert (m @ np.ones(space.n) > 0).all()
+
+
+def test_no_tent_basis_where_the_tent_matrix_has_no_sparse_inverse():
+    from dprivacy.mechanisms.decomposition import tent_inverse
+
+    for space in (spaces.grid(4, 4), spaces.grid(3, 3, metric="chebyshev"), spaces.ring(6)):
+        assert tent_inverse(space, 1.0, np.exp(-space.distances)) is None
+    # coordinates on a line but another metric (squared distances are not a path metric)
+    x = np.arange(5.0)
+    sq = spaces.MetricSpace(np.sqrt(np.abs(x[:, None] - x[None, :])), coordinates=x[:, None])
+    assert tent_inverse(sq, 1.0, np.exp(-sq.distances)) is None
+
+
+@given(_tent_spaces(), st.floats(0.2, 2.0), st.sampled_from(["binary", "distance", "gain"]), st.data())
+@settings(max_examples=25, deadline=None)
+def test_the_master_in_the_tent_basis_reaches_the_all_pairs_optimum(space, eps, kind, data):
+    import dprivacy.mechanisms.decomposition as dec
+
+    d = space.distances
+    assume(eps * d.max() <= 11.5)  # as in the test above: cone factors within 1e5
+    prior = data.draw(priors(space.n))
+    c, _, _ = gain_form(prior, d, kind)
+    opt = reference_optimum(d, prior, eps, c)
+    for on in (True, False):
+        try:
+            dec.TENT_BASIS = on
+            out = dantzig_wolfe(space, c, epsilon=eps, gap=0.0)
+        finally:
+            dec.TENT_BASIS = True
+        assert out.status in ("optimal", "gap")
+        assert out.objective == pytest.approx(opt, abs=LP_TOL)
+        assert opt - 1e-9 <= out.bound <= out.objective + 1e-6 * max(1.0, abs(opt))
+        np.testing.assert_allclose(out.raw.sum(axis=1), 1.0, atol=space.n * 1e-9)
+        for w in range(out.raw.shape[1]):
+            assert _in_cone(out.raw[:, w], d, eps, rtol=1e-9)
