@@ -5,6 +5,8 @@ bench_lp_scale.py (binary gain, ε = 1). The first setting is the baseline of th
     python benchmarks/bench_dw_threads.py grid:14x14 --threads 2 1 --time-limit 300
     python benchmarks/bench_dw_threads.py grid:14x14 --threads 2 --purge 3:2 12:8
     python benchmarks/bench_dw_threads.py grid:14x14 --threads 2 --smoothing fixed auto
+    python benchmarks/bench_dw_threads.py grid:20x20:manhattan --threads 2 --tent-basis on off
+    python benchmarks/bench_dw_threads.py grid:50x50:manhattan --threads 2 --price-per-round 1000 100000
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ def main() -> None:
     ap.add_argument("--smoothing", nargs="+", choices=["fixed", "auto"], default=None,
                     help="the smoothing weight: fixed (halved only on mispricing) or adjusted each round from "
                          "the subgradient (default: the module's)")
+    ap.add_argument("--tent-basis", nargs="+", choices=["on", "off"], default=None,
+                    help="the master's rows in the tent basis where it is sparse (default: the module's)")
+    ap.add_argument("--price-per-round", type=int, nargs="+", default=None,
+                    help="outputs priced per round once a ray has entered (default: the module's)")
     ap.add_argument("--time-limit", type=float, default=300.0)
     args = ap.parse_args()
     space = parse_space(args.space)
@@ -35,16 +41,22 @@ def main() -> None:
     prior = city_prior(k, k)
     purges = args.purge or [f"{decomposition.PURGE_PER_POINT}:{decomposition.KEEP_PER_POINT}"]
     smoothings = args.smoothing or ["auto" if getattr(decomposition, "AUTO_SMOOTHING", False) else "fixed"]
+    tents = args.tent_basis or ["on" if decomposition.TENT_BASIS else "off"]
+    per_round = args.price_per_round or [decomposition.PRICE_PER_ROUND]
     base = None
-    for th, purge, smoothing in ((th, p, s) for th in args.threads for p in purges for s in smoothings):
+    for th, purge, smoothing, tent, ppr in ((th, p, s, t, q) for th in args.threads for p in purges
+                                           for s in smoothings for t in tents for q in per_round):
         decomposition.PRICING_THREADS = th
         decomposition.PURGE_PER_POINT, decomposition.KEEP_PER_POINT = (int(x) for x in purge.split(":"))
         decomposition.AUTO_SMOOTHING = smoothing == "auto"
+        decomposition.TENT_BASIS = tent == "on"
+        decomposition.PRICE_PER_ROUND = ppr
         t = time.perf_counter()
         r = optimal_mechanism(space, prior, epsilon=1.0, method="dantzig-wolfe", time_limit=args.time_limit)
         dt = time.perf_counter() - t
         base = base or dt
-        print(f"{args.space} threads {th} purge {purge} smoothing {smoothing}: value {r.value:.10f} bound {r.bound:.10f} "
+        print(f"{args.space} threads {th} purge {purge} smoothing {smoothing} tent basis {tent} "
+              f"price/round {ppr}: value {r.value:.10f} bound {r.bound:.10f} "
               f"gap {r.gap:.3g} rounds {r.rounds} {dt:.1f} s (first case / this: {base / dt:.2f})", flush=True)
 
 
