@@ -294,11 +294,15 @@ def test_partial_rounds_reach_the_optimum_with_a_valid_bracket_every_round(seed,
 
 @st.composite
 def _tent_spaces(draw):
-    """A Manhattan grid (any step) or points on a line at random distinct positions (any order)."""
-    if draw(st.booleans()):
+    """A Manhattan grid (any step), an evenly spaced line, or points on a line at random distinct
+    positions (any order)."""
+    kind = draw(st.integers(0, 2))
+    if kind == 0:
         w, h = draw(st.integers(1, 6)), draw(st.integers(1, 6))
         assume(w * h >= 2)
         return spaces.grid(w, h, metric="manhattan", step=draw(st.sampled_from([0.5, 1.0, 2.0])))
+    if kind == 1:
+        return spaces.line(draw(st.integers(2, 12)), step=draw(st.sampled_from([0.25, 1.0, 3.0])))
     n = draw(st.integers(2, 12))
     gaps = np.asarray(draw(st.lists(st.floats(0.05, 3.0), min_size=n - 1, max_size=n - 1)))
     x = np.concatenate([[0.0], np.cumsum(gaps)])
@@ -353,3 +357,27 @@ def test_the_master_in_the_tent_basis_reaches_the_all_pairs_optimum(space, eps, 
         np.testing.assert_allclose(out.raw.sum(axis=1), 1.0, atol=space.n * 1e-9)
         for w in range(out.raw.shape[1]):
             assert _in_cone(out.raw[:, w], d, eps, rtol=1e-9)
+
+
+@given(_tent_spaces(), st.floats(0.1, 3.0), st.data())
+@settings(max_examples=40, deadline=None)
+def test_snapping_to_the_lattice_keeps_a_ray_in_the_cone_and_fixes_lattice_vertices(space, eps, data):
+    from dprivacy.mechanisms.decomposition import lattice_step, snap_to_lattice
+
+    step = lattice_step(space)
+    if isinstance(space, spaces.GridSpace):
+        assert step == space.step
+    else:
+        gaps = np.diff(np.sort(space.coordinates[:, 0]))
+        assert (step is None) == (not np.allclose(gaps, gaps[0], rtol=1e-12, atol=0))
+    assume(step is not None)
+    d = space.distances
+    # any vector of the cone ∩ [0, 1]^n: the largest minorant of a random vector, scaled to a top of 1
+    raw = np.asarray(data.draw(st.lists(st.floats(1e-6, 1.0), min_size=space.n, max_size=space.n)))
+    r, _ = largest_minorant(raw, _cone_factors(space, eps))
+    r /= r.max()
+    s = snap_to_lattice(r, eps, step)
+    assert _in_cone(s, d, eps, rtol=1e-12) and s.max() <= 1.0
+    k = np.round(-np.log(s) / (eps * step))
+    np.testing.assert_allclose(-np.log(s) / (eps * step), k, atol=1e-9)  # on the lattice
+    np.testing.assert_allclose(snap_to_lattice(s, eps, step), s, rtol=1e-15)  # lattice rays are fixed
