@@ -224,6 +224,21 @@ def largest_minorant(r: np.ndarray, factors: np.ndarray) -> tuple[np.ndarray, np
     return t[np.arange(r.size), arg], arg
 
 
+def smallest_majorant(r: np.ndarray, factors: np.ndarray) -> np.ndarray:
+    r"""The smallest vector of K above ``r`` ≥ 0: r̂(a) = max_b e^{−εd(a,b)} r(b).
+
+    r̂ ∈ K by the triangle inequality, r̂ ≥ r (b = a), and r̂ = r iff r ∈ K. It repairs a pricing
+    optimum whose violations are only at the solver's absolute tolerance: an entry that should be
+    e^{−38} (a far point of a 20×20 Manhattan grid) comes back as 0 within the primal tolerance, and
+    the largest minorant below such an r is 0 everywhere (every point is within a finite factor of the
+    zero), while the majorant moves no entry by more than that tolerance.
+    """
+    with np.errstate(invalid="ignore"):
+        t = r[None, :] / factors
+    t[np.isnan(t)] = 0.0  # ∞/∞ cannot occur (r ≤ 1); 0/∞ is 0 already
+    return t.max(axis=1)
+
+
 def _markov_precision(x: np.ndarray, epsilon: float):
     """The inverse of T[i, j] = e^{−ε|x_i − x_j|} for sorted distinct points x on a line: tridiagonal.
 
@@ -411,6 +426,12 @@ class _Pricing:
             r = np.clip(np.asarray(sol.col_value, dtype=np.float64), 0.0, 1.0)
             low, arg = largest_minorant(r, self.factors)
             bad = np.flatnonzero(r - low > PAIR_ATOL)
+            if bad.size:
+                up = smallest_majorant(r, self.factors)
+                if float((up - r).max()) <= PAIR_ATOL:
+                    # in K up to the solver's absolute tolerance: violations only at tiny entries
+                    # (largest_minorant would pull the whole ray to 0 through an entry returned as 0)
+                    low, bad = up, bad[:0]
             if bad.size == 0 or self.complete or self.add_pairs(bad, arg[bad]) == 0:
                 break
             added += bad.size
