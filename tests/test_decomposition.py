@@ -381,3 +381,35 @@ def test_snapping_to_the_lattice_keeps_a_ray_in_the_cone_and_fixes_lattice_verti
     k = np.round(-np.log(s) / (eps * step))
     np.testing.assert_allclose(-np.log(s) / (eps * step), k, atol=1e-9)  # on the lattice
     np.testing.assert_allclose(snap_to_lattice(s, eps, step), s, rtol=1e-15)  # lattice rays are fixed
+
+
+@given(metric_matrices(min_n=1, max_n=7, extended=True), st.floats(0.1, 3.0), st.data())
+@settings(max_examples=40)
+def test_smallest_majorant_is_in_the_cone_above_r_and_fixes_cone_vectors(d, eps, data):
+    from dprivacy.mechanisms.decomposition import smallest_majorant
+
+    n = d.shape[0]
+    space = spaces.from_matrix(d)
+    entry = st.one_of(st.just(0.0), st.floats(1e-100, 1.0))
+    r = np.asarray(data.draw(st.lists(entry, min_size=n, max_size=n)))
+    f = _cone_factors(space, eps)
+    up = smallest_majorant(r, f)
+    assert (up >= r).all() and up.max() <= max(r.max(), 0.0)
+    assert _in_cone(up, d, eps)
+    np.testing.assert_allclose(smallest_majorant(up, f), up, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rays_that_decay_below_the_solver_tolerance_are_kept(seed):
+    # ε·d reaches 48 on this grid: a ray's far entries (e^{-48}) come back from the pricing LP as 0
+    # within its tolerance; pulled down to the cone they used to zero the whole ray, and the engine
+    # stopped with "no improving ray" several percent above the optimum
+    space = spaces.grid(7, 7, metric="manhattan")
+    eps = 4.0
+    prior = np.random.default_rng(seed).dirichlet(np.full(space.n, 0.5))
+    c, _, _ = gain_form(prior, space.distances, "distance")
+    opt = reference_optimum(space.distances, prior, eps, c)
+    out = dantzig_wolfe(space, c, epsilon=eps, gap=0.0)
+    assert out.status in ("optimal", "gap")
+    assert out.objective == pytest.approx(opt, abs=LP_TOL)
+    assert opt - 1e-9 <= out.bound <= opt + 1e-6 * max(1.0, abs(opt))
