@@ -8,6 +8,7 @@ value, the bound, the relative gap, the rounds and the seconds of each.
 
     python benchmarks/bench_lp_scale.py --time-limit 300               # default cases (about 40 minutes)
     python benchmarks/bench_lp_scale.py --grids 8 10 --manhattan --loss-grids 10 20
+    python benchmarks/bench_lp_scale.py --grids --manhattan --loss-manhattan 20 30 --methods dantzig-wolfe
     python benchmarks/bench_lp_scale.py --graphs --grids --manhattan   # count:1000 and grid:50x50:manhattan only
 """
 
@@ -84,6 +85,8 @@ def main() -> None:
     ap.add_argument("--full-max", type=int, default=8, help="largest k for the full-LP baseline")
     ap.add_argument("--graphs", action="store_true", help="count:1000 and grid:50x50:manhattan, binary gain, method auto")
     ap.add_argument("--loss-grids", type=int, nargs="*", default=[], help="Euclidean k×k grids, expected distance loss")
+    ap.add_argument("--loss-manhattan", type=int, nargs="*", default=[],
+                    help="Manhattan k×k grids, expected distance loss (gap 1e-7)")
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--time-limit", type=float, default=600.0)
     ap.add_argument("--out", type=Path, default=HERE / "results_lp_scale.json")
@@ -111,6 +114,9 @@ def main() -> None:
     for k in args.loss_grids:
         space = spaces.grid(k, k)
         compare(f"grid:{k}x{k} distance loss", space, city_prior(k, k), args.methods, loss=space.distances, gap=1e-3)
+    for k in args.loss_manhattan:
+        space = spaces.grid(k, k, metric="manhattan")
+        compare(f"grid:{k}x{k}:manhattan distance loss", space, city_prior(k, k), args.methods, loss=space.distances)
     args.out.write_text(json.dumps({"epsilon": args.epsilon, "time_limit": args.time_limit, "cases": results},
                                    indent=1, default=float))
     print(f"wrote {args.out}")
