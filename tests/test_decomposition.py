@@ -36,7 +36,9 @@ def _binary_grid_case(seed: int, concentration: float = 1.0):
 
 @given(metric_matrices(min_n=1, max_n=7, extended=True), st.floats(0.1, 3.0), st.data())
 @settings(max_examples=40)
-def test_largest_minorant_is_in_the_cone_below_r_and_fixes_cone_vectors(d, eps, data):
+def test_the_largest_minorant_and_smallest_majorant_are_in_the_cone_and_fix_cone_vectors(d, eps, data):
+    from dprivacy.mechanisms.decomposition import smallest_majorant
+
     n = d.shape[0]
     space = spaces.from_matrix(d)
     # entries 0 or normal floats (the cone factors go up to e^{εd}; subnormals lose their relative precision)
@@ -51,6 +53,12 @@ def test_largest_minorant_is_in_the_cone_below_r_and_fixes_cone_vectors(d, eps, 
     np.testing.assert_allclose(again, low, rtol=1e-12, atol=0)
     bad = np.flatnonzero(low < r)
     assert (r[bad] > f[bad, arg[bad]] * r[arg[bad]] * (1 - 1e-12)).all()
+    # the smallest vector of the cone above r: r̂ ≥ r, no larger than r's top, fixed on the cone
+    up = smallest_majorant(r, f)
+    assert (up >= r).all() and up.max() <= r.max()
+    assert _in_cone(up, d, eps)
+    np.testing.assert_allclose(smallest_majorant(up, f), up, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(smallest_majorant(low, f), low, rtol=1e-12, atol=0)
 
 
 @given(plane_metrics(min_n=2, max_n=7), st.floats(0.2, 3.0), st.sampled_from(["binary", "distance", "gain"]), st.data())
@@ -381,22 +389,6 @@ def test_snapping_to_the_lattice_keeps_a_ray_in_the_cone_and_fixes_lattice_verti
     k = np.round(-np.log(s) / (eps * step))
     np.testing.assert_allclose(-np.log(s) / (eps * step), k, atol=1e-9)  # on the lattice
     np.testing.assert_allclose(snap_to_lattice(s, eps, step), s, rtol=1e-15)  # lattice rays are fixed
-
-
-@given(metric_matrices(min_n=1, max_n=7, extended=True), st.floats(0.1, 3.0), st.data())
-@settings(max_examples=40)
-def test_smallest_majorant_is_in_the_cone_above_r_and_fixes_cone_vectors(d, eps, data):
-    from dprivacy.mechanisms.decomposition import smallest_majorant
-
-    n = d.shape[0]
-    space = spaces.from_matrix(d)
-    entry = st.one_of(st.just(0.0), st.floats(1e-100, 1.0))
-    r = np.asarray(data.draw(st.lists(entry, min_size=n, max_size=n)))
-    f = _cone_factors(space, eps)
-    up = smallest_majorant(r, f)
-    assert (up >= r).all() and up.max() <= max(r.max(), 0.0)
-    assert _in_cone(up, d, eps)
-    np.testing.assert_allclose(smallest_majorant(up, f), up, rtol=1e-12, atol=0)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
