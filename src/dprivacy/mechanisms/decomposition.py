@@ -235,10 +235,7 @@ def smallest_majorant(r: np.ndarray, factors: np.ndarray) -> np.ndarray:
     the largest minorant below such an r is 0 everywhere (every point is within a finite factor of the
     zero), while the majorant moves no entry by more than that tolerance.
     """
-    with np.errstate(invalid="ignore"):
-        t = r[None, :] / factors
-    t[np.isnan(t)] = 0.0  # ∞/∞ cannot occur (r ≤ 1); 0/∞ is 0 already
-    return t.max(axis=1)
+    return (r[None, :] / factors).max(axis=1)  # factors ≥ 1 (∞ at infinite distance: r/∞ = 0)
 
 
 def _markov_precision(x: np.ndarray, epsilon: float):
@@ -273,14 +270,22 @@ def lattice_step(space: MetricSpace) -> float | None:
 
     if isinstance(space, GridSpace):
         return float(space.step) if space.metric == "manhattan" else None
-    x = None if space.coordinates is None or space.coordinates.ndim != 2 or space.coordinates.shape[1] != 1 \
-        else np.sort(space.coordinates[:, 0])
-    if x is None or x.size < 2 or not np.all(np.isfinite(x)):
+    line = _line_order(space)
+    if line is None:
         return None
-    gaps = np.diff(x)
-    if gaps[0] <= 0 or not np.allclose(gaps, gaps[0], rtol=1e-12, atol=0):
+    gaps = np.diff(line[1])
+    return float(gaps[0]) if np.allclose(gaps, gaps[0], rtol=1e-12, atol=0) else None
+
+
+def _line_order(space: MetricSpace):
+    """(order, sorted positions) of a space of at least two points with distinct finite 1-D
+    coordinates, else None."""
+    c = space.coordinates
+    if c is None or c.ndim != 2 or c.shape[1] != 1 or space.n < 2:
         return None
-    return float(gaps[0])
+    order = np.argsort(c[:, 0], kind="stable")
+    xs = c[order, 0]
+    return (order, xs) if np.all(np.isfinite(xs)) and np.all(np.diff(xs) > 0) else None
 
 
 def snap_to_lattice(r: np.ndarray, epsilon: float, step: float) -> np.ndarray:
@@ -322,14 +327,10 @@ def tent_inverse(space: MetricSpace, epsilon: float, tents: np.ndarray):
         rows = _markov_precision(np.arange(space.height) * step, epsilon)
         cols = _markov_precision(np.arange(space.width) * step, epsilon)
         m = sp.kron(rows, cols, format="csr")  # cell (col, row) is index row·width + col
-    elif space.coordinates is not None and space.coordinates.ndim == 2 and space.coordinates.shape[1] == 1 \
-            and space.n > 1:
-        x = space.coordinates[:, 0]
-        order = np.argsort(x, kind="stable")
-        xs = x[order]
-        if np.all(np.isfinite(xs)) and np.all(np.diff(xs) > 0):
-            p = _markov_precision(xs, epsilon).tocoo()
-            m = sp.csr_matrix((p.data, (order[p.row], order[p.col])), shape=(space.n, space.n))
+    elif (line := _line_order(space)) is not None:
+        order, xs = line
+        p = _markov_precision(xs, epsilon).tocoo()
+        m = sp.csr_matrix((p.data, (order[p.row], order[p.col])), shape=(space.n, space.n))
     if m is None:
         return None
     with np.errstate(all="ignore"):
@@ -668,8 +669,9 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
                 cap[w] = vals[i]
                 top = r.max()
                 if top > 0 and step is not None:
-                    snapped = snap_to_lattice(r / top, epsilon, step)
-                    if np.abs(snapped - r / top).max() <= SNAP_ATOL:  # a vertex (else kept as priced)
+                    unit_ray = r / top
+                    snapped = snap_to_lattice(unit_ray, epsilon, step)
+                    if np.abs(snapped - unit_ray).max() <= SNAP_ATOL:  # a vertex (else kept as priced)
                         r, top = snapped, 1.0
                 if top > 0 and float((c[:, w] - us) @ r) > 0:
                     load += r
