@@ -443,6 +443,25 @@ def test_solver_failure_is_a_result_not_an_exception():
     assert r.n_variables == 36
 
 
+def test_a_numerical_failure_of_the_full_lp_is_solved_by_decomposition_and_says_so(monkeypatch):
+    from scipy.optimize import OptimizeResult
+
+    from dprivacy.mechanisms import optimal as mod
+
+    def failing(c, **kwargs):
+        return OptimizeResult(x=None, fun=None, status=4, message="HiGHS Status 4: Solve error", success=False)
+
+    space = spaces.grid(3, 3)
+    prior = np.array([0.3, 0.0, 0.1, 0.05, 0.2, 0.0, 0.15, 0.1, 0.1])
+    ref = optimal_mechanism(space, prior, epsilon=0.7, loss=space.distances, method="full")
+    monkeypatch.setattr(mod, "linprog", failing)
+    r = mod.optimal_mechanism(space, prior, epsilon=0.7, loss=space.distances, method="full")
+    assert r.solved and r.private and r.method == "dantzig-wolfe"
+    assert r.solver_message.startswith("the full LP failed (HiGHS Status 4: Solve error); solved by Dantzig")
+    assert r.value == pytest.approx(ref.value, rel=1e-7)
+    assert r.bound <= ref.value + 1e-9 <= r.value + 2e-9  # a loss: bound ≤ OPT ≤ value
+
+
 def _fake_linprog(x):
     from scipy.optimize import OptimizeResult
 
