@@ -457,7 +457,7 @@ def test_a_numerical_failure_of_the_full_lp_is_solved_by_decomposition_and_says_
     monkeypatch.setattr(mod, "linprog", failing)
     r = mod.optimal_mechanism(space, prior, epsilon=0.7, loss=space.distances, method="full")
     assert r.solved and r.private and r.method == "dantzig-wolfe"
-    assert r.solver_message.startswith("the full LP failed (HiGHS Status 4: Solve error); solved by Dantzig")
+    assert r.solver_message.startswith("the full LP failed: HiGHS Status 4: Solve error; solved by Dantzig")
     assert r.value == pytest.approx(ref.value, rel=1e-7)
     assert r.bound <= ref.value + 1e-9 <= r.value + 2e-9  # a loss: bound ≤ OPT ≤ value
 

@@ -768,7 +768,7 @@ def _solve_full(ctx: _Context, c: np.ndarray, pairs: str, solver: str, options, 
             # "HiGHS Status 4: Solve error" after 229 s, where the decomposition gives the optimum in
             # 0.8 s). The same LP is solved by decomposition instead, and the result says so.
             other = _solve_decomposed(ctx, c, gap, time_limit, progress, started)
-            return replace(other, solver_message=f"the full LP failed ({message}); solved by Dantzig–Wolfe "
+            return replace(other, solver_message=f"the full LP failed: {message}; solved by Dantzig–Wolfe "
                                                  f"decomposition instead: {other.solver_message}")
         return _fallback_or_failed(ctx, status, message, size, time_limit)
     marg = getattr(getattr(res, "ineqlin", None), "marginals", None)
