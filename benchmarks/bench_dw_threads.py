@@ -7,6 +7,7 @@ bench_lp_scale.py (binary gain, ε = 1). The first setting is the baseline of th
     python benchmarks/bench_dw_threads.py grid:14x14 --threads 2 --smoothing fixed auto
     python benchmarks/bench_dw_threads.py grid:20x20:manhattan --threads 2 --tent-basis on off
     python benchmarks/bench_dw_threads.py grid:50x50:manhattan --threads 2 --price-per-round 1000 100000
+    python benchmarks/bench_dw_threads.py grid:14x14 --threads 2 --idle 2:3 0:3
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ def main() -> None:
                     help="the master's rows in the tent basis where it is sparse (default: the module's)")
     ap.add_argument("--price-per-round", type=int, nargs="+", default=None,
                     help="outputs priced per round once a ray has entered (default: the module's)")
+    ap.add_argument("--idle", nargs="+", default=None, metavar="R:F",
+                    help="outputs priced to the zero ray R rounds in a row wait for every F-th round "
+                         "(R = 0: off; default: the module's)")
     ap.add_argument("--time-limit", type=float, default=300.0)
     args = ap.parse_args()
     space = parse_space(args.space)
@@ -43,20 +47,23 @@ def main() -> None:
     smoothings = args.smoothing or ["auto" if getattr(decomposition, "AUTO_SMOOTHING", False) else "fixed"]
     tents = args.tent_basis or ["on" if decomposition.TENT_BASIS else "off"]
     per_round = args.price_per_round or [decomposition.PRICE_PER_ROUND]
+    idles = args.idle or [f"{decomposition.IDLE_ROUNDS}:{decomposition.IDLE_FULL_EVERY}"]
     base = None
-    for th, purge, smoothing, tent, ppr in ((th, p, s, t, q) for th in args.threads for p in purges
-                                           for s in smoothings for t in tents for q in per_round):
+    for th, purge, smoothing, tent, ppr, idle in ((th, p, s, t, q, i) for th in args.threads for p in purges
+                                                 for s in smoothings for t in tents for q in per_round
+                                                 for i in idles):
         decomposition.PRICING_THREADS = th
         decomposition.PURGE_PER_POINT, decomposition.KEEP_PER_POINT = (int(x) for x in purge.split(":"))
         decomposition.AUTO_SMOOTHING = smoothing == "auto"
         decomposition.TENT_BASIS = tent == "on"
         decomposition.PRICE_PER_ROUND = ppr
+        decomposition.IDLE_ROUNDS, decomposition.IDLE_FULL_EVERY = (int(x) for x in idle.split(":"))
         t = time.perf_counter()
         r = optimal_mechanism(space, prior, epsilon=1.0, method="dantzig-wolfe", time_limit=args.time_limit)
         dt = time.perf_counter() - t
         base = base or dt
         print(f"{args.space} threads {th} purge {purge} smoothing {smoothing} tent basis {tent} "
-              f"price/round {ppr}: value {r.value:.10f} bound {r.bound:.10f} "
+              f"price/round {ppr} idle {idle}: value {r.value:.10f} bound {r.bound:.10f} "
               f"gap {r.gap:.3g} rounds {r.rounds} {dt:.1f} s (first case / this: {base / dt:.2f})", flush=True)
 
 
