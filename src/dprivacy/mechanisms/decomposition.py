@@ -49,7 +49,7 @@ the solver's tolerance.
 **Outputs that cannot improve** are not priced: column w's last certificate bounds its pricing value at
 any u by Σ_y max(0, (c_w − Aᵀμ_w)[y] − u_y); when that is 0 the output is skipped (exactly).
 
-**Idle outputs** — those whose pricing optimum was the zero ray in :data:`IDLE_ROUNDS` rounds in a row
+**Idle outputs** (for gains ≥ 0) — those whose pricing optimum was the zero ray in :data:`IDLE_ROUNDS` rounds in a row
 (on grid:14x14 the optimum uses 72 of 174 outputs, and the others price to zero round after round) — are
 priced only in every :data:`IDLE_FULL_EVERY`-th round, and in any round where the others give no ray.
 The bound stays valid in between (their last certificates still bound them); "no improving ray" is only
@@ -198,7 +198,9 @@ def _master_iteration_cap(n: int) -> int:
 #: returned the zero ray every round, 45% of the pricing time. Measured (2 threads, one run each,
 #: one after the other): 14×14 35.7 s against 45.5 s (75 rounds against 71); 20×20 exact in 461.0 s
 #: against 519.9 s; 20×20 Manhattan 47.2 s against 49.7 s; 50×50 Manhattan at 200 s unchanged
-#: (gap 0.090). 0 turns it off.
+#: (gap 0.090). Only for non-negative gains (the binary gain): on a loss the bound needs the full rounds
+#: (grid:14x14 distance loss to gap 1e-3: 203.8 s in 37 rounds with it, 191.7 s in 30 without). 0 turns
+#: it off.
 IDLE_ROUNDS = 2
 #: Rounds k with k % IDLE_FULL_EVERY == 0 price every output, idle ones included (their certificates
 #: are renewed there, so the bound and the stability centre move; measured on 14×14: every 3rd or
@@ -606,6 +608,7 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
     # q[:, w] = c_w − Aᵀμ_w from column w's latest certificate (μ = 0 to start: q = c)
     q = c.copy()
     idle = np.zeros(m, dtype=np.int64)  # rounds in a row in which output w priced to the zero ray
+    idle_skip = IDLE_ROUNDS > 0 and float(c.min()) >= 0.0  # gains only (see IDLE_ROUNDS)
     alpha = SMOOTHING
     best_l = float(center_bound)
     u_center = None if center is None else np.asarray(center, dtype=np.float64) / unit
@@ -663,7 +666,7 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
             cap = np.maximum(q - us[:, None], 0.0).sum(axis=0)
             todo = np.flatnonzero(cap > _enter_tol(scale))
             skipped = 0
-            if IDLE_ROUNDS and not full_round and k % IDLE_FULL_EVERY != 0:
+            if idle_skip and not full_round and k % IDLE_FULL_EVERY != 0:
                 # idle outputs wait for a full round (their last certificates still bound them)
                 busy = idle[todo] < IDLE_ROUNDS
                 skipped = int(todo.size - busy.sum())
