@@ -51,10 +51,9 @@ any u by Σ_y max(0, (c_w − Aᵀμ_w)[y] − u_y); when that is 0 the output i
 
 **Idle outputs** (for gains ≥ 0) — those whose pricing optimum was the zero ray in :data:`IDLE_ROUNDS`
 rounds in a row (on grid:14x14 the optimum uses 72 of 174 outputs, and the others price to zero round
-after round) — are
-priced only in every :data:`IDLE_FULL_EVERY`-th round, and in any round where the others give no ray.
-The bound stays valid in between (their last certificates still bound them); "no improving ray" is only
-concluded after a round that priced every output.
+after round) — are priced only in every :data:`IDLE_FULL_EVERY`-th round, and in any round where the
+others give no ray. The bound stays valid in between (their last certificates still bound them); "no
+improving ray" is only concluded after a round that priced every output.
 
 Measured on Euclidean and Manhattan grids with the world-cities prior (``benchmarks/bench_lp_scale.py``),
 this beats constraint generation on the n·|W|-variable LP from 8×8 on: the master has n rows, and the

@@ -407,7 +407,9 @@ def optimal_mechanism(
         Labels of the guesses W (the columns of the gain/loss matrix, hence of the channel). Default:
         the space's labels when W has n elements, else ``0..k-1``.
     method : {"auto", "full", "dantzig-wolfe", "constraint-generation", "spanner"}
-        "full": one LP with every essential pair's constraint (scipy's ``linprog``, HiGHS).
+        "full": one LP with every essential pair's constraint (scipy's ``linprog``, HiGHS); when HiGHS
+        fails on it numerically (status 2–4 on this feasible, bounded LP), "dantzig-wolfe" solves it
+        instead and ``method`` and ``solver_message`` say so.
         "dantzig-wolfe": :func:`dprivacy.mechanisms.decomposition.dantzig_wolfe`, a master LP of n
         row-sum rows over rays of the privacy cone (each column of a private channel is one), priced
         by LPs of n variables whose pair constraints are added lazily; never builds the n·|W|-variable
