@@ -236,7 +236,7 @@ def test_an_lp_solve_off_a_terminal_prints_a_plain_progress_line_with_its_bracke
     from dprivacy.cli.app import _SolveStatus
     from dprivacy.mechanisms.lp_engine import Round
 
-    status = _SolveStatus(False, True, "optimal mechanism on 400 points")
+    status = _SolveStatus(False, True, "optimal mechanism on 400 points", heartbeat=None)
     status._t0 = time.perf_counter() - 10  # as if 10 s had passed
     status.update(Round(7, 5055, 0.2357, 0.2361, float("nan"), 1.7e-3, 0, 9.0, 1234, 40))
     status.update(Round(8, 5055, 0.2358, 0.2360, float("nan"), 8e-4, 0, 9.5, 1234, 40))  # within 30 s: silent
@@ -250,3 +250,23 @@ def test_an_lp_solve_off_a_terminal_prints_a_plain_progress_line_with_its_bracke
     quiet._t0 -= 10
     quiet.update(Round(1, 1, 0.1, 0.2, float("nan"), 0.5, 0, 1.0))
     assert capsys.readouterr().err == ""
+
+
+def test_a_solve_whose_first_round_is_slow_still_prints_a_plain_line(capsys):
+    # a first round can take longer than 5 s (about 30 s on 50×50 Manhattan): a timer thread prints
+    # the line without waiting for the solver's first report, and nothing after stop()
+    import time
+
+    from dprivacy.cli.app import _SolveStatus
+
+    status = _SolveStatus(False, True, "optimal mechanism on 2,500 points", heartbeat=0.01)
+    status._t0 = time.perf_counter() - 10  # as if 10 s had passed with no round finished
+    for _ in range(500):
+        if status._last is not None:
+            break
+        time.sleep(0.01)
+    status.stop()
+    status._last -= 60
+    time.sleep(0.05)
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("dprivacy: optimal mechanism on 2,500 points, 1") and "Ctrl-C stops" in err[0]

@@ -564,14 +564,22 @@ class _RowProgress:
 
 class _SolveStatus:
     """Progress of a long solve on stderr: a rich status line on a terminal; otherwise (unless --json)
-    a plain line after the first 5 s and then every 30 s, so that a long run is never silent."""
+    a plain line after the first 5 s and then every 30 s, so that a long run is never silent. The plain
+    lines come from a timer thread too: a solver's first report can take longer than that (one round
+    of the decomposition on 50×50 Manhattan is about 30 s)."""
 
-    def __init__(self, show_tty: bool, plain: bool, what: str):
+    def __init__(self, show_tty: bool, plain: bool, what: str, heartbeat: float | None = 1.0):
+        import threading
+
         self.what = what
         self.plain = plain and not show_tty
         self._status = None
         self._t0 = time.perf_counter()
         self._last = None
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        if self.plain and heartbeat is not None:
+            threading.Thread(target=self._heartbeat, args=(heartbeat,), name="dprivacy-progress", daemon=True).start()
         if show_tty:
             from rich.console import Console
 
@@ -593,12 +601,19 @@ class _SolveStatus:
         """A plain line on stderr after 5 s and then every 30 s (not on a terminal, not with --json)."""
         if not self.plain:
             return
-        now = time.perf_counter() - self._t0
-        if now >= 5 and (self._last is None or now - self._last >= 30):
+        with self._lock:
+            now = time.perf_counter() - self._t0
+            if self._stopped.is_set() or now < 5 or (self._last is not None and now - self._last < 30):
+                return
             self._last = now
             print(f"dprivacy: {getattr(self, '_text', self.what)}, {now:.0f} s (Ctrl-C stops)", file=sys.stderr, flush=True)
 
+    def _heartbeat(self, every: float) -> None:
+        while not self._stopped.wait(every):
+            self.tick()
+
     def stop(self) -> None:
+        self._stopped.set()
         if self._status is not None:
             self._status.stop()
 
