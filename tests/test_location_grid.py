@@ -137,6 +137,7 @@ def test_optimal_needs_a_prior_and_returns_a_certified_bracket():
         pfile.unlink()
     o = rel.info["optimal"]
     assert o["utility"] <= o["bound"] * (1 + 1e-12) and o["gap"] <= 1e-6
+    assert not o["stopped_by_time_limit"] and o["solver_message"]  # how the solve ended, in words
     import dprivacy as dp
 
     assert dp.check_privacy(rel.mechanism, g.space(), epsilon=0.004 / 1000).ok

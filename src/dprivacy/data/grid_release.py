@@ -213,6 +213,7 @@ def build_grid_release(grid: LocationGrid, mechanism: str, *, epsilon_m: float, 
         mech = res.mechanism
         info["optimal"] = {"method": res.method, "utility": res.value, "bound": res.bound, "gap": res.gap,
                            "time_limit_s": time_limit, "stopped_by_time_limit": res.status == 1,
+                           "solver_message": res.solver_message,
                            "meaning": "binary gain (probability that the Bayes adversary guesses the cell), seed 000 §3.4"
                                       + ("; the time limit stopped the solve: the mechanism is certified private, its "
                                          "utility is within the gap of optimal" if res.status == 1 else "")}
