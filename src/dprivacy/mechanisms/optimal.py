@@ -831,8 +831,13 @@ def _solve_generated(ctx: _Context, c: np.ndarray, gap: float, time_limit, progr
     t0 = started
     tent = _tent_bracket(ctx, time_limit=_left(time_limit, started)) if ctx.binary else None
 
+    best = {"value": float("-inf"), "channel": None}  # the best round's channel as certified
+
     def certify(h):
-        return _certified_value(ctx, h)
+        value, channel = _certified_value(ctx, h)
+        if value > best["value"]:
+            best.update(value=value, channel=channel)
+        return value
 
     every = n * n * mk <= CERTIFY_EVERY_ROUND_ELEMENTS
     out = constraint_generation(space, c, peaks, epsilon=eps, certify=certify if every else None, gap=gap,
@@ -850,6 +855,12 @@ def _solve_generated(ctx: _Context, c: np.ndarray, gap: float, time_limit, progr
                            size, already_full=True, lenient=True)
     if out.raw is None:
         return _fallback_or_failed(ctx, status, out.message, size, time_limit, bound=bound)
+    if best["channel"] is not None:
+        # stopped early: the best round's channel was repaired and checked already; repairing the raw
+        # point again after the deadline could fail and leave only the constant channel (seen on a
+        # 19×15 grid of 200 km cells at ε = 4 per cell: round 2 certified gap 2.0e-4, and the
+        # result fell back to another engine's gap 7.6e-4)
+        return _finish(ctx, best["channel"], out.objective, bound, status, out.message, size, lenient=True)
     return _finish(ctx, out.raw, out.objective, bound, status, out.message, size, lenient=True)
 
 
@@ -927,12 +938,13 @@ def _repaired(ctx: _Context, h: np.ndarray) -> tuple[np.ndarray, float]:
     return h, 0.0
 
 
-def _certified_value(ctx: _Context, h: np.ndarray) -> float:
-    """Gain-form value Σ c·H of the repaired restricted channel if it passes the exact check, else −inf."""
+def _certified_value(ctx: _Context, h: np.ndarray) -> tuple[float, np.ndarray | None]:
+    """Gain-form value Σ c·H of the repaired restricted channel and that channel if it passes the exact
+    check, else (−inf, None)."""
     r, _ = _repaired(ctx, h)
     if not check_privacy(r, ctx.space, epsilon=ctx.eps).ok:
-        return float("-inf")
-    return float((ctx.c_all[:, ctx.kept] * r).sum())
+        return float("-inf"), None
+    return float((ctx.c_all[:, ctx.kept] * r).sum()), r
 
 
 def _constant_channel(ctx: _Context) -> tuple[np.ndarray, float]:
