@@ -229,6 +229,9 @@ def evaluate_release(original, released, *, lat=None, lon=None, key=None, coords
             raise FileExistsError(f"{flag} {out_path} exists; use --force to replace it")
         if out_path is not None and any(Path(out_path).resolve() == Path(f).resolve() for f in (original, released)):
             raise ValueError(f"{flag} {out_path} is one of the input files")
+        if out_path is not None and not Path(out_path).parent.exists():
+            # refused before the measures, which can take minutes (checked again when writing)
+            raise FileNotFoundError(f"output folder {Path(out_path).parent} does not exist")
     res, meta, (la0, lo0), (la1, lo1), d = evaluate_files(original, released, lat=lat, lon=lon, key=key, coords=coords,
                                                           return_points=True)
     eps_m = meta.get("epsilon_per_metre")
