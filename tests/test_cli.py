@@ -236,7 +236,7 @@ def test_an_lp_solve_off_a_terminal_prints_a_plain_progress_line_with_its_bracke
     from dprivacy.cli.app import _SolveStatus
     from dprivacy.mechanisms.lp_engine import Round
 
-    status = _SolveStatus(False, True, "optimal mechanism on 400 points", heartbeat=None)
+    status = _SolveStatus(False, True, "optimal mechanism on 400 points")
     status._t0 = time.perf_counter() - 10  # as if 10 s had passed
     status.update(Round(7, 5055, 0.2357, 0.2361, float("nan"), 1.7e-3, 0, 9.0, 1234, 40))
     status.update(Round(8, 5055, 0.2358, 0.2360, float("nan"), 8e-4, 0, 9.5, 1234, 40))  # within 30 s: silent

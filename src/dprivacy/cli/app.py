@@ -339,7 +339,8 @@ def cmd_design(args) -> None:
         if plan == "full":
             guards.guard_design(args.space, "optimal", n=space.n, grid=isinstance(space, GridSpace), lp_rows=rows)
     if args.mechanism == "optimal":
-        status = _SolveStatus(sys.stderr.isatty(), not args.json, f"optimal mechanism on {space.n:,} points")
+        status = _SolveStatus(sys.stderr.isatty(), not args.json, f"optimal mechanism on {space.n:,} points",
+                              heartbeat=1.0)
         try:
             out = build(args.mechanism, space, epsilon=eps, prior=prior, lp={**lp, "progress": status.update})
         finally:
@@ -564,11 +565,14 @@ class _RowProgress:
 
 class _SolveStatus:
     """Progress of a long solve on stderr: a rich status line on a terminal; otherwise (unless --json)
-    a plain line after the first 5 s and then every 30 s, so that a long run is never silent. The plain
-    lines come from a timer thread too: a solver's first report can take longer than that (one round
-    of the decomposition on 50×50 Manhattan is about 30 s)."""
+    a plain line after the first 5 s and then every 30 s, so that a long run is never silent. With
+    ``heartbeat`` (seconds) a timer thread checks for the plain line too: a solver's first report can
+    take longer than that (one round of the decomposition on 50×50 Manhattan is about 30 s). Only for
+    solves in this process: a solve in a forked child (:func:`~dprivacy.data.interruptible.call_in_child`,
+    whose polling loop calls :meth:`tick`) must not be forked from a process with a thread that may
+    hold the stderr lock."""
 
-    def __init__(self, show_tty: bool, plain: bool, what: str, heartbeat: float | None = 1.0):
+    def __init__(self, show_tty: bool, plain: bool, what: str, heartbeat: float | None = None):
         import threading
 
         self.what = what
