@@ -479,3 +479,72 @@ def test_rays_that_decay_below_the_solver_tolerance_are_kept(seed):
     assert out.status in ("optimal", "gap")
     assert out.objective == pytest.approx(opt, abs=LP_TOL)
     assert opt - 1e-9 <= out.bound <= opt + 1e-6 * max(1.0, abs(opt))
+
+
+@given(plane_metrics(min_n=3, max_n=7), st.floats(2.0, 8.0), st.sampled_from(["binary", "distance", "gain"]), st.data())
+@settings(max_examples=60, deadline=None)
+def test_decomposition_reaches_the_optimum_when_far_pairs_are_beyond_the_pricing_lps(d, eps, kind, data):
+    # Precondition: some pair's factor e^{εd} is past MAX_FACTOR, so the pricing LPs never hold it (they
+    # return far entries as 0, which the repair must raise instead of zeroing the ray); εd ≤ 60 keeps
+    # the reference LP's coefficients e^{−εd} normal floats.
+    from dprivacy.mechanisms.decomposition import MAX_FACTOR
+
+    assume(np.exp(eps * d.max()) > 10 * MAX_FACTOR and eps * d.max() <= 60)
+    n = d.shape[0]
+    space = spaces.from_matrix(d)
+    prior = data.draw(priors(n))
+    c, _, _ = gain_form(prior, d, kind)
+    opt = reference_optimum(d, prior, eps, c)
+    out = dantzig_wolfe(space, c, epsilon=eps, gap=0.0)
+    assert out.objective == pytest.approx(opt, abs=LP_TOL)
+    assert out.bound >= opt - 1e-9
+    # the relaxation that leaves those pairs out bounds the pricing values up to about 1/MAX_FACTOR,
+    # which can leave the bound just above the tolerance for "optimal": then the run says "stalled"
+    assert out.status in ("optimal", "gap", "stalled"), out.message
+    assert out.bound - out.objective <= 1e-5 * max(1.0, abs(opt)), out.message
+
+
+@pytest.mark.parametrize("points, prior, eps, kind", [
+    # found by the hypothesis test above: a far point's entries came back as 0 and the ray was zeroed
+    ([(0, 0), (1, 0), (2, 0), (-5, 0), (0, 1)], [0, .25, .25, .25, .25], 4.0, "binary"),
+    # and the same repair left a distance loss's optimum 1.3e-6 below its bound before the pairs were
+    # picked among those the LP can hold
+    ([(0, 0), (1, 0), (-4.75, 4), (0, 3), (0, 1.5)], [.25, 0, .25, .25, .25], 3.0, "distance"),
+])
+def test_decomposition_with_far_pairs_on_small_examples(points, prior, eps, kind):
+    x = np.asarray(points, dtype=float)
+    d = np.hypot(x[:, 0][:, None] - x[:, 0], x[:, 1][:, None] - x[:, 1])
+    prior = np.asarray(prior)
+    c, _, _ = gain_form(prior, d, kind)
+    opt = reference_optimum(d, prior, eps, c)
+    out = dantzig_wolfe(spaces.from_matrix(d), c, epsilon=eps, gap=0.0)
+    assert out.objective == pytest.approx(opt, abs=LP_TOL)
+    assert out.bound >= opt - 1e-9
+    assert out.bound - out.objective <= 1e-5 * max(1.0, abs(opt)), out.message
+
+
+def test_pricing_certificates_are_tight_when_the_pairs_factors_are_large():
+    # The Lagrangian bound of a pricing LP from its duals (negative ones set to 0) must be its optimum
+    # up to the solver's tolerances, also where the pair factors e^{εd} reach MAX_FACTOR: with the pair
+    # rows unscaled, clipped duals of −1e-10 times factors of 1e7 left it 2.3e-8 above here (3e-6 on
+    # other draws; 8×8 grids, ε 2–5).
+    from dprivacy.mechanisms.decomposition import _Pricing
+
+    rng = np.random.default_rng(0)
+    space = spaces.grid(8, 8)
+    a, b = np.nonzero(~np.eye(space.n, dtype=bool))
+    worst = 0.0
+    for _ in range(30):
+        eps = rng.uniform(2.0, 5.0)
+        pricing = _Pricing(space.n, _cone_factors(space, eps), None)
+        pricing.add_pairs(a, b)
+        for _ in range(10):
+            v = -rng.exponential(0.05, space.n)
+            v[rng.integers(space.n)] = rng.uniform(0.0, 0.3)
+            status, r, ats, _ = pricing.solve(v, None)
+            assert status == "optimal"
+            assert _in_cone(r, space.distances, eps, rtol=1e-9)
+            bound = min(float(np.maximum(v - at, 0.0).sum()) for at in ats)
+            assert bound >= float(v @ r) - 1e-12  # a valid bound on a ray of K
+            worst = max(worst, bound - float(v @ r))
+    assert worst <= 1e-8

@@ -522,25 +522,25 @@ class _Pricing:
             r = np.clip(np.asarray(sol.col_value, dtype=np.float64), 0.0, 1.0)
             low, _ = largest_minorant(r, self.factors)
             bad = np.flatnonzero(r - low > PAIR_ATOL)
-            if bad.size:
-                up = smallest_majorant(r, self.factors)
-                if float((up - r).max()) <= PAIR_ATOL:
-                    # in K up to the solver's absolute tolerance: violations only at tiny entries
-                    # (largest_minorant would pull the whole ray to 0 through an entry returned as 0)
-                    low, bad = up, bad[:0]
-            if bad.size:
-                bad, partner = self._violated_pairs(r, bad)
-            if bad.size == 0 or self.complete or self.add_pairs(bad, partner) == 0:
-                if bad.size:
-                    # violations the LP cannot be given (pairs past MAX_FACTOR) or that persist: both
-                    # repairs are in K, and the minorant is 0 wherever r was 0 at a point within a finite
-                    # factor (far entries that should be e^{−εd} ≈ 1e-40 come back as 0), while the
-                    # majorant raises such entries by at most r(a)/e^{εd(a,b)}: keep the better one
-                    up = smallest_majorant(r, self.factors)
-                    if float(v @ up) > float(v @ low):
-                        low = up
+            if bad.size == 0:
                 break
-            added += bad.size
+            up = smallest_majorant(r, self.factors)
+            if float((up - r).max()) <= PAIR_ATOL:
+                # in K up to the solver's absolute tolerance: violations only at tiny entries
+                # (largest_minorant would pull the whole ray to 0 through an entry returned as 0)
+                low = up
+                break
+            rows, partner = self._violated_pairs(r, bad)
+            if rows.size and not self.complete and self.add_pairs(rows, partner) > 0:
+                added += rows.size
+                continue
+            # violations the LP cannot be given (pairs past MAX_FACTOR) or that persist: both repairs
+            # are in K, and the minorant is 0 wherever r was 0 at a point within a finite factor (far
+            # entries that should be e^{−εd} ≈ 1e-40 come back as 0), while the majorant raises such
+            # entries by at most r(a)/e^{εd(a,b)}: keep the better one
+            if float(v @ up) > float(v @ low):
+                low = up
+            break
         # either sign convention gives a valid certificate (negative multipliers set to 0); the caller
         # keeps whichever bounds better
         ats = []
