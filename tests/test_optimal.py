@@ -560,3 +560,36 @@ def test_too_large_lp_is_refused_with_its_size():
     space = spaces.grid(60, 60, metric="manhattan")  # 3600² = 12.96 M variables
     with pytest.raises(ValueError, match="MAX_VARIABLES"):
         mod.optimal_mechanism(space, np.full(space.n, 1 / space.n), epsilon=1.0)
+
+
+@pytest.mark.parametrize("engine_gap, retried", [(1e-8, False), (0.05, True)])
+def test_auto_retries_a_stalled_decomposition_only_when_its_gap_is_wide(monkeypatch, engine_gap, retried):
+    # auto runs the decomposition above AUTO_CG_POINTS points; when it stalls, constraint generation
+    # gets the time left only if the stalled gap is wider than AUTO_RETRY_GAP
+    import dataclasses
+
+    from dprivacy.mechanisms import decomposition, optimal
+
+    real = decomposition.dantzig_wolfe
+
+    def stalling(*args, **kwargs):
+        kwargs["gap"] = engine_gap
+        return dataclasses.replace(real(*args, **kwargs), status="stalled")
+
+    calls = []
+    real_cg = optimal._solve_generated
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real_cg(*args, **kwargs)
+
+    monkeypatch.setattr(decomposition, "dantzig_wolfe", stalling)
+    monkeypatch.setattr(optimal, "_solve_generated", counted)
+    space = spaces.grid(9, 9)
+    assert space.n > optimal.AUTO_CG_POINTS
+    prior = np.random.default_rng(3).dirichlet(np.ones(space.n))
+    res = _optimal_mechanism(space, prior, epsilon=1.0, time_limit=120)
+    assert bool(calls) == retried
+    assert res.ok and res.bound >= res.value
+    if not retried:
+        assert res.gap <= optimal.AUTO_RETRY_GAP and res.method == "dantzig-wolfe"
