@@ -19,9 +19,13 @@ so the n·|W|-variable LP that :mod:`~dprivacy.mechanisms.lp_engine` restricts i
 ⟨c_w − u, r⟩ > 0. The pricing LP maximises that over K ∩ [0, 1]^n (the box normalises the ray; every
 channel entry is ≤ 1 anyway). It has n variables; its cone constraints are added lazily, shared by all
 outputs (K is the same for every output): a priced ray is tested against every pair, the most violated
-pair of each violating point is added, and the ray is priced again. A ray that meets every pair to
-1e-9 is then replaced by its largest minorant in K, r̃(a) = min_b e^{εd(a,b)} r(b), which is in K
-exactly (triangle inequality) — so the master only ever holds private columns.
+pair of each violating point that the LP can hold (factor e^{εd} ≤ :data:`MAX_FACTOR`) is added, and the
+ray is priced again. A ray that meets every pair to 1e-9 is then replaced by its largest minorant in K,
+r̃(a) = min_b e^{εd(a,b)} r(b), or by its smallest majorant r̂(a) = max_b e^{−εd(a,b)} r(b) when the
+violations are only those the LP cannot hold (far entries returned as 0, which the minorant would spread
+to the whole ray) — both in K exactly (triangle inequality), so the master only ever holds private
+columns. The pair rows are divided by √(e^{εd}) (:data:`ROW_SCALE_POWER`), which keeps the duals'
+certificates tight.
 
 **Bound.** For any multipliers μ_w ≥ 0 on column w's pair constraints,
 Σ_y max_w (c − Aᵀμ)[y, w] ≥ OPT (the Lagrangian bound of :func:`~dprivacy.mechanisms.lp_engine.lagrangian_bound`;
