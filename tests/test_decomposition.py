@@ -289,6 +289,49 @@ def test_pricing_problems_the_simplex_cannot_finish_are_solved_by_interior_point
     assert out.bound >= opt - 1e-9
 
 
+def test_a_master_the_simplex_cannot_solve_at_its_tolerances_is_solved_looser(monkeypatch):
+    # the master "fails" (as a sum:30,3 master did, at once, by every solver) while its feasibility
+    # tolerances are below 1e-8: every solve must go down the ladder to the looser tolerances, which
+    # are then restored, and the optimum is unchanged
+    import highspy
+
+    from dprivacy.mechanisms import decomposition
+
+    make = decomposition._new_highs
+    seen = {"loose": 0, "master": None}
+
+    class Strict:
+        def __init__(self, h):
+            self._h = h
+
+        def getModelStatus(self):
+            tol = self._h.getOptionValue("primal_feasibility_tolerance")
+            tol = tol[1] if isinstance(tol, tuple) else tol
+            if tol < 5e-9:
+                return highspy.HighsModelStatus.kSolveError
+            seen["loose"] += 1
+            return self._h.getModelStatus()
+
+        def __getattr__(self, name):
+            return getattr(self._h, name)
+
+    def first_is_the_master(time_limit):
+        h = make(time_limit)
+        if seen["master"] is None:
+            seen["master"] = h = Strict(h)
+        return h
+
+    monkeypatch.setattr(decomposition, "_new_highs", first_is_the_master)
+    space, prior, c, opt = _binary_grid_case(2)
+    out = dantzig_wolfe(space, c, epsilon=1.0, gap=0.0, threads=1)
+    assert seen["loose"] > 0
+    tol = seen["master"].getOptionValue("primal_feasibility_tolerance")
+    assert (tol[1] if isinstance(tol, tuple) else tol) == decomposition.MASTER_DUAL_TOL  # restored
+    assert out.status in ("optimal", "gap"), out.message
+    assert out.objective == pytest.approx(opt, abs=LP_TOL)
+    assert out.bound >= opt - 1e-9
+
+
 def test_failed_pricing_problems_are_named_and_the_bracket_still_holds(monkeypatch):
     # every third pricing problem "fails" in HiGHS: the output keeps its last certificate, the bracket
     # stays valid, and the message names the status and the count

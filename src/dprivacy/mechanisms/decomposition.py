@@ -144,6 +144,13 @@ AFRESH_LADDER = ({}, {"simplex_strategy": 4},
 #: unscaled. With √F the solver's primal tolerance moves a far entry by at most 1e-11 (by F, 7.5e-9).
 ROW_SCALE_POWER = 0.5
 
+#: Option changes for a master the warm-started simplex could not finish, each tried from scratch in
+#: turn. A master on sum:30,3 (91 rows, 405 rays, entries down to 2e-9; a Dirichlet prior) failed at
+#: once ("Solve error") by the primal and the dual simplex and by interior point, at tolerances 1e-9
+#: with or without presolve; with tolerances 1e-8 the primal simplex solved it in 301 iterations.
+MASTER_LADDER = ({}, {"primal_feasibility_tolerance": 10 * MASTER_DUAL_TOL,
+                      "dual_feasibility_tolerance": 10 * MASTER_DUAL_TOL}, {"solver": "ipm"})
+
 #: Pair constraints whose factor e^{εd} exceeds this are not given to HiGHS (whose simplex loses its footing on wider coefficient ranges, e.g. "unbounded" with a box; its hard limit is 1e15).
 MAX_FACTOR = 1e8
 
@@ -875,25 +882,27 @@ def _enter_tol(objective: float) -> float:
 def _run_master(master):
     """Solve the master; when the warm-started simplex ends in neither an optimum nor the time limit
     (the iteration cap; seen on grid:20x20: status "Unknown" after a stall), solve it again from
-    scratch, then once by interior point. Returns the model status."""
+    scratch, then with the tolerances 10 times looser, then by interior point (:data:`MASTER_LADDER`).
+    Returns the model status."""
     import highspy
 
+    done = (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit)
     master.run()
     ms = master.getModelStatus()
-    if ms in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
-        return ms
-    master.clearSolver()
-    master.run()
-    ms = master.getModelStatus()
-    if ms in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
-        return ms
-    solver = master.getOptionValue("solver")
-    solver = solver[1] if isinstance(solver, tuple) else solver  # highspy returns (status, value)
-    master.setOptionValue("solver", "ipm")
-    master.clearSolver()
-    master.run()
-    master.setOptionValue("solver", solver)
-    return master.getModelStatus()
+    for options in MASTER_LADDER:
+        if ms in done:
+            break
+        saved = {}
+        for key, value in options.items():
+            old = master.getOptionValue(key)
+            saved[key] = old[1] if isinstance(old, tuple) else old  # highspy may return (status, value)
+            master.setOptionValue(key, value)
+        master.clearSolver()
+        master.run()
+        ms = master.getModelStatus()
+        for key, value in saved.items():
+            master.setOptionValue(key, value)
+    return ms
 
 
 def _price_list(pricing: _Pricing, ws, c, us, u, scale, limit: int, deadline):
