@@ -247,11 +247,12 @@ def test_auto_picks_the_edges_lp_on_small_graphs_generation_on_small_grids_and_d
     from dprivacy.cli.specs import parse_space
 
     prior = np.full(100, 0.01)
-    # edges LP up to grid:8x8:manhattan, the decomposition from 10×10 (measured: optimal.AUTO_FULL_GRID_ROWS);
-    # other sparse graphs of that size keep the edges LP
+    # edges LP up to grid:8x8:manhattan and sum:15,3, the decomposition from 10×10 and sum:30,3 (measured:
+    # optimal.AUTO_FULL_SPARSE_ROWS)
     assert optimal_mechanism(spaces.grid(8, 8, metric="manhattan"), np.full(64, 1 / 64), epsilon=1.0).method == "full"
     assert optimal_mechanism(spaces.grid(10, 10, metric="manhattan"), prior, epsilon=1.0).method == "dantzig-wolfe"
-    assert lp_plan(parse_space("sum:40,3"))[0] == "full"
+    assert lp_plan(parse_space("sum:15,3"))[0] == "full"
+    assert lp_plan(parse_space("sum:30,3"))[0] == "dantzig-wolfe"
     assert lp_plan(spaces.grid(8, 8))[0] == "constraint-generation"
     assert lp_plan(spaces.grid(30, 30, metric="manhattan"))[0] == "dantzig-wolfe"
     r = optimal_mechanism(spaces.grid(10, 10), prior, epsilon=1.0, time_limit=5.0)

@@ -32,7 +32,7 @@ from ..channels import Channel
 from ..measures.privacy import PRIVACY_RTOL, check_privacy
 from ..measures.utility import expected_loss, utility
 from ..results import Result
-from ..spaces import GridSpace, MetricSpace
+from ..spaces import MetricSpace
 
 #: Largest LP (number of channel entries n·|W|) this module will build; beyond it the constraint
 #: matrix alone needs gigabytes and HiGHS would not finish in reasonable time.
@@ -69,18 +69,17 @@ DEFAULT_GAP = 1e-7
 #: generation up to ``AUTO_CG_POINTS`` points; Dantzig–Wolfe decomposition above, falling back on
 #: constraint generation with the time left when it stalls on ill-conditioned pricing problems.
 #: Measured with the world-cities prior in one run (benchmarks/RESULTS.md): full wins on 4×4 (0.03 s
-#: against 0.07 s DW, 0.02 s CG) and on grid:8x8:manhattan (0.50 s, DW 0.61 s); sum:40,3 full 7.6 s; 6×6
+#: against 0.07 s DW, 0.02 s CG) and on grid:8x8:manhattan (0.50 s, DW 0.61 s); 6×6
 #: Euclidean CG 0.24 s, full 0.58 s, DW 0.62 s; DW wins from grid:12x12:manhattan (4.3 s, full 10.3 s,
-#: CG 14.3 s) and 10×10 Euclidean (DW 14.5 s, CG 43 s). On grids (Manhattan) the full LP only up to
-#: ``AUTO_FULL_GRID_ROWS``: measured 2026-11-26 with the world-cities prior, grid:8x8:manhattan (13,664
-#: rows) full 0.72 s, DW 0.87 s; grid:10x10:manhattan (34,920 rows) full 5.0 s, DW 1.67 s;
-#: grid:12x12:manhattan full 13.9 s, DW 3.2 s (each pair one after the other, the same load;
-#: benchmarks/bench_auto_crossover.py). Other sparse graphs keep the full LP up to
-#: ``AUTO_FULL_SPARSE_ROWS``: on sum:40,3 (85,000 rows) the full LP took 13.8 s and DW stopped at gap
-#: 5e-4 (ill-conditioned pricing) in 3 s.
+#: CG 14.3 s) and 10×10 Euclidean (DW 14.5 s, CG 43 s). On sparse graphs the full LP only up to
+#: ``AUTO_FULL_SPARSE_ROWS``: measured 2026-11-26 (benchmarks/bench_auto_crossover.py, each pair one
+#: after the other) with the world-cities prior, grid:8x8:manhattan (13,664 rows) full 0.72 s, DW 0.87 s;
+#: grid:10x10:manhattan (34,920 rows) full 5.0 s, DW 1.67 s; grid:12x12:manhattan full 13.9 s, DW 3.2 s;
+#: and (a Dirichlet prior, after the decomposition's scaled pricing rows and master ladder) sum:20,3
+#: (21,594 rows) full 0.88 s, DW 0.69 s; sum:30,3 (48,594) 3.9 s against 2.6 s; sum:40,3 (86,394)
+#: 11.5 s against 2.7 s.
 AUTO_FULL_ROWS = 8_000
-AUTO_FULL_SPARSE_ROWS = 150_000
-AUTO_FULL_GRID_ROWS = 20_000
+AUTO_FULL_SPARSE_ROWS = 20_000
 AUTO_SPARSE_PAIRS_PER_POINT = 4
 AUTO_CG_POINTS = 64
 #: A decomposition that stalled within this relative gap is returned as it is by ``method="auto"``
@@ -602,8 +601,7 @@ def _plan(space: MetricSpace, g: np.ndarray, kind: str, m: int, method: str, pai
     rows_est = 2 * n_pairs_est * kept_size
     if method == "auto":
         sparse = n_pairs_est <= AUTO_SPARSE_PAIRS_PER_POINT * n
-        sparse_limit = AUTO_FULL_GRID_ROWS if isinstance(space, GridSpace) else AUTO_FULL_SPARSE_ROWS
-        if rows_est <= AUTO_FULL_ROWS or pairs == "all" or (sparse and rows_est <= sparse_limit):
+        if rows_est <= AUTO_FULL_ROWS or pairs == "all" or (sparse and rows_est <= AUTO_FULL_SPARSE_ROWS):
             method = "full"
         elif n <= AUTO_CG_POINTS:
             method = "constraint-generation"
