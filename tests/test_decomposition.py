@@ -538,12 +538,18 @@ def test_decomposition_reaches_the_optimum_when_far_pairs_are_beyond_the_pricing
 
     assume(np.exp(eps * d.max()) > 10 * MAX_FACTOR and eps * d.max() <= 60)
     out, opt = _against_reference(d, prior=data.draw(priors(d.shape[0])), eps=eps, kind=kind)
-    assert out.objective == pytest.approx(opt, abs=LP_TOL)
+    # the bracket always holds: the master's channel is private, the bound valid
+    assert out.objective <= opt + LP_TOL
     assert out.bound >= opt - 1e-9
-    # the relaxation that leaves those pairs out bounds the pricing values up to about 1/MAX_FACTOR,
-    # which can leave the bound just above the tolerance for "optimal": then the run says "stalled"
     assert out.status in ("optimal", "gap", "stalled"), out.message
-    assert out.bound - out.objective <= 1e-5 * max(1.0, abs(opt)), out.message
+    # Leaving those pairs out of the pricing LPs costs about n·max|c|/MAX_FACTOR in absolute terms
+    # (the relaxation's bound, and rays the master can only sum where the optimum takes their maximum:
+    # found by hypothesis, 4 points at ε = 5.5 with factors up to 7e9, a distance loss whose optimum is
+    # −4.96e-7 stalled at −6.79e-7 ≤ OPT ≤ −4.89e-7). Such a run must say "stalled", with that bracket.
+    if out.status == "stalled":
+        assert out.bound - out.objective <= 1e-5 * max(1.0, abs(opt)), out.message
+    else:
+        assert out.objective == pytest.approx(opt, abs=LP_TOL)
 
 
 @pytest.mark.parametrize("points, prior, eps, kind", [
