@@ -542,10 +542,11 @@ def test_decomposition_reaches_the_optimum_when_far_pairs_are_beyond_the_pricing
     assert out.objective <= opt + LP_TOL
     assert out.bound >= opt - 1e-9
     assert out.status in ("optimal", "gap", "stalled"), out.message
-    # Leaving those pairs out of the pricing LPs costs about n·max|c|/MAX_FACTOR in absolute terms
-    # (the relaxation's bound, and rays the master can only sum where the optimum takes their maximum:
-    # found by hypothesis, 4 points at ε = 5.5 with factors up to 7e9, a distance loss whose optimum is
-    # −4.96e-7 stalled at −6.79e-7 ≤ OPT ≤ −4.89e-7). Such a run must say "stalled", with that bracket.
+    # With factors this wide the optimum can sit at the solvers' absolute tolerances: found by
+    # hypothesis, 4 points at ε = 5.5 (factors up to 7e9), a distance loss whose optimum is −4.96e-7
+    # (1.2e-7 in the engine's units, the largest loss 1) stalled at −6.79e-7 ≤ OPT ≤ −4.89e-7; the
+    # exact pricing values there were 1e-10 to 3e-10, below the master's entering tolerance of 1e-9.
+    # Such a run must say "stalled", with that bracket.
     if out.status == "stalled":
         assert out.bound - out.objective <= 1e-5 * max(1.0, abs(opt)), out.message
     else:
