@@ -162,6 +162,33 @@ def test_evaluate_measures_the_displacement_the_accuracy_promised(tmp_path):
         evaluate_files(src, out, key="name")  # city names repeat: no one-to-one join
 
 
+def test_evaluate_by_key_joins_the_released_rows_and_counts_those_left_out(tmp_path):
+    # a release that left rows out (outside its region, or skipped as invalid) is joined on its own
+    # keys, in any order; the left-out rows are counted, and a key the original lacks is an error
+    from dprivacy.data.locations import evaluate_files
+
+    rng = np.random.default_rng(5)
+    lat, lon = rng.uniform(40, 50, 10), rng.uniform(0, 10, 10)
+    src = tmp_path / "a.csv"
+    src.write_text("id,lat,lon\n" + "".join(f"{i},{la:.17g},{lo:.17g}\n" for i, (la, lo) in enumerate(zip(lat, lon))))
+    keep = rng.permutation(np.arange(2, 10))
+    out = tmp_path / "b.csv"
+    out.write_text("id,lat,lon\n" + "".join(f"{i},{lat[i]:.17g},{lon[i] + 0.01:.17g}\n" for i in keep))
+    rep = evaluate_files(src, out, key="id")
+    assert rep["rows"] == 8 and rep["rows_not_released"] == 2
+    # every released point moved 0.01° east at its own latitude: the join paired the right rows
+    from pyproj import Geod
+
+    _, _, d = Geod(ellps="WGS84").inv(lon[keep], lat[keep], lon[keep] + 0.01, lat[keep])
+    assert rep["displacement_m"]["max"] == pytest.approx(d.max(), rel=1e-12)
+    assert rep["displacement_m"]["mean"] == pytest.approx(d.mean(), rel=1e-12)
+    stray = tmp_path / "c.csv"
+    stray.write_text(out.read_text() + f"99,{lat[0]:.17g},{lon[0]:.17g}\n")
+    with pytest.raises(ValueError, match=r"1 key\(s\) of .*c.csv are not in .*a.csv \(e.g. 99\)"):
+        evaluate_files(src, stray, key="id")
+    assert "rows_not_released" not in evaluate_files(src, src, key="id")
+
+
 # -- the released mechanism: exact lattice noise, a fixed output lattice, the guarantee stated ---------------
 
 

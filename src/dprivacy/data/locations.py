@@ -709,7 +709,8 @@ def displacement_quantiles(epsilon_m: float, qs=(0.5, 0.9, 0.95, 0.99)) -> dict:
 def evaluate_files(original, released, *, lat: str | None = None, lon: str | None = None, key: str | None = None,
                    coords: str | None = None, return_points: bool = False):
     """Displacement in metres between an original file and its obfuscated version (rows joined by ``key``,
-    or by position), on the WGS84 ellipsoid: mean, median, 90/95/99th percentiles, max; and, when the
+    or by position; with a key, original rows the release left out are counted as ``rows_not_released``
+    and a released key missing from the original is an error), on the WGS84 ellipsoid: mean, median, 90/95/99th percentiles, max; and, when the
     release's sidecar gives ε, the same figures predicted by the mechanism's radial law. ``coords``:
     the unit of both files' coordinates (default: the release's sidecar says, else degrees)."""
     import json
@@ -735,15 +736,24 @@ def evaluate_files(original, released, *, lat: str | None = None, lon: str | Non
     scale = SEMICIRCLE_DEG if coords == "semicircles" else 1.0
     a, la_a, lo_a = load(original)
     b, la_b, lo_b = load(released)
+    not_released = 0
     if key is not None:
         for t, name in ((a, original), (b, released)):
             if key not in t.column_names:
                 raise ValueError(f"no key column {key!r} in {name}")
             if pc.count_distinct(t.column(key)).as_py() != t.num_rows:
                 raise ValueError(f"key column {key!r} of {name} has repeated values: it cannot join rows one to one")
-        b = b.take(pc.index_in(a.column(key), value_set=b.column(key)).fill_null(-1))
-        if pc.any(pc.equal(pc.index_in(a.column(key), value_set=b.column(key)), None)).as_py():
-            raise ValueError(f"some keys of {original} are missing from {released}")
+        stray = pc.is_null(pc.index_in(b.column(key), value_set=a.column(key)))
+        if pc.any(stray).as_py():
+            first = b.column(key).filter(stray)[0].as_py()
+            raise ValueError(f"{pc.sum(stray).as_py()} key(s) of {released} are not in {original} (e.g. {first!r})")
+        # rows of the original that the release left out (outside its region, or invalid and skipped)
+        # are not joined; the report counts them
+        where = pc.index_in(a.column(key), value_set=b.column(key))
+        released_rows = pc.is_valid(where)
+        not_released = a.num_rows - b.num_rows
+        a = a.filter(released_rows)
+        b = b.take(where.filter(released_rows))
     elif a.num_rows != b.num_rows:
         raise ValueError(f"{original} has {a.num_rows} rows and {released} {b.num_rows}: give --key COL to join them")
     f = lambda t, c: pc.cast(t.column(c), pa.float64()).to_numpy(zero_copy_only=False)  # noqa: E731
@@ -761,6 +771,7 @@ def evaluate_files(original, released, *, lat: str | None = None, lon: str | Non
     _, _, d = Geod(ellps="WGS84").inv(lon0[ok], lat0[ok], lon1[ok], lat1[ok])
     d = np.asarray(d)
     res = {"original": str(original), "released": str(released), "rows": int(ok.sum()), "rows_skipped": int((~ok).sum()),
+           **({"rows_not_released": not_released} if not_released else {}),
            "displacement_m": {"mean": float(d.mean()), "p50": float(np.median(d)), "p90": float(np.quantile(d, 0.9)),
                               "p95": float(np.quantile(d, 0.95)), "p99": float(np.quantile(d, 0.99)), "max": float(d.max())}}
     if coords != "degrees":
