@@ -709,10 +709,11 @@ def displacement_quantiles(epsilon_m: float, qs=(0.5, 0.9, 0.95, 0.99)) -> dict:
 def evaluate_files(original, released, *, lat: str | None = None, lon: str | None = None, key: str | None = None,
                    coords: str | None = None, return_points: bool = False):
     """Displacement in metres between an original file and its obfuscated version (rows joined by ``key``,
-    or by position; with a key, original rows the release left out are counted as ``rows_not_released``
-    and a released key missing from the original is an error), on the WGS84 ellipsoid: mean, median, 90/95/99th percentiles, max; and, when the
+    or by position), on the WGS84 ellipsoid: mean, median, 90/95/99th percentiles, max; and, when the
     release's sidecar gives ε, the same figures predicted by the mechanism's radial law. ``coords``:
-    the unit of both files' coordinates (default: the release's sidecar says, else degrees)."""
+    the unit of both files' coordinates (default: the release's sidecar says, else degrees). With a
+    key, original rows the release left out are counted as ``rows_not_released``, and a released key
+    missing from the original is an error."""
     import json
     from pathlib import Path
 
