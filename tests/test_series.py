@@ -131,3 +131,19 @@ def test_bad_input_names_the_problem_and_writes_nothing(tmp_path):
                         "--column", "v", "--epsilon", "1"], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "not a number" in p.stderr
     assert not (tmp_path / "o4.csv").exists()
+
+
+def test_the_time_column_must_hold_times(tmp_path):
+    """The time column is copied to the output without noise: naming the reading itself, or another
+    number, as the time released it exactly (found with --time glucose on the glucose readings)."""
+    src = _write(tmp_path / "in.csv", t=np.array(["2024-01-01 00:00:00", "2024-01-01 00:05:00"]),
+                 v=np.array([258, 260]), w=np.array([22.5, 23.1]), s=np.array(["a", "b"]))
+    with pytest.raises(ValueError, match="time column and the reading column are both 'v'"):
+        release_series(src, tmp_path / "o.csv", column="v", time_column="v", epsilon=1.0)
+    with pytest.raises(ValueError, match="time column 'w' .type double. is not a date/time"):
+        release_series(src, tmp_path / "o.csv", column="v", time_column="w", epsilon=1.0)
+    with pytest.raises(ValueError, match="time column 's' .type string. is not a date/time"):
+        release_series(src, tmp_path / "o.csv", column="v", time_column="s", epsilon=1.0)
+    assert not (tmp_path / "o.csv").exists() and not list(tmp_path.glob(".o.csv*"))
+    rep = release_series(src, tmp_path / "o.csv", column="v", time_column="t", epsilon=1.0, rng=0)
+    assert rep.readings == 2 and pacsv.read_csv(tmp_path / "o.csv").column_names == ["t", "v"]

@@ -82,7 +82,8 @@ def test_sum_and_percentile_on_real_table_clamp_and_report():
     path = _superstore()
     s = run_query(path, parse_query("sum:Quantity"), epsilon=1.0, bounds=(0, 10), rng=1)
     assert s.sensitivity == 10 and s.answers[0].clamped_not_private > 0  # quantities up to 14
-    p = run_query(path, parse_query("percentile:Sales:50"), epsilon=1.0, bounds=(0, 1000), privacy="dinf", rng=2)
+    p = run_query(path, parse_query("percentile:Sales:50"), epsilon=1.0, bounds=(0, 1000), privacy="dinf", rng=2,
+                  unit=1)
     assert 0 <= p.answers[0].noisy <= 1000 and p.sensitivity == 1
 
 
@@ -93,13 +94,50 @@ def test_sum_and_percentile_on_real_table_clamp_and_report():
     (dict(query="sum:Sales"), "needs --bounds"),
     (dict(query="avg:Sales", bounds=(0, 9), group_by="Region"), "ask for sum and count"),
     (dict(query="count", where="Nope > 1"), "bad --where"),
-    (dict(query="percentile:Sales:50", bounds=(0, 9), where="Region = 'Atlantis'"), "no rows match"),
+    (dict(query="sum:Sales", bounds=(0, 9)), "1198 selected value.s. that are not whole numbers, the first at row 7 .*7.28"),
+    (dict(query="sum:Quantity", bounds=(0, 9.5)), "two integers"),
+    (dict(query="sum:Quantity", bounds=(0, 9.5), unit=0.2), "multiples of --unit 0.2"),
+    (dict(query="sum:Quantity", bounds=(0, 9), unit=-1), "--unit must be a positive number"),
+    # #11 is Quantity: a column by position would read the protected column past the check on names
+    (dict(query="sum:Quantity", bounds=(0, 15), privacy="d1", where="#11 > 2"), "by position"),
     (dict(query="count", privacy="dinf"), "not a query on values"),
 ])
 def test_bad_queries_name_the_problem(args, msg):
     q = args.pop("query")
     with pytest.raises(ValueError, match=msg):
         run_query(_superstore(), parse_query(q), epsilon=1.0, **args)
+
+
+def test_values_with_a_fraction_are_counted_on_the_declared_unit():
+    """With --unit U the values are rounded to multiples of U and the answers' grid is in units of U: at
+    ε so large that the noise is 0, a d1 sum of the discounts is their exact total (1561.09), where
+    rounding to whole numbers gave 922; the d1 distance 1 is one unit, so Δ = 1."""
+    import duckdb
+
+    path = _superstore()
+    exact = duckdb.sql(f"SELECT sum(CAST(round(Discount * 100) AS BIGINT)) FROM read_csv_auto('{path}')").fetchall()[0][0]
+    r = run_query(path, parse_query("sum:Discount"), epsilon=1000.0, bounds=(0, 1), privacy="d1", unit=0.01, rng=1)
+    assert r.sensitivity == 1 and tuple(r.answer_range) == (0, 100 * 9994) and r.unit == 0.01
+    assert r.answers[0].noisy == exact / 100 and r.answers[0].clamped_not_private == 0
+    assert tuple(r.bounds) == (0, 1)  # reported in the values' units
+    # under d_h the sensitivity is the range in units: 100 hundredths
+    h = run_query(path, parse_query("sum:Discount"), epsilon=1.0, bounds=(0, 1), unit=0.01, rng=1)
+    assert h.sensitivity == 100
+    rounded = run_query(path, parse_query("sum:Discount"), epsilon=1000.0, bounds=(0, 1), privacy="d1", unit=1, rng=1)
+    assert rounded.answers[0].noisy == duckdb.sql(
+        f"SELECT sum(CAST(round(Discount) AS BIGINT)) FROM read_csv_auto('{path}')").fetchall()[0][0]
+
+
+def test_a_percentile_of_an_empty_selection_is_answered_as_lo():
+    """Refusing it told anyone, exactly and for free, that no row matched; it is LO by convention,
+    released with noise (here ε so large that the noise is 0)."""
+    path = _superstore()
+    r = run_query(path, parse_query("percentile:Quantity:50"), epsilon=1000.0, bounds=(3, 9), where="Region = 'Atlantis'",
+                  rng=1)
+    assert r.answers[0].noisy == 3 and "LO by convention" in r.theorem
+    g = run_query(path, parse_query("percentile:Quantity:50"), epsilon=1000.0, bounds=(3, 9), group_by="Region",
+                  where="Region = 'West'", rng=1)
+    assert {a.group: a.noisy for a in g.answers if a.group != "West"} == {"Central": 3, "East": 3, "South": 3}
 
 
 def test_ledger_refuses_over_budget_and_is_unchanged(tmp_path):

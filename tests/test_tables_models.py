@@ -122,7 +122,7 @@ def test_cli_privacy_models_and_kcount(tmp_path):
     assert p.returncode == 0, p.stderr
     rep = json.loads(p.stdout)
     assert rep["sensitivity"] == 15 and "Thm 11" in rep["theorem"] and len(rep["answers"]) == 4
-    p = _cli("query", sup, "--query", "avg:Sales", "--bounds", "0,2000", "--privacy", "dinf", "--epsilon", "1", "--json", cwd=tmp_path)
+    p = _cli("query", sup, "--query", "avg:Sales", "--bounds", "0,2000", "--unit", "1", "--privacy", "dinf", "--epsilon", "1", "--json", cwd=tmp_path)
     rep = json.loads(p.stdout)
     assert p.returncode == 0 and rep["sensitivity"] == 1 and rep["answer_range"] == [0, 2000] and "rounded" in rep["theorem"]
     flags = tmp_path / "flags.csv"

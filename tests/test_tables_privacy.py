@@ -113,16 +113,19 @@ def test_grouped_sum_with_positive_lo_is_not_stuck_at_n_lo():
     import duckdb
 
     sup = _data("SampleSuperstore.csv.gz")
-    r = run_query(sup, parse_query("sum:Sales"), epsilon=50.0, bounds=(100, 1000), group_by="Region", rng=4)
+    r = run_query(sup, parse_query("sum:Sales"), epsilon=50.0, bounds=(100, 1000), group_by="Region", rng=4,
+                  unit=1)
     n = 9994
     assert tuple(r.answer_range) == (0, n * 1000)  # a group has 0..N rows: min(0, N·LO)..max(0, N·HI)
     truth = dict(duckdb.sql(f"SELECT Region, sum(CAST(round(least(greatest(Sales, 100), 1000)) AS BIGINT)) "
                             f"FROM read_csv_auto('{sup}') GROUP BY 1").fetchall())
     for a in r.answers:
         assert abs(a.noisy - truth[a.group]) <= 10 * a.within  # near the truth, not N·LO = 999400
-    w = run_query(sup, parse_query("sum:Sales"), epsilon=1.0, bounds=(-50, 1000), where="Region = 'West'", rng=1)
+    w = run_query(sup, parse_query("sum:Sales"), epsilon=1.0, bounds=(-50, 1000), where="Region = 'West'", rng=1,
+                  unit=1)
     assert tuple(w.answer_range) == (-50 * n, 1000 * n)
-    p = run_query(sup, parse_query("percentile:Sales:50"), epsilon=1.0, bounds=(100, 1000), group_by="Region", rng=1)
+    p = run_query(sup, parse_query("percentile:Sales:50"), epsilon=1.0, bounds=(100, 1000), group_by="Region", rng=1,
+                  unit=1)
     assert tuple(p.answer_range) == (100, 1000) and all(100 <= a.noisy <= 1000 for a in p.answers)
 
 

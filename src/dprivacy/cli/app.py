@@ -795,14 +795,14 @@ def cmd_query(args) -> int:
         except ValueError:
             bounds = None
         if bounds is None or len(bounds) != 2:
-            raise CliError(f"dprivacy query: error: --bounds must be LO,HI (two integers), got {args.bounds!r}")
+            raise CliError(f"dprivacy query: error: --bounds must be LO,HI (two numbers), got {args.bounds!r}")
     if (args.budget is None) != (args.budget_file is None):
         raise CliError("dprivacy query: error: --budget and --budget-file go together")
 
     def run():
         return run_query(args.table, q, epsilon=eps, bounds=bounds, where=args.where, group_by=args.group_by,
                          privacy=args.privacy, rng=args.seed, mechanism=args.mechanism, skip_invalid=args.skip_invalid,
-                         prior=args.prior)
+                         prior=args.prior, unit=args.unit)
 
     if args.budget_file is not None:
         from ..data.budget import charge
@@ -1002,7 +1002,10 @@ def make_parser() -> argparse.ArgumentParser:
                     "under --privacy d1|normalized-d1|dinf its columns are treated as public")
     qy.add_argument("--group-by", help="answer per value of this column (its distinct values are public; standard: ε/2 per "
                     "group, as a changed row can move between two groups; dinf: ε/G; d1, normalized-d1: ε per group)")
-    qy.add_argument("--bounds", help="LO,HI: the declared integer range of the column (values are clamped to it); write --bounds=-5,5 for a negative LO")
+    qy.add_argument("--bounds", help="LO,HI: the declared range of the column (values are clamped to it; whole numbers, "
+                    "or multiples of --unit); write --bounds=-5,5 for a negative LO")
+    qy.add_argument("--unit", type=_ascii_float, help="resolution of the values: they are rounded to multiples of it, and a "
+                    "value metric's distance 1 is one unit (default: the values must be whole numbers)")
     qy.add_argument("--privacy", choices=["standard", "normalized-d1", "d1", "dinf"], default="standard",
                     help="metric on tables (seed 002 §5): standard ε-DP (d_h), normalized Manhattan, Manhattan or maximum on values")
     qy.add_argument("--mechanism", choices=["auto", "truncated-geometric", "geometric", "tight-constraints", "optimal"],

@@ -128,9 +128,16 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
         if c is not None and c not in names:
             raise ValueError(f"no {what} column {c!r} in {input_path}: its columns are {', '.join(names)}")
 
-    # Pass 1: count the valid readings (d∞ needs n before the first draw) and find invalid rows.
+    if time_column is not None and time_column == column:
+        raise ValueError(f"the time column and the reading column are both {column!r}: the time column is copied to "
+                         "the output without noise")
+
+    # Pass 1: count the valid readings (d∞ needs n before the first draw), find invalid rows, and check
+    # that the time column holds times.
     n_valid, n_invalid, row = 0, 0, 0
     for batch in read_batches(input_path)[1]:
+        if time_column is not None:
+            _as_times(batch.column(time_column), time_column)
         x, bad = _values(batch, column, row, skip_invalid)
         if bad.any() and not skip_invalid:
             k = int(np.flatnonzero(bad)[0])
@@ -199,16 +206,30 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     )
 
 
+def _as_times(tcol, name: str):
+    """The time column as dates/times, or a ValueError. It is copied to the output as it is, so it must
+    be a time and nothing else: a number (a second reading, or the reading itself) or free text would
+    be released without noise. Text must parse as ISO times."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_timestamp(tcol.type) or pa.types.is_date(tcol.type):
+        return tcol
+    what = f"the time column{f' {name!r}' if name else ''} (type {tcol.type})"
+    if not (pa.types.is_string(tcol.type) or pa.types.is_large_string(tcol.type)):
+        raise ValueError(f"{what} is not a date/time; it is copied to the output without noise, so it must be "
+                         "dates/times (or ISO text such as 2010-03-24 09:51:00)")
+    try:
+        return pc.cast(tcol, pa.timestamp("s"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise ValueError(f"{what} is not a date/time; give ISO times such as 2010-03-24 09:51:00") from None
+
+
 def _accumulate(sums: dict, tcol, noisy: np.ndarray, per: str, first_row: int) -> None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if not pa.types.is_timestamp(tcol.type) and not pa.types.is_date(tcol.type):
-        try:
-            tcol = pc.cast(tcol, pa.timestamp("s"))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            raise ValueError(f"the time column (type {tcol.type}) is not a date/time; give ISO times such as "
-                             "2010-03-24 09:51:00") from None
+    tcol = _as_times(tcol, "")
     if tcol.null_count:
         k = int(np.flatnonzero(np.asarray(pc.is_null(tcol)))[0])
         raise ValueError(f"row {first_row + k + 1} of the file (1 = first data row): missing time (aggregates per period need every reading's time)")

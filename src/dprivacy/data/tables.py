@@ -47,8 +47,10 @@ group's answer gets ε (parallel composition).
 
 Answer ranges are public: count 0..N; sum N·LO..N·HI for the whole table, and min(0, N·LO)..max(0,
 N·HI) with ``where``/``group_by``/``skip_invalid`` (a selection has 0..N rows); percentile and the rounded
-mean LO..HI. Values are clamped to [LO, HI] and rounded to integers; the number clamped is reported for
-the data owner (not private). The accuracy stated for each answer is exact and holds for every true
+mean LO..HI (a percentile of an empty selection is LO by convention, released with noise like the
+others). Values are clamped to [LO, HI]; they must be whole numbers, or multiples of a declared ``unit``
+(the values' resolution, in which the answers' grid and the value metrics' distance are counted), to
+which they are rounded. The number clamped is reported for the data owner (not private). The accuracy stated for each answer is exact and holds for every true
 answer in the range: the largest expected |error| over the range, E|TG(a) − a| = α/((1−α)(1+α))·
 (2 − α^{hi−a} − α^{a−lo}), and the smallest t with P(|error| > t) ≤ 1 − confidence for every a, the
 (α, δ)-usefulness of seed 002 §5.
@@ -292,6 +294,9 @@ class QueryResult:
     universally_optimal: bool = False
     optimality: str = ""
     solver: dict = field(default_factory=dict)
+    #: the values' resolution (--unit): they were rounded to its multiples, and a value metric's distance
+    #: 1 is one unit; None: whole numbers, as given
+    unit: float | None = None
 
     def to_dict(self) -> dict:
         from ..results import jsonable
@@ -369,8 +374,10 @@ def _connect(path: str):
 
 
 #: Expression classes a --where may not contain: a subquery (another table, another file), ``*`` or
-#: COLUMNS(...), a window over other rows.
-_WHERE_FORBIDDEN = {"SUBQUERY": "a subquery", "STAR": "'*' or COLUMNS(...)", "WINDOW": "a window function"}
+#: COLUMNS(...), a window over other rows, a column by position (``#11`` read the protected column past
+#: the check that --where names no protected column).
+_WHERE_FORBIDDEN = {"SUBQUERY": "a subquery", "STAR": "'*' or COLUMNS(...)", "WINDOW": "a window function",
+                    "POSITIONAL_REFERENCE": "a column by position (#N; name the column)"}
 
 
 def check_where(con, where: str, rel: str) -> set:
@@ -500,7 +507,7 @@ def _plan_split(q: Query, privacy: str, group_by, groups: int) -> tuple[int, str
 
 def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: str | None = None,
               group_by: str | None = None, privacy: str = "standard", rng=None, confidence: float = 0.95,
-              mechanism: str = "auto", skip_invalid: bool = False, prior=None) -> QueryResult:
+              mechanism: str = "auto", skip_invalid: bool = False, prior=None, unit: float | None = None) -> QueryResult:
     """Answer ``query`` on ``table`` with ε-private noise per group (see the module docstring).
 
     ``mechanism``: ``auto``/``truncated-geometric`` (the answer clamped to its public range: the truncated
@@ -511,7 +518,11 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     ``prior``; the only mechanism that uses ``prior``). ``skip_invalid``: empty or non-numeric values are
     left out of the aggregate as null values (seed 002 §5 extends the value metric with a null at the
     maximal distance), with Δ raised where a null changes the sum by more than the theorem's Δ; their
-    number is reported for the data owner only.
+    number is reported for the data owner only. ``unit``: the resolution U of the values — they are
+    rounded to multiples of U, the bounds must be multiples of U, and the value metrics' distance 1 is U
+    (as in :func:`~dprivacy.data.series.release_series`). Without it the values must be whole numbers:
+    values with a fraction are refused (rounding them silently made a sum of discounts 922 where it is
+    1561.09), not rounded.
     """
     import duckdb
 
@@ -532,11 +543,22 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     table = os.path.abspath(table)
     if query.kind not in ("count", "kcount") and bounds is None:
         raise ValueError(f"{query.name} needs --bounds LO,HI: the declared range of {query.column!r} (values are clamped to it)")
+    if unit is not None and (isinstance(unit, bool) or not isinstance(unit, (int, float)) or not math.isfinite(unit)
+                             or not unit > 0):
+        raise ValueError(f"--unit must be a positive number (the resolution of the values), got {unit!r}")
+    u = 1.0 if unit is None else float(unit)
+    value_bounds = bounds
     if bounds is not None:
         lo, hi = bounds
-        if not (math.isfinite(lo) and math.isfinite(hi)) or lo != int(lo) or hi != int(hi) or lo > hi:
-            raise ValueError(f"--bounds must be two integers LO <= HI, got {lo:g},{hi:g}")
-        bounds = (int(lo), int(hi))
+        if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+            raise ValueError(f"--bounds must be two numbers LO <= HI, got {lo:g},{hi:g}")
+        glo, ghi = round(lo / u), round(hi / u)
+        if abs(glo * u - lo) > 1e-9 * max(abs(lo), u) or abs(ghi * u - hi) > 1e-9 * max(abs(hi), u):
+            raise ValueError(f"--bounds must be two integers LO <= HI, got {lo:g},{hi:g}" if unit is None else
+                             f"--bounds must be multiples of --unit {u:g}, got {lo:g},{hi:g}")
+        if max(abs(glo), abs(ghi)) >= 2**52:
+            raise ValueError(f"--bounds {lo:g},{hi:g} span too many multiples of the unit {u:g} (at most 2^52)")
+        bounds = (int(glo), int(ghi))  # from here on in units of u: the answers' integer grid
     if query.kind == "avg" and (group_by is not None or where or skip_invalid):
         raise ValueError("avg divides by the number of rows, which is public only for the whole table: with --group-by, "
                          "--where or --skip-invalid ask for sum and count instead (their ratio is a private average)")
@@ -582,13 +604,16 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         bad = f"{col} IS NULL OR {val} IS NULL OR isnan({val})"
         checks.append(f"count(*) FILTER (WHERE {sel} AND {col} IS NOT NULL AND ({val} IS NULL OR isnan({val})))")
         checks.append(f"count(*) FILTER (WHERE {sel} AND {col} IS NULL)")
+        clamped_val = f"least(greatest({val}, {bounds[0] * u!r}), {bounds[1] * u!r})"
+        fraction = f"NOT ({bad}) AND {clamped_val} <> round({clamped_val})"
+        checks.append(f"count(*) FILTER (WHERE {sel} AND {fraction})" if unit is None else "0")
     elif query.kind == "kcount":
         bad = " OR ".join(f"({_quote(c)} IS NULL OR {_as_type(_quote(c), types[c], 'BOOLEAN')} IS NULL"
                           + (f" OR {_quote(c)} NOT IN (0, 1))" if _is_numeric(types[c]) else ")") for c in query.columns)
         checks.append(f"count(*) FILTER (WHERE {sel} AND ({bad}))")
-        checks.append("0")
-    else:
         checks += ["0", "0"]
+    else:
+        checks += ["0", "0", "0"]
     checks.append(f"count(DISTINCT {gexpr}) + max(CASE WHEN {gexpr} IS NULL THEN 1 ELSE 0 END)" if gexpr else "1")
 
     def scan(sql: str):
@@ -604,8 +629,8 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
 
     got = scan(f"SELECT {', '.join(checks)} FROM {rel}")[0]
     total = int(got[0])
-    wrong, empty = int(got[1]), int(got[2])
-    n_groups = int(got[3] or 0)
+    wrong, empty, fractions = int(got[1]), int(got[2]), int(got[3])
+    n_groups = int(got[4] or 0)
     invalid = wrong + empty
     if invalid and not skip_invalid:
         what = f"column {query.column!r}" if query.column else "columns " + ", ".join(map(repr, query.columns))
@@ -617,6 +642,11 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         else:
             found = f"{what}: {wrong} selected row(s) have a missing or non-boolean value"
         raise ValueError(f"{found} (expected {expect}){first}; --skip-invalid leaves them out as null values and counts them")
+    if fractions:
+        first = _first_bad_row(con, rel, sel, fraction, query.column)
+        raise ValueError(f"column {query.column!r} has {fractions} selected value(s) that are not whole numbers{first}: "
+                         "the answers are computed on a grid of whole units; give --unit, the values' resolution "
+                         "(e.g. --unit 0.01, or --unit 1 to round them to whole numbers)")
     if query.kind == "avg" and total == 0:
         raise ValueError("the table has no rows: its average is undefined")
     delta, theorem, optimal_thm = _sensitivity(query, privacy, bounds, total, selected=selected,
@@ -627,8 +657,9 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
                          "path of the theorem; use --mechanism truncated-geometric")
     factor, composition = _plan_split(query, privacy, group_by, n_groups)
     eps_answer = eps / factor
-    # The public integer grid of each answer, and the step that turns it into the released value.
-    step = 1.0
+    # The public integer grid of each answer (values in units of u), and the step that turns it into the
+    # released value.
+    step = u
     if query.kind in ("count", "kcount"):
         lo_a, hi_a = 0, total
     elif query.kind == "sum":
@@ -636,7 +667,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         lo_a, hi_a = (min(0, total * lo), max(0, total * hi)) if (selected or skip_invalid) else (total * lo, total * hi)
     elif query.kind == "avg" and privacy != "dinf":
         lo_a, hi_a = bounds[0] * total, bounds[1] * total
-        step = 1.0 / total
+        step = u / total
     else:  # percentile, or the rounded mean under d∞
         lo_a, hi_a = bounds
     # The answers: one aggregate pass, the selection as a FILTER, one row per group key of the whole table.
@@ -650,10 +681,10 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     else:
         lo, hi = bounds
         ok = f"{val} IS NOT NULL AND NOT isnan({val})"
-        x = f"CAST(round(least(greatest({val}, {lo}), {hi})) AS BIGINT)"
+        x = f"CAST(round(least(greatest({val} / {u!r}, {lo}), {hi})) AS BIGINT)"
         aggs = [f"quantile_disc({x}, {query.p / 100.0}) FILTER (WHERE {sel} AND {ok})" if query.kind == "percentile" else
                 f"coalesce(sum({x}) FILTER (WHERE {sel} AND {ok}), 0)"]
-        clamped = f"count(*) FILTER (WHERE {sel} AND {ok} AND ({val} < {lo} OR {val} > {hi}))"
+        clamped = f"count(*) FILTER (WHERE {sel} AND {ok} AND ({val} < {lo * u!r} OR {val} > {hi * u!r}))"
     if gexpr:
         sql = f"SELECT {gexpr} AS g, {', '.join(aggs)}, {clamped} AS clamped FROM {rel} GROUP BY 1 ORDER BY 1 NULLS LAST"
     else:
@@ -666,17 +697,20 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         raise ValueError(f"refused: the query produced {len(rows)} answers where {expected} (one per group) were expected")
     if gexpr and not rows:
         raise ValueError("the table has no rows: there is no group to answer")
-    missing = [r[0] for r in rows if any(v is None for v in r[1:-1])]
-    if missing:
-        which = f" in group {missing[0]!r}" if gexpr else ""
-        raise ValueError(f"no rows match{which} (no selected row with a valid value) for {query.name}: a percentile of an "
-                         "empty selection is undefined (widen --where)")
+    # A percentile of an empty selection is LO by convention, and is released with noise like any other:
+    # refusing it (as before) told anyone, for free and exactly, whether some row matched a --where. The
+    # convention keeps Δ: under d_h the percentile already moves over LO..HI, and under a value metric
+    # the selection is public, so the convention is a constant.
+    rows = [(r[0], *(bounds[0] if v is None else v for v in r[1:-1]), r[-1]) if query.kind == "percentile" else r
+            for r in rows]
     src = random_source(rng)
     if sum_graph:
-        return _tight_sum(table, query, rows, src, eps=eps, eps_answer=eps_answer, factor=factor, delta=delta,
-                          lo_a=lo_a, hi_a=hi_a, step=step, total=total, bounds=bounds, where=where, group_by=group_by,
-                          theorem=theorem, composition=composition, confidence=confidence, prior=prior,
-                          public_cols=public_cols, n_groups=n_groups, invalid=invalid if skip_invalid else 0)
+        res = _tight_sum(table, query, rows, src, eps=eps, eps_answer=eps_answer, factor=factor, delta=delta,
+                         lo_a=lo_a, hi_a=hi_a, step=step, total=total, bounds=value_bounds, where=where, group_by=group_by,
+                         theorem=theorem, composition=composition, confidence=confidence, prior=prior,
+                         public_cols=public_cols, n_groups=n_groups, invalid=invalid if skip_invalid else 0)
+        res.unit = unit
+        return res
     # Exact integer sampling (CKS 2020) at s/t ≤ ε_a/Δ: no floating-point step decides a released value.
     params = geometric_parameters(eps_answer, delta)
     alpha = params.alpha
@@ -719,11 +753,13 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
             out = [min(max(o, lo_a), hi_a) for o in out]
         if remap is not None:
             out = [int(remap[o - lo_a]) for o in out]
-        noisy = [o * step for o in out] if query.kind == "kcount" else out[0] * step
+        noisy = [_on_grid(o, step) for o in out] if query.kind == "kcount" else _on_grid(out[0], step)
         answers.append(GroupAnswer(grp, noisy, int(n_clamped), mean * step, t * step, confidence,
                                    None if prior_err is None else prior_err * step))
     used = {"auto": "truncated-geometric", "truncated-geometric": "truncated-geometric", "geometric": "geometric",
             "tight-constraints": "tight-constraints", "optimal": "truncated-geometric + Bayes remap"}[mechanism]
+    if query.kind == "percentile" and (where or group_by is not None or skip_invalid):
+        theorem += "; a selection with no valid value has the percentile LO by convention (released with noise too)"
     if mechanism == "optimal":
         if optimal_thm:
             claim = ("the truncated geometric is universally optimal here (the theorem above), so followed by this remap it "
@@ -751,8 +787,9 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         col_name = query.column
         neighbours = (f"ε·{privacy}-privacy on the values of {col_name!r} ({metric}, nulls at distance HI − LO); the table "
                       f"size N = {total} and every other column are public")
-        guarantee = (f"ε = {eps:g} ({privacy}): two tables whose {col_name!r} values are at distance d get every release "
-                     f"with probabilities within a factor e^(ε·d)")
+        per = "" if unit is None or privacy == "normalized-d1" else f" (in units of {u:g})"
+        guarantee = (f"ε = {eps:g} ({privacy}): two tables whose {col_name!r} values are at distance d{per} get every "
+                     f"release with probabilities within a factor e^(ε·d)")
     public = [f"N = {total} rows"]
     if privacy in VALUE_METRICS and public_cols:
         public.append(f"the columns used by --where/--group-by ({', '.join(public_cols)}) are treated as public: they are "
@@ -763,7 +800,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     if composition:
         guarantee += "; " + composition
     delivered = params.delivered_epsilon * factor
-    res = QueryResult(table, query.name, privacy, used, eps, delta, bounds, where, group_by,
+    res = QueryResult(table, query.name, privacy, used, eps, delta, value_bounds, where, group_by,
                       answers, src.to_dict(),
                       guarantee=guarantee, theorem=theorem, epsilon_spent=eps, delivered_epsilon=delivered,
                       sampler=(f"exact discrete Laplace in integer arithmetic (Canonne, Kamath, Steinke 2020, Alg. 2) with "
@@ -772,7 +809,15 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
                       composition=composition, answer_range=(lo_a, hi_a), answer_step=step, noise_alpha=alpha,
                       accuracy=accuracy, universally_optimal=bool(optimal_thm and mechanism != "geometric"))
     res.rows_skipped_not_private = invalid if skip_invalid else 0
+    res.unit = unit
     return res
+
+
+def _on_grid(k: int, step: float) -> float:
+    """k·step as the nearest float to the exact product: k / (1/step) when 1/step is a whole number (a unit
+    of 0.01: 156109 → 1561.09, where 156109 · 0.01 is 1561.0900000000001)."""
+    inv = 1.0 / step
+    return k / round(inv) if abs(inv - round(inv)) <= 1e-9 * inv else k * step
 
 
 def _answer_prior(prior, size: int, lo: int, hi: int) -> np.ndarray:
@@ -830,7 +875,7 @@ def _tight_sum(table, query, rows, src, *, eps, eps_answer, factor, delta, lo_a,
         o, smp = mech.sample(val - lo_a, src.generator)
         delivered = max(delivered, smp.delivered_epsilon)
         sampler_info = smp.to_dict()
-        answers.append(GroupAnswer(grp, (lo_a + o) * step, int(n_clamped), mean * step, t * step, confidence))
+        answers.append(GroupAnswer(grp, _on_grid(lo_a + o, step), int(n_clamped), mean * step, t * step, confidence))
     optimality = ""
     if prior is not None:
         pi = _answer_prior(prior, n, lo_a, hi_a)
