@@ -163,3 +163,13 @@ def test_ledger_under_two_concurrent_processes_adds_up(tmp_path):
     assert all(p.wait(timeout=120) == 0 for p in procs)
     entry = next(iter(json.loads(led.read_text()).values()))
     assert len(entry["queries"]) == 80 and entry["spent"] == pytest.approx(0.8, abs=1e-12)
+
+
+def test_tight_constraints_on_too_many_answers_is_refused_with_the_numbers(monkeypatch):
+    """A sum over 8 million rows and 0..50 has 400 million answers: building the mechanism on them grew
+    past the machine's memory. Above TIGHT_MAX_ANSWERS it is refused before anything is built."""
+    import dprivacy.data.tables as tables
+
+    monkeypatch.setattr(tables, "TIGHT_MAX_ANSWERS", 100_000)
+    with pytest.raises(ValueError, match=r"range over 149,911 values \(0\.\.149910\), over the 100,000"):
+        run_query(_superstore(), parse_query("sum:Quantity"), epsilon=3.0, bounds=(0, 15), mechanism="tight-constraints")
