@@ -327,3 +327,27 @@ def test_margin_shifts_the_level_and_costs_little():
     assert r1.value <= r0.value + LP_TOL
     assert r0.value - r1.value <= 1e-5
     assert r1.private and r1.smallest_epsilon <= 1.0
+
+
+def test_the_command_line_reaches_the_spanner_lp(tmp_path):
+    """`design … --method spanner` crashed on every space ('SpannerOptimalResult' object has no attribute
+    'implicit'); its saved channel must pass `check`, and its value is at most the exact optimum."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    src = os.path.join(os.path.dirname(__file__), "..", "src")
+    env = dict(os.environ, PYTHONPATH=src)
+    out = tmp_path / "sp.npy"
+    p = subprocess.run([sys.executable, "-m", "dprivacy.cli", "design", "grid:4x4", "--epsilon", "1", "--mechanism",
+                        "optimal", "--method", "spanner", "--save", str(out), "--json"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(p.stdout)
+    assert rep["exists"] and rep["is_private"] and rep["method"] == "spanner"
+    exact = optimal_mechanism(spaces.grid(4, 4), np.full(16, 1 / 16), epsilon=1.0, method="full")
+    assert rep["value"] <= exact.value + 1e-9 and rep["bound"] >= exact.value - 1e-9
+    c = subprocess.run([sys.executable, "-m", "dprivacy.cli", "check", str(out), "grid:4x4", "--epsilon", "1"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert c.returncode == 0, c.stdout + c.stderr

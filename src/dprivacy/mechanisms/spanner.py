@@ -142,6 +142,8 @@ class SpannerOptimalResult(Result):
     gap: float = float("nan")
     method: str = "spanner"
     space: MetricSpace | None = field(default=None, repr=False, compare=False)
+    #: never kept implicit (the spanner LP's channel is dense); here so that every optimal result reads alike
+    implicit: None = field(default=None, repr=False, compare=False)
 
     @property
     def mechanism(self):
