@@ -593,3 +593,28 @@ def test_auto_retries_a_stalled_decomposition_only_when_its_gap_is_wide(monkeypa
     assert res.ok and res.bound >= res.value
     if not retried:
         assert res.gap <= optimal.AUTO_RETRY_GAP and res.method == "dantzig-wolfe"
+
+
+def test_auto_returns_the_tent_channel_when_the_prior_is_regular():
+    """grid:30x30 with the uniform prior (ε·d-regular at ε = 1): the tent LP's bracket closed at gap 6e-9
+    before constraint generation started, which then ran the whole 300 s time limit. Auto now returns
+    that channel — the tight-constraints mechanism, optimal there (seed 000 Thm 4) — with its bracket;
+    a method asked for by name still runs."""
+    from dprivacy.mechanisms.tight import tight_constraints
+    from dprivacy.priors import regularity
+
+    space = spaces.grid(10, 10)  # auto: the decomposition (8×8: constraint generation)
+    p = np.full(space.n, 1 / space.n)
+    assert regularity(space, p, epsilon=1.0).ok
+    r = _optimal_mechanism(space, p, epsilon=1.0, method="auto")
+    assert r.ok and r.method == "tent-lp" and r.gap <= 1e-7 and r.rounds == 0
+    tc = tight_constraints(space, epsilon=1.0)
+    assert r.value == pytest.approx(utility(tc.channel, p).value, abs=1e-9)
+    assert r.value <= r.bound + 1e-12
+    named = optimal_mechanism(space, p, epsilon=1.0, method="dantzig-wolfe")
+    assert named.method == "dantzig-wolfe" and named.value == pytest.approx(r.value, abs=1e-8)
+    # a prior outside the region: the tent bound is not met, and the LP runs
+    q = np.zeros(space.n)
+    q[[0, 5, 77, 99]] = [0.4, 0.3, 0.2, 0.1]
+    assert not regularity(space, q, epsilon=1.0).ok
+    assert _optimal_mechanism(space, q, epsilon=1.0, method="auto", time_limit=60).method != "tent-lp"
