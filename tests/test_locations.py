@@ -353,3 +353,25 @@ def test_ordered_writes_keep_the_order_and_raise_a_writers_error():
             for k in range(10):
                 w.put(k)
     assert seen == [0, 1, 2]  # nothing after the failed write was written
+
+
+def test_a_geojson_s_points_are_its_geometry_whatever_its_properties_are_called(tmp_path):
+    """Properties called lat/lon (or longitude) are the user's data: with --lat lat --lon lon the
+    obfuscated properties became the geometry and the true geometry was written out as properties; a
+    property called longitude collided with the geometry's column. The geometry is now always the point,
+    and --lat/--lon naming anything else on a GeoJSON input is refused."""
+    src = tmp_path / "p.geojson"
+    feats = [{"type": "Feature", "geometry": {"type": "Point", "coordinates": [20.0, 10.0]},
+              "properties": {"lat": 50, "lon": 5, "longitude": 7}},
+             {"type": "Feature", "geometry": {"type": "Point", "coordinates": [21.0, 11.0]},
+              "properties": {"lat": 51, "lon": 6, "longitude": 8}}]
+    src.write_text(json.dumps({"type": "FeatureCollection", "features": feats}))
+    with pytest.raises(ValueError, match="--lat 'lat': the points of a GeoJSON file are its features' geometry"):
+        obfuscate_file(src, tmp_path / "o.geojson", epsilon=1.0, lat="lat", lon="lon", rng=1)
+    assert not (tmp_path / "o.geojson").exists()
+    rep = obfuscate_file(src, tmp_path / "o.geojson", epsilon=1e4, rng=1)  # 0.2 m of noise
+    assert (rep.lat_column, rep.lon_column) == ("geometry_latitude", "geometry_longitude")
+    out = json.loads((tmp_path / "o.geojson").read_text())["features"]
+    for f, o in zip(feats, out):
+        assert o["properties"] == f["properties"]  # the user's columns as they were
+        assert np.allclose(o["geometry"]["coordinates"], f["geometry"]["coordinates"], atol=1e-4)

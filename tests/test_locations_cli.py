@@ -83,8 +83,14 @@ def test_accuracy_is_recorded_in_the_sidecar(pts):
     p = _cli("obfuscate", "pts.csv", "-o", "acc.csv", "--accuracy", "500m@95%", "--seed", "1", "--json", cwd=pts)
     assert p.returncode == 0, p.stderr
     side = json.loads((pts / "acc.csv.dprivacy.json").read_text())
-    assert side["accuracy"] == "500m@95%" and side["unit"] == "m"
+    assert side["accuracy"] == "500m@95%" and side["unit"] == "km"  # ε per --unit (default km), as with --epsilon
     assert abs(side["epsilon_per_metre"] * 500 - 4.743864518390695) < 1e-9
+    assert abs(side["epsilon"] - 2 * 4.743864518390695) < 1e-9  # per km
+    # the budget is in the same unit: 2 per km is below one report at 9.49 per km (it was read per metre)
+    p = _cli("obfuscate", "pts.csv", "-o", "acc2.csv", "--accuracy", "500m@95%", "--user", "user", "--budget", "2",
+             cwd=pts)
+    _one_line(p)
+    assert not (pts / "acc2.csv").exists()
 
 
 def test_evaluate_does_not_overwrite_figures_without_force(pts):

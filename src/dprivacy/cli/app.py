@@ -640,11 +640,14 @@ def cmd_obfuscate(args) -> int:
 
     if (args.epsilon is None) == (args.accuracy is None):
         raise CliError("dprivacy obfuscate: error: give exactly one of --epsilon E or --accuracy R@P (e.g. 500m@95%)")
+    unit = args.unit
     if args.accuracy is not None:
+        # ε per --unit, like --epsilon: a per-metre ε here read --budget (and evaluate --sweep) per metre,
+        # 1000 times looser than the km the user gave
         radius, prob = parse_accuracy(args.accuracy)
-        eps, unit = epsilon_for_accuracy(radius, prob), "m"
+        eps = epsilon_for_accuracy(radius, prob) / epsilon_per_metre(1.0, unit)
     else:
-        eps, unit = args.epsilon, args.unit
+        eps = args.epsilon
     if _same_file(args.input, args.output):
         raise CliError(f"dprivacy obfuscate: error: OUTPUT {args.output} is the input file: write the release to a new file "
                        "(--force never overwrites the input)")

@@ -100,7 +100,7 @@ def load_grid_prior(grid: LocationGrid, prior=None, prior_from=None, *, lat=None
         from .io import find_coordinate_columns, read_batches
 
         schema, batches = read_batches(prior_from)
-        la_c, lo_c = find_coordinate_columns(list(schema.names), lat, lon)
+        la_c, lo_c = find_coordinate_columns(schema, lat, lon)
         counts = np.zeros(grid.n)
         used = outside = invalid = 0
         for b in batches:

@@ -38,8 +38,32 @@ def file_format(path) -> str:
     raise ValueError(f"cannot tell the format of {str(path)!r}: expected .csv, .csv.gz, .parquet or .geojson")
 
 
-def find_coordinate_columns(names: list[str], lat: str | None = None, lon: str | None = None) -> tuple[str, str]:
-    """The latitude and longitude column names: the given ones (checked), or found by the usual names."""
+def geometry_columns(schema) -> tuple[str, str] | None:
+    """(latitude, longitude) columns of a GeoJSON input's geometry (from :func:`geojson_batches`'s schema
+    metadata), else None."""
+    raw = (getattr(schema, "metadata", None) or {}).get(GEOJSON_COORDS_KEY)
+    if not raw:
+        return None
+    lon_c, lat_c = raw.decode().split(",", 1)
+    return lat_c, lon_c
+
+
+def find_coordinate_columns(names, lat: str | None = None, lon: str | None = None) -> tuple[str, str]:
+    """The latitude and longitude column names: the given ones (checked), or found by the usual names.
+    ``names`` may be a pyarrow schema: a GeoJSON input's points are its geometry, whatever --lat/--lon
+    say (naming properties there released the obfuscated properties as the geometry and the true
+    geometry as properties)."""
+    geometry = geometry_columns(names)
+    if geometry is not None:
+        for given, col, flag in ((lat, geometry[0], "--lat"), (lon, geometry[1], "--lon")):
+            if given is not None and given != col:
+                raise ValueError(f"{flag} {given!r}: the points of a GeoJSON file are its features' geometry (here "
+                                 f"columns {geometry[1]!r}, {geometry[0]!r}); --lat/--lon name the columns of a CSV or "
+                                 "Parquet file")
+        return geometry
+    names = list(getattr(names, "names", names))
+    if lat is not None and lat == lon:
+        raise ValueError(f"--lat and --lon both name the column {lat!r}")
     def pick(given, usual, what, flag):
         if given is not None:
             if given not in names:
@@ -101,6 +125,8 @@ def _csv_batches(reader, path):
 GEOJSON_SCHEMA_MEMBER = "dprivacy:schema"
 #: Schema metadata key naming the column that holds the Features' ``id``.
 GEOJSON_ID_KEY = b"geojson:id"
+#: ... and the two columns that hold a GeoJSON input's geometry, "LON,LAT" (:func:`geometry_columns`)
+GEOJSON_COORDS_KEY = b"geojson:coordinates"
 _CHUNK_CHARS = 1 << 20
 _SEPARATOR = __import__("re").compile(r"[ \t\r\n]*([,\]])[ \t\r\n]*")
 
@@ -307,24 +333,34 @@ def geojson_batches(path, *, batch_rows: int = BATCH_ROWS):
     if schema is not None:
         lon_c, lat_c = meta["coordinates"]
         id_c = (schema.metadata or {}).get(GEOJSON_ID_KEY, b"id").decode()
+        schema = schema.with_metadata({**(schema.metadata or {}), GEOJSON_COORDS_KEY: f"{lon_c},{lat_c}".encode()})
 
         def written():
             for chunk in itertools.chain([first], rows):
                 yield from _decode_json_columns(_rows_table(chunk, id_c, lon_c, lat_c), schema, path).to_batches(batch_rows)
 
         return schema, written()
-    lon_c, lat_c = "longitude", "latitude"
     id_c = "feature_id" if any("id" in p for p in first[0][:1000]) else "id"
     unified = None
+    tmp = ("\0longitude", "\0latitude")  # first pass: names no property has
     for chunk in itertools.chain([first], rows):  # first pass: the types of every chunk, unified
-        s = _rows_table(chunk, id_c, lon_c, lat_c).schema
+        s = _rows_table(chunk, id_c, *tmp).schema
         try:
             unified = s if unified is None else pa.unify_schemas([unified, s], promote_options="permissive")
         except (pa.ArrowTypeError, pa.ArrowInvalid) as exc:
             raise ValueError(f"{path}: a property has values of incompatible types across features ({exc})") from None
-    fields = [f for f in unified if f.name not in (lon_c, lat_c)]
-    fields += [pa.field(lon_c, pa.float64()), pa.field(lat_c, pa.float64())]
-    schema = pa.schema(fields, metadata={GEOJSON_ID_KEY: id_c.encode()} if id_c in unified.names else None)
+    props = [f for f in unified if f.name not in tmp]
+    taken = {f.name for f in props}
+    # the geometry's columns: longitude and latitude, unless properties are called so (then
+    # geometry_longitude, ...): a property "lat" or "latitude" is the user's data, never the point
+    lon_c, lat_c = next((a, b) for a, b in (("longitude", "latitude"), ("geometry_longitude", "geometry_latitude"),
+                                            ("__geometry_longitude", "__geometry_latitude"))
+                        if a not in taken and b not in taken)
+    fields = props + [pa.field(lon_c, pa.float64()), pa.field(lat_c, pa.float64())]
+    meta = {GEOJSON_COORDS_KEY: f"{lon_c},{lat_c}".encode()}
+    if id_c in unified.names:
+        meta[GEOJSON_ID_KEY] = id_c.encode()
+    schema = pa.schema(fields, metadata=meta)
 
     def inferred():
         for chunk in _feature_rows(path, {}, batch_rows):  # second pass

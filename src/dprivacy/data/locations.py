@@ -448,7 +448,7 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
     src = random_source(rng)
     file_format(output_path)
     schema, batches = read_batches(input_path)
-    lat_c, lon_c = find_coordinate_columns(list(schema.names), lat, lon)
+    lat_c, lon_c = find_coordinate_columns(schema, lat, lon)
     for c in (lat_c, lon_c):
         t = schema.field(c).type
         ok = pa.types.is_integer(t) if coords == "semicircles" else (pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_null(t))
@@ -726,7 +726,7 @@ def evaluate_files(original, released, *, lat: str | None = None, lon: str | Non
     def load(path):
         schema, batches = read_batches(path)
         t = pa.Table.from_batches(list(batches), schema=schema)
-        la, lo = find_coordinate_columns(t.column_names, lat, lon)
+        la, lo = find_coordinate_columns(t.schema, lat, lon)
         return t, la, lo
 
     side = Path(str(released) + ".dprivacy.json")
