@@ -375,3 +375,30 @@ def test_a_geojson_s_points_are_its_geometry_whatever_its_properties_are_called(
     for f, o in zip(feats, out):
         assert o["properties"] == f["properties"]  # the user's columns as they were
         assert np.allclose(o["geometry"]["coordinates"], f["geometry"]["coordinates"], atol=1e-4)
+
+
+def test_the_sidecar_never_replaces_the_input_and_never_outlives_a_failed_release(tmp_path, monkeypatch):
+    """`obfuscate q.csv.dprivacy.json -o q.csv` overwrote its input with the report; an existing sidecar
+    was replaced without --force; a sidecar that could not be written left the release without it."""
+    import dprivacy.data.io as io
+
+    src = tmp_path / "q.csv.dprivacy.json"
+    src.write_text(json.dumps({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [2.0, 48.0]}, "properties": {}}]}))
+    (tmp_path / "pts.geojson").write_bytes(src.read_bytes())
+    before = src.read_bytes()
+    with pytest.raises(ValueError, match="would replace the input file"):
+        obfuscate_file(src, tmp_path / "q.csv", epsilon=1.0, rng=1, force=True)
+    assert src.read_bytes() == before and not (tmp_path / "q.csv").exists()
+    (tmp_path / "r.csv.dprivacy.json").write_text("{}")
+    with pytest.raises(FileExistsError, match="sidecar .*r.csv.dprivacy.json exists"):
+        obfuscate_file(tmp_path / "pts.geojson", tmp_path / "r.csv", epsilon=1.0, rng=1)
+    assert not (tmp_path / "r.csv").exists()
+
+    def fail(path, obj):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(io, "write_json_atomic", fail)
+    with pytest.raises(OSError, match="disk full"):
+        obfuscate_file(tmp_path / "pts.geojson", tmp_path / "s.csv", epsilon=1.0, rng=1)
+    assert not (tmp_path / "s.csv").exists()

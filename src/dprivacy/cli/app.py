@@ -723,7 +723,7 @@ def cmd_obfuscate(args) -> int:
 
 
 def cmd_series(args) -> int:
-    from ..data.io import write_json_atomic
+    from ..data.io import commit_sidecar, sidecar_path
     from ..data.series import release_series
 
     show = not args.json and sys.stderr.isatty()
@@ -742,8 +742,8 @@ def cmd_series(args) -> int:
         if show:
             status.stop()
     report = rep.to_dict()
-    sidecar = str(args.output) + ".dprivacy.json"
-    write_json_atomic(sidecar, report)
+    sidecar = str(sidecar_path(args.output))
+    commit_sidecar(args.output, report)
     report["sidecar"] = sidecar
     if args.json:
         _emit(report, True, "")

@@ -74,7 +74,7 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
     parallel tasks do not have)."""
     import numpy as np
 
-    from .io import file_format, write_json_atomic
+    from .io import check_sidecar, commit_sidecar, file_format
     from .locations import prepare_obfuscation
 
     try:
@@ -97,6 +97,7 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
         raise ValueError(f"--engine dask writes a folder of Parquet parts: name OUTPUT *.parquet, got {out}")
     if out.exists() and not force:
         raise FileExistsError(f"output {out} exists; use --force to replace it")
+    check_sidecar(inp, out, force=force)
     if not out.parent.exists():
         raise FileNotFoundError(f"output folder {out.parent} does not exist")
     pieces = _parquet_pieces(inp)
@@ -168,7 +169,7 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
     report.notes.append(f"Dask engine: {len(pieces)} row groups, " + (f"scheduler {scheduler}" if scheduler else f"LocalCluster of {workers} workers"))
     if not src.release:
         report.notes.append("reproducible run (seeded): NOT for release")
-    write_json_atomic(str(out) + ".dprivacy.json", report.to_dict())
+    commit_sidecar(out, report.to_dict())
     return report
 
 

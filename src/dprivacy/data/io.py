@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -387,6 +388,8 @@ class AtomicWriter:
     def __init__(self, path, schema, *, force: bool = False, geojson_coords: tuple[str, str] | None = None,
                  plain_columns: tuple = ()):
         self.path = Path(path)
+        if self.path.is_dir():  # os.replace would fail at the end and leave the finished temporary file
+            raise ValueError(f"output {self.path} is a folder: give a file name")
         if self.path.exists() and not force:
             raise FileExistsError(f"output {self.path} exists; use --force to replace it")
         if not self.path.parent.exists():
@@ -552,6 +555,46 @@ def write_json_atomic(path, obj) -> None:
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        raise
+
+
+def sidecar_path(output_path) -> Path:
+    """Where the report of a release written to ``output_path`` goes: ``OUTPUT.dprivacy.json``."""
+    return Path(str(output_path) + ".dprivacy.json")
+
+
+def check_sidecar(input_path, output_path, *, force: bool = False) -> None:
+    """Refuse, before anything is written, a release whose sidecar would replace the input (``obfuscate
+    q.csv.dprivacy.json -o q.csv`` overwrote its input with the report) or, without ``force``, an
+    existing file."""
+    side = sidecar_path(output_path)
+    if side.is_dir():
+        raise ValueError(f"the sidecar {side} (the report written beside OUTPUT) is a folder: name OUTPUT differently")
+    if not side.exists():
+        return
+    try:
+        same = os.path.samefile(side, input_path)
+    except OSError:
+        same = False
+    if same:
+        raise ValueError(f"the sidecar {side} (the report written beside OUTPUT) would replace the input file: name "
+                         "OUTPUT differently")
+    if not force:
+        raise FileExistsError(f"the sidecar {side} exists (use --force to replace it with OUTPUT)")
+
+
+def commit_sidecar(output_path, report: dict) -> None:
+    """Write the sidecar of a release already at ``output_path``; when that fails, remove the release too,
+    so that an error leaves no release without its report."""
+    try:
+        write_json_atomic(sidecar_path(output_path), report)
+    except BaseException:
+        p = Path(output_path)
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
         raise
 
 

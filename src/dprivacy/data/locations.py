@@ -546,9 +546,10 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
     ⌊budget/ε⌋ (in file order) are suppressed and counted (``rows_suppressed``), never released with a
     smaller ε.
     """
-    from .io import AtomicWriter, file_format, write_json_atomic
+    from .io import AtomicWriter, check_sidecar, commit_sidecar, file_format
 
     t0 = time.perf_counter()
+    check_sidecar(input_path, output_path, force=force)
     ob, report, src, schema, batches = prepare_obfuscation(
         input_path, output_path, epsilon=epsilon, unit=unit, lat=lat, lon=lon, rng=rng, skip_invalid=skip_invalid,
         precision=precision, release=release, user=user, budget=budget, key=key, coords=coords, accuracy=accuracy)
@@ -597,7 +598,7 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
     report.seconds = time.perf_counter() - t0
     if not src.release:
         report.notes.append("reproducible run (seeded): NOT for release")
-    write_json_atomic(str(output_path) + ".dprivacy.json", report.to_dict())
+    commit_sidecar(output_path, report.to_dict())
     return report
 
 

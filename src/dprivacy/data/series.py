@@ -105,7 +105,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     from .._validate import check_epsilon
     from ..sampling import random_source
     from ..sampling.discrete import discrete_laplace, geometric_parameters
-    from .io import AtomicWriter, read_batches
+    from .io import AtomicWriter, check_sidecar, read_batches
     from .tables import geometric_accuracy
 
     t0 = _time.perf_counter()
@@ -121,6 +121,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
         raise ValueError("aggregates per period need the time column (--time COL)")
     if Path(output_path).resolve() == Path(input_path).resolve():
         raise ValueError("the output must not be the input file")
+    check_sidecar(input_path, output_path, force=force)
 
     schema, _ = read_batches(input_path)
     names = list(schema.names)
