@@ -305,3 +305,14 @@ def test_sampling_then_remapping_agrees_with_the_channel(source):
 
     assert pvalue(planar_laplace_channel(space, epsilon=eps).matrix[source]) > 1e-6
     assert pvalue(planar_laplace_channel(space, epsilon=1.1 * eps).matrix[source]) < 1e-6
+
+
+def test_planar_laplace_is_refused_where_the_metric_is_shorter_than_euclid():
+    """ε·d₂-privacy gives ε·d-privacy where d ≥ d₂: on a Manhattan grid the channel passes the check; on a
+    Chebyshev grid it did not (smallest ε 1.41 at ε = 1 on 6×6, saved with exit 0) and is now refused."""
+    from dprivacy.mechanisms.planar_laplace import planar_laplace_channel
+
+    man = spaces.grid(6, 6, metric="manhattan")
+    assert check_privacy(planar_laplace_channel(man, epsilon=1.0), man, epsilon=1.0).ok
+    with pytest.raises(ValueError, match="not ε·d-private on a chebyshev grid"):
+        planar_laplace_channel(spaces.grid(6, 6, metric="chebyshev"), epsilon=1.0)

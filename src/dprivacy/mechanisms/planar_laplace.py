@@ -327,6 +327,12 @@ def planar_laplace_grid(space: GridSpace, *, epsilon: float, adjust: str = "none
     """
     if not isinstance(space, GridSpace):
         raise TypeError(f"space must be a GridSpace (spaces.grid), got {type(space).__name__}")
+    if space.metric not in ("euclidean", "manhattan"):
+        # ε·d₂-privacy implies ε·d-privacy only where d ≥ d₂ (Euclidean, Manhattan); the Chebyshev distance
+        # is shorter off the axes, and the channel failed the check (smallest ε 1.41 at ε = 1 on 6×6)
+        raise ValueError(f"planar Laplace is ε·d₂-private, which is not ε·d-private on a {space.metric} grid (its "
+                         f"distances are shorter than the Euclidean ones off the axes): use a euclidean or manhattan grid, "
+                         "or ε/√2 for the Chebyshev metric (d₂ ≤ √2·d∞)")
     e = check_epsilon(epsilon)
     if adjust not in _ADJUST:
         raise ValueError(f"adjust must be one of {', '.join(map(repr, _ADJUST))}; got {adjust!r}")
