@@ -270,3 +270,16 @@ def test_a_solve_whose_first_round_is_slow_still_prints_a_plain_line(capsys):
     time.sleep(0.05)
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("dprivacy: optimal mechanism on 2,500 points, 1") and "Ctrl-C stops" in err[0]
+
+
+def test_save_writes_the_file_it_reports(capsys, tmp_path):
+    """--save x.NPY was reported as saved and written as x.NPY.npy (np.save appends .npy unless the name
+    ends in lower-case .npy), so `check x.NPY` found no file."""
+    for name, written in (("x.NPY", "x.NPY"), ("y", "y.npy")):
+        r = run_json(capsys, "design", "line:6", "--epsilon", "1", "--mechanism", "exponential", "--save",
+                     str(tmp_path / name))
+        assert r["saved"] == str(tmp_path / written)
+        assert np.load(tmp_path / written).shape == (6, 6)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.NPY", "y.npy"]  # no temporary file left
+    code, out, err = run(capsys, "check", str(tmp_path / "x.NPY"), "line:6", "--epsilon", "1", "--json")
+    assert code == 0 and json.loads(out)["is_private"]

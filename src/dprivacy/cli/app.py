@@ -368,7 +368,7 @@ def cmd_design(args) -> None:
             path = Path(args.save)
             if path.suffix.lower() != ".npy":
                 path = path.with_name(path.name + ".npy")  # what np.save would write: report that path
-            np.save(path, out.channel.matrix)
+            _save_npy(path, out.channel.matrix)
             report["saved"] = str(path)
     else:
         report["reason"] = out.reason
@@ -377,6 +377,29 @@ def cmd_design(args) -> None:
     report.update({k: v for k, v in out.details.items() if k not in report})
     report["seconds"] = time.perf_counter() - t0
     _emit(report, args.json, f"{args.mechanism} on {space.name} at epsilon={eps:g}")
+
+
+def _save_npy(path: Path, matrix) -> None:
+    """Write ``matrix`` to exactly ``path`` (np.save given a name appends .npy unless it ends in
+    lower-case .npy: --save x.NPY was reported as saved and written as x.NPY.npy), through a temporary
+    file renamed over it, so an interrupted save leaves nothing."""
+    import contextlib
+    import tempfile
+
+    import numpy as np
+
+    from ..data.io import _chmod_like_new_file
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, matrix)
+        _chmod_like_new_file(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
 
 
 def cmd_check(args) -> None:
