@@ -155,3 +155,12 @@ def test_ctrl_c_on_dask_gives_one_line_and_leaves_nothing(tmp_path):
         assert code == 130, err
         assert err == "dprivacy: interrupted\n", err
         assert not any(p.name.startswith(("intd", ".intd")) for p in tmp_path.iterdir())
+
+
+def test_a_prior_from_the_input_itself_is_refused(pts):
+    """A prior estimated from the points being released makes the remap (and the optimal mechanism)
+    depend on them outside the ε guarantee: it was accepted with no note."""
+    p = _cli("obfuscate", "pts.csv", "-o", "pf.csv", "--epsilon", "1", "--mechanism", "tight-constraints",
+             "--cell", "2km", "--region", "2.2,48.7,2.5,48.95", "--prior-from", "./pts.csv", "--remap", cwd=pts)
+    _one_line(p)
+    assert "--prior-from ./pts.csv is the input file" in p.stderr and not (pts / "pf.csv").exists()

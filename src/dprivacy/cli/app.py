@@ -674,6 +674,10 @@ def cmd_obfuscate(args) -> int:
     if _same_file(args.input, args.output):
         raise CliError(f"dprivacy obfuscate: error: OUTPUT {args.output} is the input file: write the release to a new file "
                        "(--force never overwrites the input)")
+    if args.prior_from is not None and _same_file(args.prior_from, args.input):
+        raise CliError(f"dprivacy obfuscate: error: --prior-from {args.prior_from} is the input file: a prior estimated from "
+                       "the points being released makes the remap and the optimal mechanism depend on them, outside "
+                       "the ε guarantee; estimate it from public data (e.g. another period or a public dataset)")
     check_sane_epsilon(epsilon_per_metre(eps, unit), what="--accuracy" if args.accuracy is not None else "--epsilon")
     show = not args.json and sys.stderr.isatty()
     grid_flags = [f for f, v in (("--cell", args.cell), ("--region", args.region), ("--prior", args.prior),
