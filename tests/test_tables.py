@@ -173,3 +173,30 @@ def test_tight_constraints_on_too_many_answers_is_refused_with_the_numbers(monke
     monkeypatch.setattr(tables, "TIGHT_MAX_ANSWERS", 100_000)
     with pytest.raises(ValueError, match=r"range over 149,911 values \(0\.\.149910\), over the 100,000"):
         run_query(_superstore(), parse_query("sum:Quantity"), epsilon=3.0, bounds=(0, 15), mechanism="tight-constraints")
+
+
+def test_ledger_refuses_selecting_on_a_column_an_earlier_query_protected(tmp_path):
+    """Under d1 the query's column is protected and the --where columns are public: sum:Quantity where
+    Discount > 0, then sum:Discount where Quantity = 14, bound no ε·d on Quantity together (both were
+    accepted, 2 of 2 spent). The second is refused, in either order, with the ledger unchanged."""
+    path = _superstore()
+    led = tmp_path / "ledger.json"
+
+    def q(spec, where, **kw):
+        return lambda: run_query(path, parse_query(spec), epsilon=1.0, privacy="d1", where=where, rng=1, **kw)
+
+    charge(led, path, epsilon=1.0, budget=3.0, what="sum:Quantity", privacy="d1",
+           run=q("sum:Quantity", "Discount > 0", bounds=(0, 15)))
+    before = led.read_text()
+    with pytest.raises(BudgetExceeded, match="selects on 'Quantity'.*refused"):
+        charge(led, path, epsilon=1.0, budget=3.0, what="sum:Discount", privacy="d1",
+               run=q("sum:Discount", "Quantity = 14", bounds=(0, 1), unit=0.01))
+    assert led.read_text() == before
+    with pytest.raises(BudgetExceeded, match="protects 'Discount', which an earlier query"):
+        charge(led, path, epsilon=1.0, budget=3.0, what="sum:Discount", privacy="d1",
+               run=q("sum:Discount", "Region = 'West'", bounds=(0, 1), unit=0.01))
+    assert led.read_text() == before
+    # another column, selected on public columns only: accepted
+    charge(led, path, epsilon=1.0, budget=3.0, what="sum:Sales", privacy="d1",
+           run=q("sum:Sales", "Region = 'West'", bounds=(0, 1000), unit=1))
+    assert json.loads(led.read_text())[next(iter(json.loads(led.read_text())))]["spent"] == 2.0

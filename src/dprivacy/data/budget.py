@@ -93,6 +93,26 @@ def _read(ledger: Path) -> dict:
     return _validate(ledger, data)
 
 
+def _check_columns(queries: list, protected: str | None, public: list, table) -> None:
+    """Under a metric on values each query protects one column's values and treats the columns of its
+    --where/--group-by as public. A later query must not select on a column an earlier one protected,
+    nor protect a column an earlier one selected on: together they bound no ε·d for that column (found:
+    sum:Quantity where Discount > 0, then sum:Discount where Quantity = 14, accepted as 2 of 2)."""
+    if protected is None:
+        return
+    low = lambda c: str(c).lower()  # noqa: E731 - DuckDB's column names are case-insensitive
+    pub = {low(c) for c in public}
+    for q in queries:
+        if q.get("protected") is not None and low(q["protected"]) in pub:
+            raise BudgetExceeded(f"this query selects on {q['protected']!r} (--where/--group-by, treated as public), whose "
+                                 f"values an earlier query on {table} protected ({q.get('query')}): the two releases "
+                                 "bound no ε·d together; refused, ledger unchanged, nothing released")
+        if low(protected) in {low(c) for c in q.get("public") or []}:
+            raise BudgetExceeded(f"this query protects {protected!r}, which an earlier query on {table} ({q.get('query')}) "
+                                 "treated as public (--where/--group-by): the two releases bound no ε·d together; "
+                                 "refused, ledger unchanged, nothing released")
+
+
 def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None, privacy: str = "standard",
            change_budget: bool = False):
     """Charge ε to ``table`` in ``ledger`` under ``budget`` and, inside the lock, call ``run()`` (the
@@ -102,7 +122,9 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
     Refused (the ledger unchanged): a ledger that does not validate; a ``budget`` other than the one
     recorded for the table unless ``change_budget`` (and never below what was spent); a ``privacy`` model
     other than the table's (ε under d1 and ε under d_h are not in the same unit: they do not add up to one
-    guarantee); a charge that would exceed the budget."""
+    guarantee); a charge that would exceed the budget; under a metric on values, a query whose result
+    selects on a column an earlier query protected, or protects one an earlier query selected on
+    (:func:`_check_columns`; checked on ``run()``'s result, which is then not returned).""" 
     ledger = Path(ledger)
     key = table_key(table)
     if not _finite(epsilon) or epsilon <= 0:
@@ -131,11 +153,15 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
             raise BudgetExceeded(f"this query would spend ε = {epsilon:g} on {table}, but only {max(budget - entry['spent'], 0):g} "
                                  f"of the budget {budget:g} remains (spent {entry['spent']:g}); refused, ledger unchanged")
         result = run() if run is not None else None
+        protected = getattr(result, "protected_column", None)
+        public = list(getattr(result, "public_columns", None) or [])
+        _check_columns(entry["queries"], protected, public, table)
         entry["budget"] = budget
         entry["privacy"] = privacy
         entry["spent"] = after
         entry["queries"].append({"query": what, "epsilon": float(epsilon), "privacy": privacy,
-                                 "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+                                 "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                 **({"protected": protected, "public": public} if protected is not None else {})})
         data[key] = entry
         tmp = ledger.with_name(f".{ledger.name}.{os.getpid()}.partial")
         tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -303,6 +303,10 @@ class QueryResult:
     #: the values' resolution (--unit): they were rounded to its multiples, and a value metric's distance
     #: 1 is one unit; None: whole numbers, as given
     unit: float | None = None
+    #: under a metric on values: the column whose values are protected, and the columns treated as public
+    #: (--where, --group-by); the budget ledger refuses a later query that mixes the two up
+    protected_column: str | None = None
+    public_columns: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
         from ..results import jsonable
@@ -816,6 +820,8 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
                       accuracy=accuracy, universally_optimal=bool(optimal_thm and mechanism != "geometric"))
     res.rows_skipped_not_private = invalid if skip_invalid else 0
     res.unit = unit
+    if privacy in VALUE_METRICS:
+        res.protected_column, res.public_columns = query.column, list(public_cols)
     return res
 
 
