@@ -124,7 +124,7 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
     other than the table's (ε under d1 and ε under d_h are not in the same unit: they do not add up to one
     guarantee); a charge that would exceed the budget; under a metric on values, a query whose result
     selects on a column an earlier query protected, or protects one an earlier query selected on
-    (:func:`_check_columns`; checked on ``run()``'s result, which is then not returned).""" 
+    (:func:`_check_columns`; checked on ``run()``'s result, which is then not returned)."""
     ledger = Path(ledger)
     key = table_key(table)
     if not _finite(epsilon) or epsilon <= 0:
