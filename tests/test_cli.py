@@ -283,3 +283,20 @@ def test_save_writes_the_file_it_reports(capsys, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.NPY", "y.npy"]  # no temporary file left
     code, out, err = run(capsys, "check", str(tmp_path / "x.NPY"), "line:6", "--epsilon", "1", "--json")
     assert code == 0 and json.loads(out)["is_private"]
+
+
+def test_duckdb_s_interrupt_is_an_interruption(capsys, monkeypatch, tmp_path):
+    """DuckDB reports Ctrl-C inside a scan as RuntimeError('Query interrupted'): exit 130 and one line,
+    not 'internal error'; another RuntimeError is still an internal error."""
+    import dprivacy.data.tables as tables
+
+    t = tmp_path / "t.csv"
+    t.write_text("a\n1\n2\n")
+    for exc, code, text in ((RuntimeError("Query interrupted"), 130, "dprivacy: interrupted\n"),
+                            (RuntimeError("boom"), 2, "dprivacy: internal error (RuntimeError: boom); please report it\n")):
+        def fail(*a, _exc=exc, **k):
+            raise _exc
+
+        monkeypatch.setattr(tables, "run_query", fail)
+        got, out, err = run(capsys, "query", str(t), "--query", "count", "--epsilon", "1")
+        assert (got, err) == (code, text) and out == ""

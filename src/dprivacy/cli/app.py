@@ -1123,6 +1123,15 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("dprivacy: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except RuntimeError as exc:
+        # DuckDB turns Ctrl-C during a scan into RuntimeError("Query interrupted") (seen on `query` over an
+        # 8-million-row Parquet file), which was reported as an internal error
+        if "interrupted" in str(exc).lower():
+            print("dprivacy: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        print(f"dprivacy: internal error (RuntimeError: {str(exc).splitlines()[0] if str(exc) else ''}); please report it",
+              file=sys.stderr)
+        return EXIT_USAGE
     except BrokenPipeError:
         # the reader closed the pipe (`dprivacy ... --json | head`): not an error of the command. Point
         # stdout at /dev/null so that Python's flush at exit does not report it either.

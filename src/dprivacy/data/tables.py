@@ -634,6 +634,8 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
             except duckdb.ConversionException:
                 old, rel = rel, _relation(table, all_varchar=True)
                 return con.execute(sql.replace(old, rel)).fetchall()
+        except duckdb.InterruptException:
+            raise KeyboardInterrupt from None
         except duckdb.Error as exc:
             raise ValueError(f"the query failed: {str(exc).splitlines()[0]}") from None
 
