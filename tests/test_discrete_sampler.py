@@ -83,3 +83,12 @@ def test_bad_parameters_are_named(eps, sens):
 def test_tiny_ratio_is_refused_not_rounded_to_zero():
     with pytest.raises(ValueError, match="below 2\\^-40"):
         geometric_parameters(1e-9, 1e6)
+
+
+def test_an_epsilon_beyond_the_samplers_integers_is_refused_with_the_limit():
+    """ε = 1e8 on a count ended in 'Python int too large to convert to C long'; the limit is named."""
+    from dprivacy.sampling.discrete import geometric_parameters
+
+    assert geometric_parameters(4e6, 1.0).s > 0
+    with pytest.raises(ValueError, match=r"ε/Δ = 1e\+08 is above 4,194,304"):
+        geometric_parameters(1e8, 1.0)

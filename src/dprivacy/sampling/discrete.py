@@ -132,6 +132,11 @@ def geometric_parameters(epsilon: float, sensitivity: float, *, bits: int = DENO
     if s == 0:
         raise ValueError(f"ε/Δ = {float(exact):.3g} is below 2^-{bits}: the noise would have no finite scale "
                          "(use a larger ε or a smaller sensitivity)")
+    if s >= 1 << 62:
+        # the sampler works in 64-bit integers (ε = 1e8 on a count ended in "Python int too large to
+        # convert to C long"); at this ε/Δ the noise is 0 with probability 1 − 2e^{−2^22} anyway
+        raise ValueError(f"ε/Δ = {float(exact):.3g} is above {2 ** (62 - bits):,}, the largest the exact sampler takes "
+                         "(the noise would be 0 except with probability about 2e^(−ε/Δ)): use a smaller ε")
     ratio = Fraction(s, t)
     return GeometricNoise(s, t, float(np.exp(-float(ratio))), float(ratio * Fraction(float(sensitivity))))
 
