@@ -200,3 +200,16 @@ def test_ledger_refuses_selecting_on_a_column_an_earlier_query_protected(tmp_pat
     charge(led, path, epsilon=1.0, budget=3.0, what="sum:Sales", privacy="d1",
            run=q("sum:Sales", "Region = 'West'", bounds=(0, 1000), unit=1))
     assert json.loads(led.read_text())[next(iter(json.loads(led.read_text())))]["spent"] == 2.0
+
+
+def test_a_table_duckdb_would_read_as_another_is_refused(tmp_path):
+    """A header a,b with 2-field rows and then a 3-field line was read as an empty table with columns
+    8, 9, 10 (its count answered 0 with 'expected error 0'); duplicate column names were renamed a_1."""
+    rag = tmp_path / "rag.csv"
+    rag.write_text("a,b\n" + "".join(f"{i},{i}\n" for i in range(20)) + "7\n8,9,10\n")
+    with pytest.raises(ValueError, match="first 22 line.s., header included, do not have the shape"):
+        run_query(str(rag), parse_query("count"), epsilon=1.0)
+    dup = tmp_path / "dup.csv"
+    dup.write_text("a,a\n1,2\n3,4\n")
+    with pytest.raises(ValueError, match="two columns called 'a'"):
+        run_query(str(dup), parse_query("sum:a"), epsilon=1.0, bounds=(0, 9))

@@ -371,6 +371,38 @@ def _relation(path: str, *, all_varchar: bool = False) -> str:
     raise ValueError(f"cannot tell the format of {path!r}: expected .csv, .csv.gz or .parquet")
 
 
+def _check_table_shape(con, path: str) -> None:
+    """Refuse a table DuckDB would silently read as another one: a CSV whose first lines its sniffer
+    skips (a header ``a,b`` with 2-field rows, then a 3-field line, was read as the empty table with
+    columns 8, 9, 10), or duplicate column names (DuckDB renames the second ``a`` to ``a_1``)."""
+    import duckdb
+
+    if _relation(path).startswith("read_csv"):
+        try:
+            skip = con.execute(f"SELECT SkipRows FROM sniff_csv({_literal(path)})").fetchone()[0]
+        except duckdb.Error as exc:
+            raise ValueError(f"cannot read {path} as CSV: {str(exc).splitlines()[0]}") from None
+        if skip:
+            raise ValueError(f"cannot read {path} as one table: its first {skip} line(s), header included, do not have the "
+                             "shape of the lines after them (rows with different numbers of fields?)")
+    import pyarrow.parquet as pq
+    from pyarrow import csv as pacsv
+
+    try:
+        if _relation(path).startswith("read_parquet"):
+            names = pq.read_schema(path).names
+        else:
+            with pacsv.open_csv(path) as reader:
+                names = reader.schema.names
+    except Exception:  # noqa: BLE001 - DuckDB reads the file next and names what is wrong with it
+        return
+    seen: set = set()
+    for n in names:
+        if n in seen:
+            raise ValueError(f"{path} has two columns called {n!r}: rename one (queries name columns)")
+        seen.add(n)
+
+
 def _connect(path: str):
     """A DuckDB connection that may read ``path`` and nothing else: external access off (no other file,
     no network, no extension loading) and the configuration locked, before any user text is run."""
@@ -586,6 +618,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
                          "optimal for every prior (drop --prior)")
     selected = bool(where) or group_by is not None
     con = _connect(table)
+    _check_table_shape(con, table)
     rel = _relation(table)
     try:
         described = con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()
