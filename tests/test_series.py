@@ -147,3 +147,12 @@ def test_the_time_column_must_hold_times(tmp_path):
     assert not (tmp_path / "o.csv").exists() and not list(tmp_path.glob(".o.csv*"))
     rep = release_series(src, tmp_path / "o.csv", column="v", time_column="t", epsilon=1.0, rng=0)
     assert rep.readings == 2 and pacsv.read_csv(tmp_path / "o.csv").column_names == ["t", "v"]
+
+
+def test_a_series_written_as_geojson_is_refused_before_anything_is_written(tmp_path):
+    """A series has no point to be a GeoJSON geometry: the refusal came after a temporary file was made,
+    and left it behind."""
+    src = _write(tmp_path / "in.csv", v=np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="cannot write .*o.geojson as GeoJSON"):
+        release_series(src, tmp_path / "o.geojson", column="v", epsilon=1.0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]

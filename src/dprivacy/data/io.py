@@ -395,6 +395,9 @@ class AtomicWriter:
         if not self.path.parent.exists():
             raise FileNotFoundError(f"output folder {self.path.parent} does not exist")
         self.fmt = file_format(self.path)
+        if self.fmt == "geojson" and geojson_coords is None:  # before the temporary file: nothing left behind
+            raise ValueError(f"cannot write {self.path} as GeoJSON: these rows have no point (coordinate columns) to be "
+                             "its geometry; write .csv or .parquet")
         self.schema = schema
         self.geojson_coords = geojson_coords
         # Parquet: columns written without dictionary encoding (released coordinates: nearly every value
