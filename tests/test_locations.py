@@ -402,3 +402,16 @@ def test_the_sidecar_never_replaces_the_input_and_never_outlives_a_failed_releas
     with pytest.raises(OSError, match="disk full"):
         obfuscate_file(tmp_path / "pts.geojson", tmp_path / "s.csv", epsilon=1.0, rng=1)
     assert not (tmp_path / "s.csv").exists()
+
+
+def test_a_value_that_is_not_a_number_is_a_rejected_row_named_as_read(tmp_path):
+    """One 'abc' in a latitude column refused the whole file ('coordinate column lat is not numeric (type
+    string)'), naming no row, and --skip-invalid did not skip it."""
+    src = tmp_path / "bad.csv"
+    src.write_text("name,lat,lon\nA,48.85,2.35\nB,abc,2.3\nC, 48.1 ,2.2\n")
+    with pytest.raises(ValueError, match=r"row 2: missing or non-numeric coordinate .*as read: lat = 'abc'"):
+        obfuscate_file(src, tmp_path / "o.csv", epsilon=1e4, rng=1)
+    rep = obfuscate_file(src, tmp_path / "o.csv", epsilon=1e4, rng=1, skip_invalid=True)
+    assert (rep.rows_written, rep.rows_rejected) == (2, 1)
+    out = (tmp_path / "o.csv").read_text().splitlines()
+    assert [r.split(",")[0] for r in out[1:]] == ['"A"', '"C"'] and abs(float(out[2].split(",")[1]) - 48.1) < 1e-3

@@ -94,18 +94,15 @@ def load_grid_prior(grid: LocationGrid, prior=None, prior_from=None, *, lat=None
     if prior is not None and prior_from is not None:
         raise ValueError("give at most one of --prior and --prior-from")
     if prior_from is not None:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         from .io import find_coordinate_columns, read_batches
+        from .locations import _as_numbers
 
         schema, batches = read_batches(prior_from)
         la_c, lo_c = find_coordinate_columns(schema, lat, lon)
         counts = np.zeros(grid.n)
         used = outside = invalid = 0
         for b in batches:
-            la = pc.cast(b.column(la_c), pa.float64()).to_numpy(zero_copy_only=False)
-            lo = pc.cast(b.column(lo_c), pa.float64()).to_numpy(zero_copy_only=False)
+            la, lo = (_as_numbers(b.column(c)).to_numpy(zero_copy_only=False) for c in (la_c, lo_c))
             with np.errstate(invalid="ignore"):
                 ok = np.isfinite(la) & np.isfinite(lo)
             invalid += int((~ok).sum())

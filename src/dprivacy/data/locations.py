@@ -231,6 +231,23 @@ def validate_coordinates(lat: np.ndarray, lon: np.ndarray, *, first_row: int = 0
         return ~(np.isfinite(lat) & np.isfinite(lon) & (np.abs(lat) <= 90.0) & (np.abs(lon) <= 180.0))
 
 
+#: A number as text (what a CSV's coordinate column holds when some value is not a number).
+_NUMBER_TEXT = r"^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\s*$"
+
+
+def _as_numbers(col):
+    """A coordinate column as float64: numbers (decimals included) as they are; text parsed where it is a
+    number, NaN (null) elsewhere — so that one value such as 'abc' is a rejected row (named, or skipped
+    with --skip-invalid) instead of refusing the whole column."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        ok = pc.match_substring_regex(col, _NUMBER_TEXT)
+        col = pc.if_else(ok, pc.utf8_trim_whitespace(col), pa.scalar(None, col.type))
+    return pc.cast(col, pa.float64())
+
+
 def describe_bad(lat, lon, k: int, row: int) -> str:
     a, b = lat[k], lon[k]
     if not (np.isfinite(a) and np.isfinite(b)):
@@ -363,8 +380,7 @@ class Obfuscator:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        la = pc.cast(batch.column(self.lat_c), pa.float64()).to_numpy(zero_copy_only=False)
-        lo = pc.cast(batch.column(self.lon_c), pa.float64()).to_numpy(zero_copy_only=False)
+        la, lo = (_as_numbers(batch.column(c)).to_numpy(zero_copy_only=False) for c in (self.lat_c, self.lon_c))
         if self.coords == "semicircles":
             la, lo = la * SEMICIRCLE_DEG, lo * SEMICIRCLE_DEG
         return la, lo
@@ -389,6 +405,10 @@ class Obfuscator:
             msg = f"{where}row {row0 + k + 1}: ({la[k]:g}, {lo[k]:g}) lies outside --region {list(self.release.grid.region)}"
         else:
             msg = where + describe_bad(la, lo, k, row0 + k + 1)
+            texts = [f"{c} = {batch.column(c)[k].as_py()!r}" for c in (self.lat_c, self.lon_c)
+                     if pa.types.is_string(batch.column(c).type) or pa.types.is_large_string(batch.column(c).type)]
+            if texts and not (np.isfinite(la[k]) and np.isfinite(lo[k])):
+                msg += f" (as read: {', '.join(texts)})"
             if self.coords == "degrees" and "projected" in msg and max(abs(la[k]), abs(lo[k])) <= 2.0**31:
                 msg += " (or Garmin semicircles: --coords semicircles)"
         if not self.skip_invalid:
@@ -451,7 +471,9 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
     lat_c, lon_c = find_coordinate_columns(schema, lat, lon)
     for c in (lat_c, lon_c):
         t = schema.field(c).type
-        ok = pa.types.is_integer(t) if coords == "semicircles" else (pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_null(t))
+        ok = pa.types.is_integer(t) if coords == "semicircles" else (
+            pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_null(t) or pa.types.is_decimal(t)
+            or pa.types.is_string(t) or pa.types.is_large_string(t))  # text: parsed row by row (_as_numbers)
         if not ok:
             want = "integer semicircles" if coords == "semicircles" else "numeric"
             raise ValueError(f"coordinate column {c!r} is not {want} (type {t})")
