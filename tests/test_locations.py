@@ -415,3 +415,12 @@ def test_a_value_that_is_not_a_number_is_a_rejected_row_named_as_read(tmp_path):
     assert (rep.rows_written, rep.rows_rejected) == (2, 1)
     out = (tmp_path / "o.csv").read_text().splitlines()
     assert [r.split(",")[0] for r in out[1:]] == ['"A"', '"C"'] and abs(float(out[2].split(",")[1]) - 48.1) < 1e-3
+
+
+def test_a_release_with_no_row_is_refused(tmp_path):
+    """Every row rejected (with --skip-invalid) gave exit 0 and a header-only output."""
+    src = tmp_path / "far.csv"
+    src.write_text("lat,lon\n95,2\n,3\n")
+    with pytest.raises(ValueError, match=r"none of the 2 rows .* could be released \(2 rejected, the first: row 1"):
+        obfuscate_file(src, tmp_path / "o.csv", epsilon=1.0, rng=1, skip_invalid=True)
+    assert not (tmp_path / "o.csv").exists()

@@ -149,6 +149,9 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
             report.first_rejected = report.first_rejected or r["first_rejected"]
         if report.rows_read == 0:
             raise ValueError(f"{inp} has no rows to obfuscate")
+        if report.rows_written == 0:
+            raise ValueError(f"none of the {report.rows_read:,} rows of {inp} could be released ({report.rows_rejected} "
+                             f"rejected, the first: {report.first_rejected})")
         if ob.key is not None:
             keys = np.sort(np.concatenate([r["keys"] for r in results if r["keys"] is not None]))
             if (keys[1:] == keys[:-1]).any():

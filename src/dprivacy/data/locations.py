@@ -615,6 +615,10 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
         report.rows_written = w.rows
         if report.rows_read == 0:
             raise ValueError(f"{input_path} has no rows to obfuscate")
+        if report.rows_written == 0:  # an empty release is no answer (a header-only input is refused too)
+            why = (f"{report.rows_rejected} rejected, the first: {report.first_rejected}" if report.rows_rejected else
+                   f"{report.rows_suppressed} suppressed by the budget")
+            raise ValueError(f"none of the {report.rows_read:,} rows of {input_path} could be released ({why})")
         if seen_keys is not None:
             seen_keys.check()
     report.seconds = time.perf_counter() - t0
