@@ -283,3 +283,17 @@ def test_constraint_pairs_are_the_finite_pairs_until_essential_pairs_are_known(d
     assert _pairs(s.constraint_pairs()) == finite
     s.essential_pairs()
     assert _pairs(s.constraint_pairs()) == brute_essential_pairs(d, rtol=0.0)
+
+
+def test_a_line_of_numbers_with_one_bad_cell_is_data_not_a_header(tmp_path):
+    """'0.5,0.5,x,0,0,0' was dropped as a header line and the one-line prior reported empty; a header is
+    a line with no number in it."""
+    from dprivacy.spaces import load_array
+
+    bad = tmp_path / "p.csv"
+    bad.write_text("0.5,0.5,x,0,0,0\n")
+    with pytest.raises(ValueError, match="could not convert string 'x'"):
+        load_array(bad, "prior")
+    ok = tmp_path / "h.csv"
+    ok.write_text("a,b,c\n0.5,0.25,0.25\n")
+    assert load_array(ok, "prior").tolist() == [0.5, 0.25, 0.25]

@@ -594,10 +594,18 @@ def load_array(path, what: str, *, ndmin: int = 1, max_bytes: int = DENSE_LIMIT_
     skip = 0
     if lines:
         first = [c.strip() for c in (lines[0].split(",") if delim else lines[0].split())]
-        try:
-            [float(c) for c in first if c]
-        except ValueError:
-            skip = 1  # a header line of column names
+
+        def number(c: str) -> bool:
+            try:
+                float(c)
+                return True
+            except ValueError:
+                return False
+
+        # a header line of column names: no cell of it is a number (a line of numbers with one bad
+        # cell is data, and its error names the cell: '0.5,0.5,x' was dropped as a header and the
+        # one-line prior reported empty)
+        skip = 1 if not any(number(c) for c in first if c) else 0
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # numpy warns (rather than fails) on an empty file
         try:
