@@ -82,6 +82,9 @@ CASES = [
     ("design nonsense:5 --epsilon 1 --mechanism exponential", 2, "unknown SPACE kind"),
     ("design line:5 --epsilon 1 --mechanism nope", 2, "invalid choice"),
     ("frobnicate", 2, "invalid choice"),
+    ("design grid:3x3 --epsilon 1 --mechanism optimal --dilation nan", 2, "--dilation applies to --method spanner"),
+    ("design grid:3x3 --epsilon 1 --mechanism optimal --method spanner --dilation 0.5", 2, "must be a number ≥ 1"),
+    ("design grid:4x4:chebyshev --epsilon 1 --mechanism planar-laplace", 2, "not ε·d-private on a chebyshev grid"),
     # data commands
     ("obfuscate {d}/pts.csv -o {d}/o.csv --epsilon 1", 2, "latitude 95"),
     ("obfuscate {d}/pts.csv -o {d}/o.csv", 2, "--epsilon"),

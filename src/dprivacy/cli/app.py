@@ -241,6 +241,10 @@ def _lp_options(args, space) -> dict:
     if args.time_limit is not None:
         lp["time_limit"] = args.time_limit
     if args.dilation is not None:
+        if args.method != "spanner":
+            raise CliError("dprivacy: error: --dilation applies to --method spanner (the spanner's dilation δ ≥ 1)")
+        if not (math.isfinite(args.dilation) and args.dilation >= 1.0):
+            raise CliError(f"dprivacy: error: --dilation must be a number ≥ 1 (a spanner's dilation), got {args.dilation!r}")
         lp["dilation"] = args.dilation
     if args.loss is not None and args.gain is not None:
         raise CliError("dprivacy: error: give --loss or --gain, not both")
