@@ -726,7 +726,7 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
             ms = _run_master(master)
             if ms != highspy.HighsModelStatus.kOptimal:
                 if ms == highspy.HighsModelStatus.kTimeLimit:
-                    status, message = "time-limit", f"time limit of {time_limit:g} s reached in round {k}"
+                    status, message = "time-limit", f"time limit of {time_limit:g} s reached during round {k} ({k - 1} rounds finished)"
                 else:
                     status, message = "failed", f"HiGHS: {master.modelStatusToString(ms)} in the master, round {k}"
                 failed = True
@@ -828,7 +828,7 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
             alpha = 0.0 if alpha < 0.05 else alpha / 2  # mispricing: move towards the master's duals
         bound = min(bound, best_l, float(q.max(axis=1).sum()))
         if stop is not None:
-            status, message = ("time-limit", f"time limit of {time_limit:g} s reached in round {k}") \
+            status, message = ("time-limit", f"time limit of {time_limit:g} s reached during round {k} ({k - 1} rounds finished)") \
                 if stop == "time-limit" else ("failed", stop)
             break
         add_rays(new_out, new_vec)

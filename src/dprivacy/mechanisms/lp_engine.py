@@ -417,7 +417,7 @@ def constraint_generation(space: MetricSpace, c: np.ndarray, peaks: np.ndarray, 
         if ms != highspy.HighsModelStatus.kOptimal:
             text = hs.modelStatusToString(ms)
             if ms == highspy.HighsModelStatus.kTimeLimit:
-                status, message = "time-limit", f"time limit of {time_limit:g} s reached in round {k}"
+                status, message = "time-limit", f"time limit of {time_limit:g} s reached during round {k} ({k - 1} rounds finished)"
             else:
                 status, message = "failed", f"HiGHS: {text} in round {k}"
             break

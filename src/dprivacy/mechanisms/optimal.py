@@ -812,6 +812,11 @@ def _solve_decomposed(ctx: _Context, c: np.ndarray, gap: float, time_limit, prog
     out = dantzig_wolfe(space, c, epsilon=eps, center=center,
                         center_bound=float("inf") if center_bound is None else center_bound, gap=gap,
                         time_limit=left, progress=progress)
+    if left is not None and out.status == "time-limit":
+        # the engine ran on its share of the caller's limit (the tent LP came before, the repair comes
+        # after): name the caller's limit, which is the one the user gave
+        out.message = out.message.replace(f"time limit of {left:g} s", f"time limit of {time_limit:g} s (the decomposition's "
+                                          f"share {left:.3g} s)")
     status = {"optimal": 0, "gap": 0, "time-limit": 1, "stalled": STALLED, "failed": 4}[out.status]
     size = _engine_size(out, n, started, "dantzig-wolfe")
     bound = out.bound if tent is None else min(out.bound, tent[2])
