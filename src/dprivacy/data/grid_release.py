@@ -162,6 +162,28 @@ def distance_remap(mechanism, space, prior: np.ndarray, *, block: int = 1024) ->
     return remap, before, after
 
 
+def remapped_displacement(mechanism, space, prior: np.ndarray, remap: np.ndarray) -> float:
+    """Σ_x π_x Σ_z K[x, z] d(x, remap[z]): the expected displacement of a release that moved output z to
+    ``remap[z]``, for the secrets drawn from ``prior`` (in the space's units)."""
+    supp = np.flatnonzero(prior > 0)
+    p = prior[supp] / prior[supp].sum()
+    joint = p[:, None] * np.asarray(mechanism.rows(supp), dtype=np.float64)
+    return float((joint * space.distances_from(supp)[:, remap]).sum())
+
+
+def prior_of_release(grid: LocationGrid, text: str | None):
+    """The prior a release was built with, from its sidecar's description (``uniform``, ``from FILE``,
+    ``estimated from FILE``), or None when it cannot be rebuilt (no description, a file gone)."""
+    import os
+
+    if text == "uniform":
+        return np.full(grid.n, 1.0 / grid.n)
+    for head, kw in (("estimated from ", "prior_from"), ("from ", "prior")):
+        if isinstance(text, str) and text.startswith(head) and os.path.exists(text[len(head):]):
+            return load_grid_prior(grid, **{kw: text[len(head):]})[0]
+    return None
+
+
 def build_grid_release(grid: LocationGrid, mechanism: str, *, epsilon_m: float, prior=None, prior_from=None,
                        remap: bool = False, lat=None, lon=None, time_limit: float | None = None,
                        progress=None) -> GridRelease:
