@@ -181,3 +181,10 @@ def test_evaluate_models_the_remap_the_release_applied(pts):
     assert m["expected_displacement_m"] != m["expected_displacement_m_without_remap"]
     # 3,000 points: the measured mean is the model's plus the snapping inside 2 km cells
     assert 0.9 < rep["displacement_m"]["mean"] / m["expected_displacement_m"] < 1.15
+
+
+def test_evaluate_refuses_one_file_for_both_figure_and_page(pts):
+    assert _cli("obfuscate", "pts.csv", "-o", "same.csv", "--epsilon", "2", "--seed", "3", cwd=pts).returncode == 0
+    p = _cli("evaluate", "pts.csv", "same.csv", "--png", "f.png", "--html", "./f.png", cwd=pts)
+    _one_line(p)
+    assert "--png and --html are both" in p.stderr and not (pts / "f.png").exists()

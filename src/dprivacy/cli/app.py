@@ -385,25 +385,16 @@ def cmd_design(args) -> None:
 
 def _save_npy(path: Path, matrix) -> None:
     """Write ``matrix`` to exactly ``path`` (np.save given a name appends .npy unless it ends in
-    lower-case .npy: --save x.NPY was reported as saved and written as x.NPY.npy), through a temporary
-    file renamed over it, so an interrupted save leaves nothing."""
-    import contextlib
-    import tempfile
+    lower-case .npy: --save x.NPY was reported as saved and written as x.NPY.npy), atomically."""
+    import io
 
     import numpy as np
 
-    from ..data.io import _chmod_like_new_file
+    from ..data.io import write_bytes_atomic
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, matrix)
-        _chmod_like_new_file(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    buf = io.BytesIO()
+    np.save(buf, matrix)
+    write_bytes_atomic(path, buf.getvalue())
 
 
 def cmd_check(args) -> None:

@@ -241,9 +241,12 @@ def evaluate_release(original, released, *, lat=None, lon=None, key=None, coords
     from pathlib import Path
 
     from .grid_release import load_grid_prior
+    from .io import write_bytes_atomic
     from .location_grid import LocationGrid
     from .locations import UNITS, evaluate_files
 
+    if png is not None and html is not None and Path(png).resolve() == Path(html).resolve():
+        raise ValueError(f"--png and --html are both {png}: give two files (the page would replace the figure)")
     for out_path, flag in ((png, "--png"), (html, "--html")):
         if out_path is not None and Path(out_path).exists() and not force:
             raise FileExistsError(f"{flag} {out_path} exists; use --force to replace it")
@@ -315,32 +318,11 @@ def evaluate_release(original, released, *, lat=None, lon=None, key=None, coords
         finally:
             os.unlink(tmp)
     if png:
-        _write_atomic(png, png_bytes)
+        write_bytes_atomic(png, png_bytes)
         res["png"] = str(png)
     if html:
-        _write_atomic(html, html_page(res, png_bytes, title).encode("utf-8"))
+        write_bytes_atomic(html, html_page(res, png_bytes, title).encode("utf-8"))
         res["html"] = str(html)
     return res
 
 
-def _write_atomic(path, data: bytes) -> None:
-    import contextlib
-    import os
-    import tempfile
-    from pathlib import Path
-
-    path = Path(path)
-    if not path.parent.exists():
-        raise FileNotFoundError(f"output folder {path.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise

@@ -548,11 +548,19 @@ def write_json_atomic(path, obj) -> None:
     """Write a JSON document atomically (strict JSON, see :func:`dprivacy.results.dumps`)."""
     from ..results import dumps
 
+    write_bytes_atomic(path, (dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+
+
+def write_bytes_atomic(path, data: bytes) -> None:
+    """Write ``data`` to exactly ``path`` through a temporary file beside it, renamed over it: an error or
+    Ctrl-C leaves nothing new (the old file, if any, stays)."""
     path = Path(path)
+    if not path.parent.exists():
+        raise FileNotFoundError(f"output folder {path.parent} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(dumps(obj, indent=2, ensure_ascii=False) + "\n")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         _chmod_like_new_file(tmp)
         os.replace(tmp, path)
     except BaseException:
