@@ -424,3 +424,12 @@ def test_a_release_with_no_row_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"none of the 2 rows .* could be released \(2 rejected, the first: row 1"):
         obfuscate_file(src, tmp_path / "o.csv", epsilon=1.0, rng=1, skip_invalid=True)
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_two_columns_of_one_name_are_refused(tmp_path):
+    """name,name,lat,lon with A,B was written to GeoJSON as name: A, name: A (B lost)."""
+    src = tmp_path / "d.csv"
+    src.write_text("name,name,lat,lon\nA,B,48.8,2.3\n")
+    with pytest.raises(ValueError, match="two columns called 'name'"):
+        obfuscate_file(src, tmp_path / "o.geojson", epsilon=1.0, rng=1)
+    assert not (tmp_path / "o.geojson").exists()

@@ -65,6 +65,7 @@ def find_coordinate_columns(names, lat: str | None = None, lon: str | None = Non
     names = list(getattr(names, "names", names))
     if lat is not None and lat == lon:
         raise ValueError(f"--lat and --lon both name the column {lat!r}")
+
     def pick(given, usual, what, flag):
         if given is not None:
             if given not in names:
@@ -82,7 +83,18 @@ def find_coordinate_columns(names, lat: str | None = None, lon: str | None = Non
 
 
 def read_batches(path, *, batch_rows: int = BATCH_ROWS) -> tuple[object, Iterator]:
-    """(schema, iterator of pyarrow.RecordBatch) for a CSV, Parquet or GeoJSON file of points."""
+    """(schema, iterator of pyarrow.RecordBatch) for a CSV, Parquet or GeoJSON file of points. Two columns
+    of one name are refused (written out, one of them was lost: name,name,lat,lon with A,B gave A, A)."""
+    schema, batches = _read_batches(path, batch_rows=batch_rows)
+    seen: set = set()
+    for name in schema.names:
+        if name in seen:
+            raise ValueError(f"{path} has two columns called {name!r}: rename one")
+        seen.add(name)
+    return schema, batches
+
+
+def _read_batches(path, *, batch_rows: int) -> tuple[object, Iterator]:
     import pyarrow as pa
 
     path = Path(path)
