@@ -433,3 +433,28 @@ def test_two_columns_of_one_name_are_refused(tmp_path):
     with pytest.raises(ValueError, match="two columns called 'name'"):
         obfuscate_file(src, tmp_path / "o.geojson", epsilon=1.0, rng=1)
     assert not (tmp_path / "o.geojson").exists()
+
+
+def test_geojson_features_the_format_allows_are_read_or_refused_by_name(tmp_path):
+    """A null geometry or an empty Point is a missing location (skipped and counted with --skip-invalid);
+    ids mixing strings and numbers are read as strings; a property mixing numbers and text, and a
+    3-D point (whose altitude would be dropped or released as it is), are refused naming the file."""
+    def write(name, feats):
+        (tmp_path / name).write_text(json.dumps({"type": "FeatureCollection", "features": feats}))
+        return tmp_path / name
+
+    def pt(c, props=None, i=None):
+        return {"type": "Feature", **({"id": i} if i is not None else {}),
+                "geometry": None if c is None else {"type": "Point", "coordinates": c}, "properties": props or {}}
+
+    rep = obfuscate_file(write("n.geojson", [pt([20, 10]), pt(None), pt([])]), tmp_path / "n_out.geojson", epsilon=1.0,
+                         rng=1, skip_invalid=True)
+    assert (rep.rows_written, rep.rows_rejected) == (1, 2)
+    obfuscate_file(write("i.geojson", [pt([20, 10], i="a"), pt([21, 11], i=3)]), tmp_path / "i_out.geojson", epsilon=1.0,
+                   rng=1)
+    assert [f["id"] for f in json.loads((tmp_path / "i_out.geojson").read_text())["features"]] == ["a", "3"]
+    with pytest.raises(ValueError, match=r"m.geojson: property 'x' has values that do not make one column"):
+        obfuscate_file(write("m.geojson", [pt([20, 10], {"x": 1}), pt([21, 11], {"x": "s"})]), tmp_path / "m_out.csv",
+                       epsilon=1.0, rng=1)
+    with pytest.raises(ValueError, match=r"z.geojson: feature 0 has 3 coordinates"):
+        obfuscate_file(write("z.geojson", [pt([20, 10, 150])]), tmp_path / "z_out.csv", epsilon=1.0, rng=1)

@@ -265,12 +265,19 @@ def _feature_rows(path, header: dict, batch_rows: int):
     props, ids, lons, lats = [], [], [], []
     for k, f in enumerate(_geojson_features(path, header)):
         g = (f or {}).get("geometry") if isinstance(f, dict) else None
-        g = g or {}
-        c = g.get("coordinates")
-        if g.get("type") != "Point" or not isinstance(c, list) or len(c) < 2:
+        c = (g or {}).get("coordinates")
+        if g is None or (g.get("type") == "Point" and c == []):
+            lons.append(None)  # no location (RFC 7946 §3.2: a null geometry; an empty Point): a missing coordinate
+            lats.append(None)
+        elif g.get("type") != "Point" or not isinstance(c, list) or len(c) < 2:
             raise ValueError(f"{path}: feature {k} is not a Point (only Point features can be obfuscated)")
-        lons.append(c[0])
-        lats.append(c[1])
+        elif len(c) > 2:
+            # an altitude would be released untouched (it locates too) or dropped without a word
+            raise ValueError(f"{path}: feature {k} has {len(c)} coordinates {c[:3]}: the obfuscation is of longitude and "
+                             "latitude only; remove the altitude first (it would be dropped, or locate the point)")
+        else:
+            lons.append(c[0])
+            lats.append(c[1])
         props.append(f.get("properties") or {})
         ids.append(f.get("id"))
         if len(lons) == batch_rows:
@@ -308,14 +315,25 @@ def _decode_json_columns(table, schema, path=""):
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-def _rows_table(chunk, id_c: str, lon_c: str, lat_c: str):
+def _rows_table(chunk, id_c: str, lon_c: str, lat_c: str, path=""):
     import pyarrow as pa
 
     props, ids, lons, lats = chunk
     keys = dict.fromkeys(k for p in props for k in p)  # every property of the chunk, in first-seen order
-    t = pa.table({k: pa.array([p.get(k) for p in props]) for k in keys}) if keys else pa.table({"_": pa.nulls(len(lons))}).drop(["_"])
+
+    def column(name, values):
+        try:
+            return pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+            raise ValueError(f"{path}: {name} has values that do not make one column (e.g. numbers beside text, or an "
+                             f"integer beyond 64 bits): {str(exc).splitlines()[0]}") from None
+
+    t = (pa.table({k: column(f"property {k!r}", [p.get(k) for p in props]) for k in keys}) if keys
+         else pa.table({"_": pa.nulls(len(lons))}).drop(["_"]))
     if any(i is not None for i in ids) and id_c not in t.column_names:
-        t = t.append_column(id_c, pa.array(ids))
+        if len({type(i) for i in ids if i is not None}) > 1:  # RFC 7946 §3.2: a string or a number
+            ids = [None if i is None else str(i) for i in ids]
+        t = t.append_column(id_c, column("the feature ids", ids))
     return t.append_column(lon_c, pa.array(lons, pa.float64())).append_column(lat_c, pa.array(lats, pa.float64()))
 
 
@@ -350,14 +368,14 @@ def geojson_batches(path, *, batch_rows: int = BATCH_ROWS):
 
         def written():
             for chunk in itertools.chain([first], rows):
-                yield from _decode_json_columns(_rows_table(chunk, id_c, lon_c, lat_c), schema, path).to_batches(batch_rows)
+                yield from _decode_json_columns(_rows_table(chunk, id_c, lon_c, lat_c, path), schema, path).to_batches(batch_rows)
 
         return schema, written()
     id_c = "feature_id" if any("id" in p for p in first[0][:1000]) else "id"
     unified = None
     tmp = ("\0longitude", "\0latitude")  # first pass: names no property has
     for chunk in itertools.chain([first], rows):  # first pass: the types of every chunk, unified
-        s = _rows_table(chunk, id_c, *tmp).schema
+        s = _rows_table(chunk, id_c, *tmp, path=path).schema
         try:
             unified = s if unified is None else pa.unify_schemas([unified, s], promote_options="permissive")
         except (pa.ArrowTypeError, pa.ArrowInvalid) as exc:
@@ -377,7 +395,7 @@ def geojson_batches(path, *, batch_rows: int = BATCH_ROWS):
 
     def inferred():
         for chunk in _feature_rows(path, {}, batch_rows):  # second pass
-            yield from _decode_json_columns(_rows_table(chunk, id_c, lon_c, lat_c), schema, path).to_batches(batch_rows)
+            yield from _decode_json_columns(_rows_table(chunk, id_c, lon_c, lat_c, path), schema, path).to_batches(batch_rows)
 
     return schema, inferred()
 
