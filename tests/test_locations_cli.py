@@ -188,3 +188,22 @@ def test_evaluate_refuses_one_file_for_both_figure_and_page(pts):
     p = _cli("evaluate", "pts.csv", "same.csv", "--png", "f.png", "--html", "./f.png", cwd=pts)
     _one_line(p)
     assert "--png and --html are both" in p.stderr and not (pts / "f.png").exists()
+
+
+def test_evaluate_checks_the_release_s_sidecar(pts):
+    """A release without a sidecar was evaluated without a word; a damaged one gave a bare JSON error; a
+    negative ε printed a negative predicted mean; --coords contradicting the sidecar was followed."""
+    assert _cli("obfuscate", "pts.csv", "-o", "s1.csv", "--epsilon", "2", "--seed", "3", cwd=pts).returncode == 0
+    (pts / "s2.csv").write_bytes((pts / "s1.csv").read_bytes())
+    p = _cli("evaluate", "pts.csv", "s2.csv", "--json", cwd=pts)
+    assert p.returncode == 0 and "no sidecar s2.csv.dprivacy.json" in json.loads(p.stdout)["note"]
+    side = json.loads((pts / "s1.csv.dprivacy.json").read_text())
+    for text, needle in (("{bad", "is not valid JSON"),
+                         (json.dumps({**side, "epsilon_per_metre": -1}), "epsilon_per_metre -1, expected a positive")):
+        (pts / "s2.csv.dprivacy.json").write_text(text)
+        p = _cli("evaluate", "pts.csv", "s2.csv", cwd=pts)
+        _one_line(p)
+        assert needle in p.stderr
+    p = _cli("evaluate", "pts.csv", "s1.csv", "--coords", "semicircles", cwd=pts)
+    _one_line(p)
+    assert "says its coordinates are degrees" in p.stderr

@@ -537,6 +537,26 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
     return ob, report, src, schema, batches
 
 
+def _read_sidecar(side: Path) -> dict:
+    """A release's sidecar, checked where evaluate relies on it ({} when there is none)."""
+    import json
+
+    if not side.exists():
+        return {}
+    try:
+        meta = json.loads(side.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"the release's sidecar {side} is not valid JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"the release's sidecar {side} is not a JSON object")
+    e = meta.get("epsilon_per_metre")
+    if e is not None and not (isinstance(e, (int, float)) and not isinstance(e, bool) and math.isfinite(e) and e > 0):
+        raise ValueError(f"the release's sidecar {side} has epsilon_per_metre {e!r}, expected a positive number")
+    if meta.get("coords") is not None and meta["coords"] not in COORDS:
+        raise ValueError(f"the release's sidecar {side} has coords {meta['coords']!r}, expected one of {', '.join(COORDS)}")
+    return meta
+
+
 def _seed_of(rng):
     from numbers import Integral
 
@@ -757,7 +777,9 @@ def evaluate_files(original, released, *, lat: str | None = None, lon: str | Non
         return t, la, lo
 
     side = Path(str(released) + ".dprivacy.json")
-    meta = json.loads(side.read_text(encoding="utf-8")) if side.exists() else {}
+    meta = _read_sidecar(side)
+    if coords is not None and meta.get("coords") and coords != meta["coords"]:
+        raise ValueError(f"--coords {coords}, but the release's sidecar {side} says its coordinates are {meta['coords']}")
     coords = coords or meta.get("coords") or "degrees"
     if coords not in COORDS:
         raise ValueError(f"--coords must be one of {', '.join(COORDS)}, got {coords!r}")
@@ -804,6 +826,9 @@ def evaluate_files(original, released, *, lat: str | None = None, lon: str | Non
                               "p95": float(np.quantile(d, 0.95)), "p99": float(np.quantile(d, 0.99)), "max": float(d.max())}}
     if coords != "degrees":
         res["coords"] = coords
+    if not meta:
+        res["note"] = (f"no sidecar {side.name} beside the release: its ε and mechanism are unknown, so only the "
+                       "displacement is measured (is it a dprivacy release?)")
     if meta:
         e = meta.get("epsilon_per_metre")
         if e:
