@@ -458,3 +458,19 @@ def test_geojson_features_the_format_allows_are_read_or_refused_by_name(tmp_path
                        epsilon=1.0, rng=1)
     with pytest.raises(ValueError, match=r"z.geojson: feature 0 has 3 coordinates"):
         obfuscate_file(write("z.geojson", [pt([20, 10, 150])]), tmp_path / "z_out.csv", epsilon=1.0, rng=1)
+
+
+def test_a_folder_of_parquet_parts_is_read_in_the_order_of_its_names(tmp_path):
+    """evaluate could not read the Dask engine's output (a folder of part-NNNNN.parquet files)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dprivacy.data.locations import evaluate_files
+
+    lat, lon = np.linspace(40, 41, 10), np.linspace(2, 3, 10)
+    pq.write_table(pa.table({"lat": lat, "lon": lon}), tmp_path / "orig.parquet")
+    (tmp_path / "rel.parquet").mkdir()
+    for k, sl in ((1, slice(6, 10)), (0, slice(0, 6))):  # written out of order: read by name
+        pq.write_table(pa.table({"lat": lat[sl], "lon": lon[sl]}), tmp_path / "rel.parquet" / f"part-{k:05d}.parquet")
+    res = evaluate_files(tmp_path / "orig.parquet", tmp_path / "rel.parquet")
+    assert res["rows"] == 10 and res["displacement_m"]["max"] == 0.0

@@ -109,6 +109,22 @@ def _read_batches(path, *, batch_rows: int) -> tuple[object, Iterator]:
         except pa.ArrowInvalid as exc:
             raise ValueError(f"cannot read {path} as CSV: {str(exc).splitlines()[0]}") from None
         return reader.schema, _csv_batches(reader, path)
+    if fmt == "parquet" and path.is_dir():
+        # a folder of parts (the Dask engine's output, part-NNNNN.parquet): read in the order of the names
+        import pyarrow.parquet as pq
+
+        parts = sorted(path.rglob("*.parquet"))
+        if not parts:
+            raise ValueError(f"{path} is a folder with no .parquet file")
+        try:
+            files = [pq.ParquetFile(p, pre_buffer=False) for p in parts]
+        except pa.ArrowInvalid as exc:
+            raise ValueError(f"cannot read the Parquet parts of {path}: {str(exc).splitlines()[0]}") from None
+        schema = files[0].schema_arrow
+        for p, f in zip(parts, files):
+            if not f.schema_arrow.equals(schema):
+                raise ValueError(f"the Parquet parts of {path} differ in their columns ({p.name} against {parts[0].name})")
+        return schema, (b for f in files for b in f.iter_batches(batch_size=batch_rows))
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
