@@ -213,3 +213,19 @@ def test_a_table_duckdb_would_read_as_another_is_refused(tmp_path):
     dup.write_text("a,a\n1,2\n3,4\n")
     with pytest.raises(ValueError, match="two columns called 'a'"):
         run_query(str(dup), parse_query("sum:a"), epsilon=1.0, bounds=(0, 9))
+
+
+def test_ledger_knows_a_table_under_another_name(tmp_path):
+    """A hard link to the table got a fresh budget (the ledger was keyed by path only); it is the same
+    file (device, inode) and shares the table's budget."""
+    import os
+
+    t = tmp_path / "t.csv"
+    t.write_text("a\n1\n2\n")
+    os.link(t, tmp_path / "hard.csv")
+    led = tmp_path / "ledger.json"
+    charge(led, str(t), epsilon=0.6, budget=1.0, what="count")
+    with pytest.raises(BudgetExceeded, match="only 0.4 of the budget 1 remains"):
+        charge(led, str(tmp_path / "hard.csv"), epsilon=0.6, budget=1.0, what="count")
+    _, spent, _ = charge(led, str(tmp_path / "hard.csv"), epsilon=0.4, budget=1.0, what="count")
+    assert spent == pytest.approx(1.0) and len(json.loads(led.read_text())) == 1

@@ -7,7 +7,9 @@ old one — so two concurrent calls can neither lose nor double-count a charge, 
 leaves the old ledger intact. A query is charged the ε of its whole release (a grouped query splits it
 among its groups where a row can change several answers, see :mod:`.tables`). The ledger is validated on
 every read (finite budget > 0, finite spent >= 0 equal to the sum of its queries' ε, one privacy model
-per table); the recorded budget changes only with ``change_budget`` (``--change-budget``).
+per table); the recorded budget changes only with ``change_budget`` (``--change-budget``). A table is
+known by its resolved path and by its file identity (device, inode), so a hard link or a moved file
+shares its budget; a copy is another file, and the ledger cannot know it holds the same people.
 """
 
 from __future__ import annotations
@@ -32,6 +34,28 @@ class BudgetExceeded(ValueError):
 
 def table_key(path) -> str:
     return str(Path(path).resolve())
+
+
+def _file_id(path) -> str | None:
+    """The table file's identity (device, inode): the same for every name of one file — a hard link, or
+    the file moved — which the path key alone missed (a hard link to the table got a fresh budget). A
+    copy is another file and is not recognised."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return f"{st.st_dev}:{st.st_ino}"
+
+
+def _entry_key(data: dict, key: str, file_id: str | None) -> str:
+    """The ledger key under which ``key``'s charges are kept: its own, or that of an entry recorded for
+    the same file under another name."""
+    if key in data or file_id is None:
+        return key
+    for k, entry in data.items():
+        if isinstance(entry, dict) and entry.get("file_id") == file_id:
+            return k
+    return key
 
 
 @contextlib.contextmanager
@@ -133,8 +157,10 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
         raise ValueError(f"budget must be a finite number > 0, got {budget!r}")
     if privacy not in PRIVACY_MODELS:
         raise ValueError(f"privacy must be one of {', '.join(PRIVACY_MODELS)}, got {privacy!r}")
+    file_id = _file_id(table)
     with _locked(ledger):
         data = _read(ledger)
+        key = _entry_key(data, key, file_id)
         entry = data.get(key, {"budget": budget, "spent": 0.0, "queries": [], "privacy": privacy})
         old = entry.get("privacy", "standard")
         if old != privacy:
@@ -158,6 +184,8 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
         _check_columns(entry["queries"], protected, public, table)
         entry["budget"] = budget
         entry["privacy"] = privacy
+        if file_id is not None:
+            entry.setdefault("file_id", file_id)
         entry["spent"] = after
         entry["queries"].append({"query": what, "epsilon": float(epsilon), "privacy": privacy,
                                  "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
