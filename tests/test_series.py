@@ -156,3 +156,18 @@ def test_a_series_written_as_geojson_is_refused_before_anything_is_written(tmp_p
     with pytest.raises(ValueError, match="cannot write .*o.geojson as GeoJSON"):
         release_series(src, tmp_path / "o.geojson", column="v", epsilon=1.0)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
+
+
+def test_periods_of_zoned_times_follow_their_own_clock(tmp_path):
+    """Times with a zone (Berlin) were grouped by the UTC hour and day: 2020-03-29 00:30 in Berlin fell
+    in the UTC day 2020-03-28."""
+    import datetime
+
+    import pyarrow.parquet as pq
+
+    berlin = [datetime.datetime(2020, 3, 28, 22, 30, tzinfo=datetime.timezone.utc),  # 23:30 in Berlin
+              datetime.datetime(2020, 3, 28, 23, 30, tzinfo=datetime.timezone.utc)]  # 00:30 on the 29th
+    src = tmp_path / "z.parquet"
+    pq.write_table(pa.table({"t": pa.array(berlin, pa.timestamp("s", tz="Europe/Berlin")), "v": [1.0, 2.0]}), src)
+    rep = release_series(src, tmp_path / "o.parquet", column="v", time_column="t", per="day", epsilon=1.0, rng=0)
+    assert [a["period"] for a in rep.aggregates] == ["2020-03-28", "2020-03-29"]

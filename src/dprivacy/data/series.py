@@ -231,6 +231,9 @@ def _accumulate(sums: dict, tcol, noisy: np.ndarray, per: str, first_row: int) -
     import pyarrow.compute as pc
 
     tcol = _as_times(tcol, "")
+    if pa.types.is_timestamp(tcol.type) and tcol.type.tz:
+        # periods of the readings' own clock: a Berlin day, not the UTC day (which cut it at 23:00 or 22:00)
+        tcol = pc.local_timestamp(tcol)
     if tcol.null_count:
         k = int(np.flatnonzero(np.asarray(pc.is_null(tcol)))[0])
         raise ValueError(f"row {first_row + k + 1} of the file (1 = first data row): missing time (aggregates per period need every reading's time)")
