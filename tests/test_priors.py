@@ -345,3 +345,10 @@ def test_bad_inputs():
         RegularityTester(s, epsilon=1.0).test_many([[1 / 3] * 3, [0.5, 0.5, 0.5]])
     with pytest.raises(ValueError, match="size"):
         sample_regular_priors(s, epsilon=1.0, size=-1)
+
+
+def test_entries_of_mu_at_rounding_level_are_not_listed_as_negative():
+    """π = e_0 on line:6 at ε = 1: μ = Φ⁻¹e_0 is (1.157, −0.425, 0, 0, 0, 0) exactly (Φ⁻¹ is tridiagonal),
+    but the stored Φ gave μ[5] = −2e-18, which the reason listed beside μ[1] as a negative entry."""
+    r = regularity(spaces.line(6), np.array([1.0, 0, 0, 0, 0, 0]), epsilon=1.0)
+    assert not r.regular and "1 negative entry of μ: μ[1] = -0.425459" in r.reason and "μ[5]" not in r.reason

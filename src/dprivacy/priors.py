@@ -524,9 +524,16 @@ def _negative_reason(mu: np.ndarray, neg: np.ndarray, tol: float) -> str:
         k = int(np.argmin(mu))
         return f"μ[{k}] = {mu[k]:.6g} is below −{tol:.2g}"
     order = neg[np.argsort(mu[neg])]
-    shown = ", ".join(f"μ[{int(i)}] = {mu[i]:.6g}" for i in order[:5])
-    more = f" (and {order.size - 5} more)" if order.size > 5 else ""
-    return f"{neg.size} negative entr{'y' if neg.size == 1 else 'ies'} of μ: {shown}{more}"
+    # entries at the rounding level of Φ's stored entries (−2e-18 beside −0.43: exactly 0 for the exact
+    # e^{−εd}) are negative for the stored matrix only: counted apart, not listed as if they mattered
+    tiny = np.abs(mu[order]) <= 1e-12 * float(np.abs(mu).max())
+    big, small = order[~tiny], int(tiny.sum())
+    if big.size == 0:
+        big, small = order, 0
+    shown = ", ".join(f"μ[{int(i)}] = {mu[i]:.6g}" for i in big[:5])
+    more = f" (and {big.size - 5} more)" if big.size > 5 else ""
+    rounding = (f"; {small} more within 1e-12 of the largest |μ| (the rounding of Φ's stored entries)" if small else "")
+    return f"{big.size} negative entr{'y' if big.size == 1 else 'ies'} of μ: {shown}{more}{rounding}"
 
 
 def regularity(space: MetricSpace, prior, *, epsilon: float, method: str = "auto") -> RegularityResult:
