@@ -618,3 +618,26 @@ def test_auto_returns_the_tent_channel_when_the_prior_is_regular():
     q[[0, 5, 77, 99]] = [0.4, 0.3, 0.2, 0.1]
     assert not regularity(space, q, epsilon=1.0).ok
     assert _optimal_mechanism(space, q, epsilon=1.0, method="auto", time_limit=60).method != "tent-lp"
+
+
+def test_the_tent_channel_s_repair_gets_a_tenth_of_the_time_limit(monkeypatch):
+    """The repair of the tent LP's channel took 36 s of a 30 s limit on grid:30x30 (a Dirichlet prior)
+    and left the decomposition nothing: it is now given TENT_REPAIR_SHARE of the limit."""
+    import time
+
+    import dprivacy.mechanisms.optimal as O
+
+    seen = []
+    real = O.certified_repair
+
+    def spy(h, space, *, epsilon, deadline=None, **kw):
+        seen.append((time.perf_counter(), deadline))
+        return real(h, space, epsilon=epsilon, deadline=deadline, **kw)
+
+    monkeypatch.setattr(O, "certified_repair", spy)
+    space = spaces.grid(9, 9)
+    p = np.random.default_rng(4).dirichlet(np.full(space.n, 0.3))
+    r = _optimal_mechanism(space, p, epsilon=1.0, method="dantzig-wolfe", time_limit=50.0)
+    assert r.ok
+    start, deadline = seen[0]  # the first repair is the tent channel's
+    assert deadline is not None and deadline - start <= O.TENT_REPAIR_SHARE * 50.0 + 1e-6
