@@ -229,3 +229,31 @@ def test_ledger_knows_a_table_under_another_name(tmp_path):
         charge(led, str(tmp_path / "hard.csv"), epsilon=0.6, budget=1.0, what="count")
     _, spent, _ = charge(led, str(tmp_path / "hard.csv"), epsilon=0.4, budget=1.0, what="count")
     assert spent == pytest.approx(1.0) and len(json.loads(led.read_text())) == 1
+
+
+def test_review_findings_on_units_types_and_headers(tmp_path):
+    """Found in review: a count was multiplied by --unit; a fraction after the sniffer's sample was read
+    as an integer (1.5 as 2) past the whole-number check; 'a,A' and 'v;v' headers passed the duplicate
+    check; a leading blank line was refused; the ledger added d1 ε in different units."""
+    t = tmp_path / "t.csv"
+    t.write_text("v\n1\n2\n")
+    with pytest.raises(ValueError, match="--unit .* applies to sum, avg and percentile, not count"):
+        run_query(str(t), parse_query("count"), epsilon=1.0, unit=0.01)
+    late = tmp_path / "late.csv"
+    late.write_text("v\n" + "".join(f"{i % 7}\n" for i in range(50_000)) + "1.5\n")
+    with pytest.raises(ValueError, match="1 selected value.s. that are not whole numbers, the first at row 50001"):
+        run_query(str(late), parse_query("sum:v"), epsilon=1.0, bounds=(0, 10))
+    r = run_query(str(late), parse_query("sum:v"), epsilon=1e4, bounds=(0, 10), unit=0.5, rng=1)
+    assert r.answers[0].noisy == sum(i % 7 for i in range(50_000)) + 1.5
+    for text, name in (("a,A\n1,60\n", "'a' and 'A'"), ("v;v\n1;2\n", "'v'")):
+        (tmp_path / "h.csv").write_text(text)
+        with pytest.raises(ValueError, match=f"two columns called {name}"):
+            run_query(str(tmp_path / "h.csv"), parse_query("count"), epsilon=1.0)
+    (tmp_path / "blank.csv").write_text("\na,b\n1,2\n3,4\n")
+    assert run_query(str(tmp_path / "blank.csv"), parse_query("sum:a"), epsilon=1e4, bounds=(0, 9), rng=1).answers[0].noisy == 4
+    led = tmp_path / "led.json"
+    q = lambda u: lambda: run_query(str(late), parse_query("sum:v"), epsilon=1.0, bounds=(0, 10), privacy="d1",  # noqa: E731
+                                    unit=u, rng=1)
+    charge(led, str(late), epsilon=1.0, budget=2.0, what="sum:v", privacy="d1", run=q(0.5))
+    with pytest.raises(BudgetExceeded, match="per --unit 0.5 .*this query's is per 0.25"):
+        charge(led, str(late), epsilon=1.0, budget=2.0, what="sum:v", privacy="d1", run=q(0.25))

@@ -137,6 +137,23 @@ def _check_columns(queries: list, protected: str | None, public: list, table) ->
                                  "refused, ledger unchanged, nothing released")
 
 
+def _check_unit(queries: list, protected: str | None, unit: float | None, table) -> None:
+    """Under d1 and d∞ the distance, and so ε, is counted in units of --unit: ε = 1 per 0.001 is ε = 1000
+    per 1. Charges on one column in different units do not add up (two d1 queries at --unit 1 and 0.001
+    were recorded as 2 of 2 where they spent 1001 per unit), so a column keeps the unit of its first query."""
+    if protected is None:
+        return
+    mine = 1.0 if unit is None else float(unit)
+    for q in queries:
+        if q.get("protected") is not None and str(q["protected"]).lower() == str(protected).lower() \
+                and q.get("privacy") in ("d1", "dinf"):
+            theirs = float(q.get("unit") or 1.0)
+            if theirs != mine:
+                raise BudgetExceeded(f"the ledger's ε for {protected!r} on {table} is per --unit {theirs:g} (its first query, "
+                                     f"{q.get('query')}); this query's is per {mine:g}, a different unit that does not add "
+                                     f"up with it: use --unit {theirs:g}; refused, ledger unchanged, nothing released")
+
+
 def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None, privacy: str = "standard",
            change_budget: bool = False):
     """Charge ε to ``table`` in ``ledger`` under ``budget`` and, inside the lock, call ``run()`` (the
@@ -181,7 +198,9 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
         result = run() if run is not None else None
         protected = getattr(result, "protected_column", None)
         public = list(getattr(result, "public_columns", None) or [])
+        unit = getattr(result, "unit", None) if privacy in ("d1", "dinf") else None
         _check_columns(entry["queries"], protected, public, table)
+        _check_unit(entry["queries"], protected, unit, table)
         entry["budget"] = budget
         entry["privacy"] = privacy
         if file_id is not None:
@@ -189,7 +208,8 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
         entry["spent"] = after
         entry["queries"].append({"query": what, "epsilon": float(epsilon), "privacy": privacy,
                                  "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                 **({"protected": protected, "public": public} if protected is not None else {})})
+                                 **({"protected": protected, "public": public} if protected is not None else {}),
+                                 **({"unit": unit} if unit is not None else {})})
         data[key] = entry
         tmp = ledger.with_name(f".{ledger.name}.{os.getpid()}.partial")
         tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

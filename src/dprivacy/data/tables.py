@@ -359,7 +359,7 @@ def _literal(path: str) -> str:
     return "'" + path.replace("'", "''") + "'"
 
 
-def _relation(path: str, *, all_varchar: bool = False) -> str:
+def _relation(path: str, *, all_varchar: bool = False, doubles: tuple = ()) -> str:
     low = path.lower()
     lit = _literal(path)
     if low.endswith(".parquet") or low.endswith(".pq"):
@@ -367,8 +367,25 @@ def _relation(path: str, *, all_varchar: bool = False) -> str:
     if low.endswith(".csv") or low.endswith(".csv.gz") or low.endswith(".tsv"):
         # all_varchar: the sniffer's column types came from a sample and a later row did not fit them;
         # every value is then read as text and the queries' TRY_CASTs decide what is a number.
-        return f"read_csv_auto({lit}, header=true{', all_varchar=true' if all_varchar else ''})"
+        # doubles: columns the sniffer typed as integers from its sample, read as DOUBLE — as BIGINT a later
+        # 1.5 was read as 2 without an error (and the whole-number check saw 2); DOUBLE holds every integer
+        # of a summed column exactly (below 2^53) and compares with numbers in --where like the integer
+        types = (", types={" + ", ".join(f"{_literal(c)}: 'DOUBLE'" for c in doubles) + "}") if doubles and not all_varchar else ""
+        return f"read_csv_auto({lit}, header=true{', all_varchar=true' if all_varchar else ''}{types})"
     raise ValueError(f"cannot tell the format of {path!r}: expected .csv, .csv.gz or .parquet")
+
+
+def _blank_lines(path: str, k: int) -> bool:
+    """Whether the first ``k`` lines of the (possibly gzipped) text file are blank: what the sniffer may
+    skip without changing the table."""
+    import gzip
+
+    opener = gzip.open if path.lower().endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+            return all(not f.readline().strip() for _ in range(k))
+    except OSError:
+        return False
 
 
 def _check_table_shape(con, path: str) -> None:
@@ -382,25 +399,31 @@ def _check_table_shape(con, path: str) -> None:
             skip = con.execute(f"SELECT SkipRows FROM sniff_csv({_literal(path)})").fetchone()[0]
         except duckdb.Error as exc:
             raise ValueError(f"cannot read {path} as CSV: {str(exc).splitlines()[0]}") from None
-        if skip:
+        if skip and not _blank_lines(path, int(skip)):
             raise ValueError(f"cannot read {path} as one table: its first {skip} line(s), header included, do not have the "
                              "shape of the lines after them (rows with different numbers of fields?)")
-    import pyarrow.parquet as pq
-    from pyarrow import csv as pacsv
+    if _relation(path).startswith("read_parquet"):
+        import pyarrow.parquet as pq
 
-    try:
-        if _relation(path).startswith("read_parquet"):
+        try:
             names = pq.read_schema(path).names
-        else:
-            with pacsv.open_csv(path) as reader:
-                names = reader.schema.names
-    except Exception:  # noqa: BLE001 - DuckDB reads the file next and names what is wrong with it
-        return
-    seen: set = set()
+        except Exception:  # noqa: BLE001 - DuckDB reads the file next and names what is wrong with it
+            return
+    else:
+        # the header as DuckDB splits it (its own delimiter, quotes): pyarrow's comma split missed 'v;v'
+        try:
+            names = list(con.execute(f"SELECT * FROM read_csv_auto({_literal(path)}, header=false, all_varchar=true) "
+                                     "LIMIT 1").fetchone() or ())
+        except duckdb.Error:
+            return
+    seen: dict = {}
     for n in names:
-        if n in seen:
-            raise ValueError(f"{path} has two columns called {n!r}: rename one (queries name columns)")
-        seen.add(n)
+        # DuckDB's names are case-insensitive: a, A became a, A_1 and --where "A > 50" filtered on a
+        key = str(n).lower()
+        if key in seen:
+            same = f"{n!r}" if seen[key] == n else f"{seen[key]!r} and {n!r} (DuckDB does not tell case apart)"
+            raise ValueError(f"{path} has two columns called {same}: rename one (queries name columns)")
+        seen[key] = n
 
 
 def _connect(path: str):
@@ -588,6 +611,9 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     if unit is not None and (isinstance(unit, bool) or not isinstance(unit, (int, float)) or not math.isfinite(unit)
                              or not unit > 0):
         raise ValueError(f"--unit must be a positive number (the resolution of the values), got {unit!r}")
+    if unit is not None and query.kind in ("count", "kcount"):
+        raise ValueError(f"--unit is the resolution of a column's values: it applies to sum, avg and percentile, not "
+                         f"{query.kind}")
     u = 1.0 if unit is None else float(unit)
     value_bounds = bounds
     if bounds is not None:
@@ -629,6 +655,9 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     for c in [query.column, group_by, *query.columns]:
         if c is not None and c not in cols:
             raise ValueError(f"unknown column {c!r}: the table's columns are {', '.join(cols)}")
+    if query.column is not None and rel.startswith("read_csv") and "INT" in types[query.column]:
+        rel = _relation(table, doubles=(query.column,))
+        types[query.column] = "DOUBLE"
     where_cols: set = set()
     if where is not None:
         where_cols = check_where(con, where, rel)
@@ -647,7 +676,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         bad = f"{col} IS NULL OR {val} IS NULL OR isnan({val})"
         checks.append(f"count(*) FILTER (WHERE {sel} AND {col} IS NOT NULL AND ({val} IS NULL OR isnan({val})))")
         checks.append(f"count(*) FILTER (WHERE {sel} AND {col} IS NULL)")
-        clamped_val = f"least(greatest({val}, {bounds[0] * u!r}), {bounds[1] * u!r})"
+        clamped_val = f"least(greatest({val}, {float(value_bounds[0])!r}), {float(value_bounds[1])!r})"
         fraction = f"NOT ({bad}) AND {clamped_val} <> round({clamped_val})"
         checks.append(f"count(*) FILTER (WHERE {sel} AND {fraction})" if unit is None else "0")
     elif query.kind == "kcount":
@@ -729,7 +758,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         x = f"CAST(round(least(greatest({val} / {u!r}, {lo}), {hi})) AS BIGINT)"
         aggs = [f"quantile_disc({x}, {query.p / 100.0}) FILTER (WHERE {sel} AND {ok})" if query.kind == "percentile" else
                 f"coalesce(sum({x}) FILTER (WHERE {sel} AND {ok}), 0)"]
-        clamped = f"count(*) FILTER (WHERE {sel} AND {ok} AND ({val} < {lo * u!r} OR {val} > {hi * u!r}))"
+        clamped = f"count(*) FILTER (WHERE {sel} AND {ok} AND ({val} < {float(value_bounds[0])!r} OR {val} > {float(value_bounds[1])!r}))"
     if gexpr:
         sql = f"SELECT {gexpr} AS g, {', '.join(aggs)}, {clamped} AS clamped FROM {rel} GROUP BY 1 ORDER BY 1 NULLS LAST"
     else:
