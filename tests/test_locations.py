@@ -356,25 +356,29 @@ def test_ordered_writes_keep_the_order_and_raise_a_writers_error():
 
 
 def test_a_geojson_s_points_are_its_geometry_whatever_its_properties_are_called(tmp_path):
-    """Properties called lat/lon (or longitude) are the user's data: with --lat lat --lon lon the
-    obfuscated properties became the geometry and the true geometry was written out as properties; a
-    property called longitude collided with the geometry's column. The geometry is now always the point,
-    and --lat/--lon naming anything else on a GeoJSON input is refused."""
-    src = tmp_path / "p.geojson"
-    feats = [{"type": "Feature", "geometry": {"type": "Point", "coordinates": [20.0, 10.0]},
-              "properties": {"lat": 50, "lon": 5, "longitude": 7}},
-             {"type": "Feature", "geometry": {"type": "Point", "coordinates": [21.0, 11.0]},
-              "properties": {"lat": 51, "lon": 6, "longitude": 8}}]
-    src.write_text(json.dumps({"type": "FeatureCollection", "features": feats}))
-    with pytest.raises(ValueError, match="--lat 'lat': the points of a GeoJSON file are its features' geometry"):
-        obfuscate_file(src, tmp_path / "o.geojson", epsilon=1.0, lat="lat", lon="lon", rng=1)
-    assert not (tmp_path / "o.geojson").exists()
-    rep = obfuscate_file(src, tmp_path / "o.geojson", epsilon=1e4, rng=1)  # 0.2 m of noise
-    assert (rep.lat_column, rep.lon_column) == ("geometry_latitude", "geometry_longitude")
+    """Properties called lat/lon: with --lat lat --lon lon the obfuscated properties became the geometry
+    and the true geometry was written out as properties; and properties named like coordinates (often a
+    copy of the point) would be released untouched, in a CSV under the names readers take for the point.
+    The geometry is always the point: --lat/--lon naming anything else is refused, and so are
+    properties named like coordinates."""
+    def write(name, props):
+        feats = [{"type": "Feature", "geometry": {"type": "Point", "coordinates": [20.0 + k, 10.0 + k]},
+                  "properties": p} for k, p in enumerate(props)]
+        (tmp_path / name).write_text(json.dumps({"type": "FeatureCollection", "features": feats}))
+        return tmp_path / name
+
+    src = write("p.geojson", [{"lat": 50, "lon": 5}, {"lat": 51, "lon": 6}])
+    with pytest.raises(ValueError, match="properties 'lat', 'lon' look like coordinates"):
+        obfuscate_file(src, tmp_path / "o.csv", epsilon=1.0, lat="lat", lon="lon", rng=1)
+    ok = write("q.geojson", [{"name": "a"}, {"name": "b"}])
+    with pytest.raises(ValueError, match="--lat 'name': the points of a GeoJSON file are its features' geometry"):
+        obfuscate_file(ok, tmp_path / "o.geojson", epsilon=1.0, lat="name", rng=1)
+    assert not (tmp_path / "o.geojson").exists() and not (tmp_path / "o.csv").exists()
+    rep = obfuscate_file(ok, tmp_path / "o.geojson", epsilon=1e4, rng=1)  # 0.2 m of noise
+    assert (rep.lat_column, rep.lon_column) == ("latitude", "longitude")
     out = json.loads((tmp_path / "o.geojson").read_text())["features"]
-    for f, o in zip(feats, out):
-        assert o["properties"] == f["properties"]  # the user's columns as they were
-        assert np.allclose(o["geometry"]["coordinates"], f["geometry"]["coordinates"], atol=1e-4)
+    assert [o["properties"] for o in out] == [{"name": "a"}, {"name": "b"}]
+    assert np.allclose([o["geometry"]["coordinates"] for o in out], [[20, 10], [21, 11]], atol=1e-4)
 
 
 def test_the_sidecar_never_replaces_the_input_and_never_outlives_a_failed_release(tmp_path, monkeypatch):
@@ -474,3 +478,26 @@ def test_a_folder_of_parquet_parts_is_read_in_the_order_of_its_names(tmp_path):
         pq.write_table(pa.table({"lat": lat[sl], "lon": lon[sl]}), tmp_path / "rel.parquet" / f"part-{k:05d}.parquet")
     res = evaluate_files(tmp_path / "orig.parquet", tmp_path / "rel.parquet")
     assert res["rows"] == 10 and res["displacement_m"]["max"] == 0.0
+
+
+def test_review_findings_on_geojson_and_parquet_outputs(tmp_path):
+    """Found in review: a null Feature was an internal error; the GeoJSON input's marker travelled into a
+    Parquet output, whose --lat latitude was then refused as 'a GeoJSON file'; integer ids in one chunk
+    and string ids in a later one were refused as incompatible."""
+    import pyarrow.parquet as pq
+
+    from dprivacy.data.io import GEOJSON_COORDS_KEY, read_batches
+
+    pt = {"type": "Feature", "geometry": {"type": "Point", "coordinates": [2.3, 48.8]}, "properties": {"n": 1}}
+    (tmp_path / "nf.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": [pt, None]}))
+    with pytest.raises(ValueError, match="feature 1 is not a Feature object"):
+        obfuscate_file(tmp_path / "nf.geojson", tmp_path / "nf.csv", epsilon=1.0, rng=1)
+    (tmp_path / "g.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": [pt]}))
+    obfuscate_file(tmp_path / "g.geojson", tmp_path / "g.parquet", epsilon=1.0, rng=1)
+    assert GEOJSON_COORDS_KEY not in (pq.read_schema(tmp_path / "g.parquet").metadata or {})
+    obfuscate_file(tmp_path / "g.parquet", tmp_path / "g2.csv", epsilon=1.0, lat="latitude", lon="longitude", rng=1)
+    feats = [dict(pt, id=(k if k < 70_000 else f"s{k}")) for k in range(70_010)]  # past the first chunk
+    (tmp_path / "ids.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": feats}))
+    schema, batches = read_batches(tmp_path / "ids.geojson")
+    ids = [i for b in batches for i in b.column("id").to_pylist()]
+    assert str(schema.field("id").type) == "string" and ids[:2] == ["0", "1"] and ids[-1] == "s70009"

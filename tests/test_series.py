@@ -171,3 +171,18 @@ def test_periods_of_zoned_times_follow_their_own_clock(tmp_path):
     pq.write_table(pa.table({"t": pa.array(berlin, pa.timestamp("s", tz="Europe/Berlin")), "v": [1.0, 2.0]}), src)
     rep = release_series(src, tmp_path / "o.parquet", column="v", time_column="t", per="day", epsilon=1.0, rng=0)
     assert [a["period"] for a in rep.aggregates] == ["2020-03-28", "2020-03-29"]
+
+
+def test_a_time_of_day_column_is_copied_and_refused_for_periods(tmp_path):
+    """Times of day (time32) were refused as 'not a date/time' even without --per (review finding)."""
+    import datetime
+
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"t": pa.array([datetime.time(9, 0), datetime.time(9, 5)], pa.time32("s")),
+                             "v": [1.0, 2.0]}), src)
+    rep = release_series(src, tmp_path / "o.parquet", column="v", time_column="t", epsilon=1.0, rng=0)
+    assert rep.readings == 2 and pq.read_table(tmp_path / "o.parquet").column("t").type == pa.time32("s")
+    with pytest.raises(ValueError, match="times of day without dates"):
+        release_series(src, tmp_path / "o2.parquet", column="v", time_column="t", per="day", epsilon=1.0, rng=0)

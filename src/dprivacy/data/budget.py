@@ -37,14 +37,17 @@ def table_key(path) -> str:
 
 
 def _file_id(path) -> str | None:
-    """The table file's identity (device, inode): the same for every name of one file — a hard link, or
-    the file moved — which the path key alone missed (a hard link to the table got a fresh budget). A
-    copy is another file and is not recognised."""
+    """The table file's identity (device, inode, modification time): the same for every name of one file
+    — a hard link, or the file moved — which the path key alone missed (a hard link to the table got a
+    fresh budget). A copy is another file and is not recognised; nor is a link to a table modified since
+    its first charge (the table's own path still is)."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return f"{st.st_dev}:{st.st_ino}"
+    # with the modification time: an inode freed by a deleted table and given to a new file is not the
+    # old table (seen: `rm a.csv; cp t.csv other.csv` inherited a.csv's budget and privacy model)
+    return f"{st.st_dev}:{st.st_ino}:{st.st_mtime_ns}"
 
 
 def _entry_key(data: dict, key: str, file_id: str | None) -> str:

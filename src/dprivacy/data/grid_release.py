@@ -180,7 +180,10 @@ def prior_of_release(grid: LocationGrid, text: str | None):
         return np.full(grid.n, 1.0 / grid.n)
     for head, kw in (("estimated from ", "prior_from"), ("from ", "prior")):
         if isinstance(text, str) and text.startswith(head) and os.path.exists(text[len(head):]):
-            return load_grid_prior(grid, **{kw: text[len(head):]})[0]
+            try:
+                return load_grid_prior(grid, **{kw: text[len(head):]})[0]
+            except (ValueError, OSError):  # its columns not found by their usual names, another grid, ...
+                return None
     return None
 
 

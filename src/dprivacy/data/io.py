@@ -116,15 +116,23 @@ def _read_batches(path, *, batch_rows: int) -> tuple[object, Iterator]:
         parts = sorted(path.rglob("*.parquet"))
         if not parts:
             raise ValueError(f"{path} is a folder with no .parquet file")
-        try:
-            files = [pq.ParquetFile(p, pre_buffer=False) for p in parts]
-        except pa.ArrowInvalid as exc:
-            raise ValueError(f"cannot read the Parquet parts of {path}: {str(exc).splitlines()[0]}") from None
-        schema = files[0].schema_arrow
-        for p, f in zip(parts, files):
-            if not f.schema_arrow.equals(schema):
-                raise ValueError(f"the Parquet parts of {path} differ in their columns ({p.name} against {parts[0].name})")
-        return schema, (b for f in files for b in f.iter_batches(batch_size=batch_rows))
+        def schema_of(p):
+            try:
+                return pq.read_schema(p)
+            except pa.ArrowInvalid as exc:
+                raise ValueError(f"cannot read the Parquet part {p} of {path}: {str(exc).splitlines()[0]}") from None
+
+        schema = schema_of(parts[0])
+
+        def batches():
+            # one part open at a time (a folder of thousands of parts would exhaust the file handles)
+            for p in parts:
+                if not schema_of(p).equals(schema):
+                    raise ValueError(f"the Parquet parts of {path} differ in their columns ({p.name} against {parts[0].name})")
+                with pq.ParquetFile(p, pre_buffer=False) as f:
+                    yield from f.iter_batches(batch_size=batch_rows)
+
+        return schema, batches()
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -145,7 +153,10 @@ def _csv_batches(reader, path):
         for b in reader:
             yield b
     except pa.ArrowInvalid as exc:
-        raise ValueError(f"cannot read {path} as CSV: {str(exc).splitlines()[0]}") from None
+        msg = str(exc).splitlines()[0]
+        hint = ("; the column's type was taken from the file's first block (16 MiB), where every value was a number, "
+                "so this one cannot be skipped as a row: correct it" if "conversion error" in msg else "")
+        raise ValueError(f"cannot read {path} as CSV: {msg}{hint}") from None
 
 
 #: Top-level member of the GeoJSON files written here (a foreign member, RFC 7946 §6.1): the Arrow schema
@@ -280,7 +291,11 @@ def _feature_rows(path, header: dict, batch_rows: int):
     """Chunks of (properties, ids, lons, lats) lists from the features of ``path``."""
     props, ids, lons, lats = [], [], [], []
     for k, f in enumerate(_geojson_features(path, header)):
-        g = (f or {}).get("geometry") if isinstance(f, dict) else None
+        if not isinstance(f, dict):
+            raise ValueError(f"{path}: feature {k} is not a Feature object (found {type(f).__name__})")
+        g = f.get("geometry")
+        if g is not None and not isinstance(g, dict):
+            raise ValueError(f"{path}: feature {k} has a geometry that is not an object")
         c = (g or {}).get("coordinates")
         if g is None or (g.get("type") == "Point" and c == []):
             lons.append(None)  # no location (RFC 7946 §3.2: a null geometry; an empty Point): a missing coordinate
@@ -294,7 +309,10 @@ def _feature_rows(path, header: dict, batch_rows: int):
         else:
             lons.append(c[0])
             lats.append(c[1])
-        props.append(f.get("properties") or {})
+        p = f.get("properties") or {}
+        if not isinstance(p, dict):
+            raise ValueError(f"{path}: feature {k} has properties that are not an object")
+        props.append(p)
         ids.append(f.get("id"))
         if len(lons) == batch_rows:
             yield props, ids, lons, lats
@@ -331,7 +349,7 @@ def _decode_json_columns(table, schema, path=""):
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-def _rows_table(chunk, id_c: str, lon_c: str, lat_c: str, path=""):
+def _rows_table(chunk, id_c: str, lon_c: str, lat_c: str, path="", ids_as_text: bool = False):
     import pyarrow as pa
 
     props, ids, lons, lats = chunk
@@ -347,7 +365,7 @@ def _rows_table(chunk, id_c: str, lon_c: str, lat_c: str, path=""):
     t = (pa.table({k: column(f"property {k!r}", [p.get(k) for p in props]) for k in keys}) if keys
          else pa.table({"_": pa.nulls(len(lons))}).drop(["_"]))
     if any(i is not None for i in ids) and id_c not in t.column_names:
-        if len({type(i) for i in ids if i is not None}) > 1:  # RFC 7946 §3.2: a string or a number
+        if ids_as_text:  # RFC 7946 §3.2: a string or a number; both in one file make a text column
             ids = [None if i is None else str(i) for i in ids]
         t = t.append_column(id_c, column("the feature ids", ids))
     return t.append_column(lon_c, pa.array(lons, pa.float64())).append_column(lat_c, pa.array(lats, pa.float64()))
@@ -390,19 +408,27 @@ def geojson_batches(path, *, batch_rows: int = BATCH_ROWS):
     id_c = "feature_id" if any("id" in p for p in first[0][:1000]) else "id"
     unified = None
     tmp = ("\0longitude", "\0latitude")  # first pass: names no property has
+    id_kinds: set = set()
     for chunk in itertools.chain([first], rows):  # first pass: the types of every chunk, unified
-        s = _rows_table(chunk, id_c, *tmp, path=path).schema
+        id_kinds |= {type(i) for i in chunk[1] if i is not None}
+        s = _rows_table(chunk, id_c, *tmp, path=path, ids_as_text=True).schema
         try:
             unified = s if unified is None else pa.unify_schemas([unified, s], promote_options="permissive")
         except (pa.ArrowTypeError, pa.ArrowInvalid) as exc:
             raise ValueError(f"{path}: a property has values of incompatible types across features ({exc})") from None
+    ids_as_text = bool(id_kinds - {int, float})
+    if id_kinds and not ids_as_text:  # numbers only: integers, or doubles if any id has a fraction part
+        ids_type = pa.float64() if float in id_kinds else pa.int64()
+        unified = unified.set(unified.get_field_index(id_c), pa.field(id_c, ids_type))
     props = [f for f in unified if f.name not in tmp]
-    taken = {f.name for f in props}
-    # the geometry's columns: longitude and latitude, unless properties are called so (then
-    # geometry_longitude, ...): a property "lat" or "latitude" is the user's data, never the point
-    lon_c, lat_c = next((a, b) for a, b in (("longitude", "latitude"), ("geometry_longitude", "geometry_latitude"),
-                                            ("__geometry_longitude", "__geometry_latitude"))
-                        if a not in taken and b not in taken)
+    # a property named like a coordinate holds a location (often a copy of the point): it would be
+    # released untouched beside the obfuscated geometry, under the name readers take for the point
+    usual = {n.lower() for n in LAT_NAMES + LON_NAMES}
+    located = [f.name for f in props if f.name.lower() in usual]
+    if located:
+        raise ValueError(f"{path}: properties {', '.join(map(repr, located))} look like coordinates: they would be released "
+                         "untouched beside the obfuscated geometry; remove or rename them (the point is the geometry)")
+    lon_c, lat_c = "longitude", "latitude"
     fields = props + [pa.field(lon_c, pa.float64()), pa.field(lat_c, pa.float64())]
     meta = {GEOJSON_COORDS_KEY: f"{lon_c},{lat_c}".encode()}
     if id_c in unified.names:
@@ -411,7 +437,8 @@ def geojson_batches(path, *, batch_rows: int = BATCH_ROWS):
 
     def inferred():
         for chunk in _feature_rows(path, {}, batch_rows):  # second pass
-            yield from _decode_json_columns(_rows_table(chunk, id_c, lon_c, lat_c, path), schema, path).to_batches(batch_rows)
+            yield from _decode_json_columns(_rows_table(chunk, id_c, lon_c, lat_c, path, ids_as_text), schema,
+                                            path).to_batches(batch_rows)
 
     return schema, inferred()
 
@@ -444,6 +471,10 @@ class AtomicWriter:
         if self.fmt == "geojson" and geojson_coords is None:  # before the temporary file: nothing left behind
             raise ValueError(f"cannot write {self.path} as GeoJSON: these rows have no point (coordinate columns) to be "
                              "its geometry; write .csv or .parquet")
+        meta = dict(schema.metadata or {})
+        if GEOJSON_COORDS_KEY in meta:  # the input's marker: a CSV/Parquet output is not a GeoJSON
+            meta.pop(GEOJSON_COORDS_KEY)
+            schema = schema.with_metadata(meta)
         self.schema = schema
         self.geojson_coords = geojson_coords
         # Parquet: columns written without dictionary encoding (released coordinates: nearly every value

@@ -214,7 +214,7 @@ def _as_times(tcol, name: str):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if pa.types.is_timestamp(tcol.type) or pa.types.is_date(tcol.type):
+    if pa.types.is_timestamp(tcol.type) or pa.types.is_date(tcol.type) or pa.types.is_time(tcol.type):
         return tcol
     what = f"the time column{f' {name!r}' if name else ''} (type {tcol.type})"
     if not (pa.types.is_string(tcol.type) or pa.types.is_large_string(tcol.type)):
@@ -231,6 +231,9 @@ def _accumulate(sums: dict, tcol, noisy: np.ndarray, per: str, first_row: int) -
     import pyarrow.compute as pc
 
     tcol = _as_times(tcol, "")
+    if pa.types.is_time(tcol.type):
+        raise ValueError(f"the time column (type {tcol.type}) holds times of day without dates: periods per {per} need "
+                         "dates")
     if pa.types.is_timestamp(tcol.type) and tcol.type.tz:
         # periods of the readings' own clock: a Berlin day, not the UTC day (which cut it at 23:00 or 22:00)
         tcol = pc.local_timestamp(tcol)
