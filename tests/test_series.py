@@ -183,6 +183,7 @@ def test_a_time_of_day_column_is_copied_and_refused_for_periods(tmp_path):
     pq.write_table(pa.table({"t": pa.array([datetime.time(9, 0), datetime.time(9, 5)], pa.time32("s")),
                              "v": [1.0, 2.0]}), src)
     rep = release_series(src, tmp_path / "o.parquet", column="v", time_column="t", epsilon=1.0, rng=0)
-    assert rep.readings == 2 and pq.read_table(tmp_path / "o.parquet").column("t").type == pa.time32("s")
+    assert rep.readings == 2
+    assert pq.read_table(tmp_path / "o.parquet").column("t").to_pylist() == [datetime.time(9, 0), datetime.time(9, 5)]
     with pytest.raises(ValueError, match="times of day without dates"):
         release_series(src, tmp_path / "o2.parquet", column="v", time_column="t", per="day", epsilon=1.0, rng=0)
