@@ -181,6 +181,11 @@ def test_evaluate_models_the_remap_the_release_applied(pts):
     assert m["expected_displacement_m"] != m["expected_displacement_m_without_remap"]
     # 3,000 points: the measured mean is the model's plus the snapping inside 2 km cells
     assert 0.9 < rep["displacement_m"]["mean"] / m["expected_displacement_m"] < 1.15
+    assert "grid_note" not in m
+    # another grid than the release's: measured there, and said so
+    p = _cli("evaluate", "pts.csv", "rm.csv", "--cell", "3km", "--json", cwd=pts)
+    assert p.returncode == 0, p.stderr
+    assert "not the release's (2000 m cells)" in json.loads(p.stdout)["grid"]["at_release"]["grid_note"]
 
 
 def test_evaluate_refuses_one_file_for_both_figure_and_page(pts):

@@ -270,6 +270,8 @@ def evaluate_release(original, released, *, lat=None, lon=None, key=None, coords
         if not eps_m and sweep is None:
             raise ValueError(f"no sidecar {released}.dprivacy.json with ε: give --sweep LO:HI:N to evaluate on the grid")
         grid = LocationGrid.build(region, cell)
+        other_grid = bool(g_info) and (not math.isclose(grid.cell_m, float(g_info.get("cell_m") or 0), rel_tol=1e-9)
+                                       or not np.allclose(grid.region, g_info.get("region") or [np.nan] * 4))
         if prior is not None or prior_from is not None:
             pi, pinfo = load_grid_prior(grid, prior, prior_from, lat=lat, lon=lon)
         else:
@@ -285,6 +287,10 @@ def evaluate_release(original, released, *, lat=None, lon=None, key=None, coords
             if progress:
                 progress(f"measuring {base} on the grid")
             out["at_release"] = grid_measures(grid, base, float(eps_m), pi, time_limit=time_limit)
+            if other_grid:
+                out["at_release"]["grid_note"] = (f"measured on the grid given here ({grid.cell_m:g} m cells), not the "
+                                                  f"release's ({g_info.get('cell_m'):g} m cells): the release's ε on "
+                                                  "another grid, not the release itself")
             if "+ distance remap" in (meta.get("mechanism") or "") and out["at_release"].get("exists"):
                 # the release moved each output z to its remap's cell: model that, not the bare mechanism
                 # (3,137 m was predicted beside 475 km measured)
