@@ -154,3 +154,14 @@ def test_tv_signature_readings_are_interval_means():
     assert np.all((t.fine_values >= TV_RANGE_W[0]) & (t.fine_values <= TV_RANGE_W[1]))
     with pytest.raises(ValueError, match="divide"):
         tv_signature(300, 7)
+
+
+def test_report_superstore_tables_runs_through_the_query_command(tmp_path):
+    """The README's main job (`reproduce --quick`) failed here when query began refusing values with a
+    fraction (Sales has cents): the experiment declares --unit 1, as its truths round to whole dollars."""
+    ids = ["002-tables-superstore"]
+    summary = report.run(tmp_path, quick=True, only=ids, progress=False)
+    assert summary["counts"]["errors"] == 0
+    claims = _check_summary(tmp_path, summary, ids)
+    observed = [c for k, c in claims.items() if k.endswith("observed-vs-stated")]
+    assert len(observed) == 4 and all(c["verdict"] == "agrees" for c in observed)
