@@ -277,6 +277,8 @@ class QueryResult:
     privacy: str
     mechanism: str
     epsilon: float
+    #: Δ of the integer answer the noise is added to, in steps of ``answer_step`` (with --unit U, units
+    #: of U; ``bounds`` stay in the values' own units)
     sensitivity: float
     bounds: tuple | None
     where: str | None
@@ -293,6 +295,7 @@ class QueryResult:
     public: str = ""
     epsilon_per_answer: float = 0.0
     composition: str = ""
+    #: the public integer grid of the answers, LO_a..HI_a; a released answer is k · ``answer_step``
     answer_range: tuple = ()
     answer_step: float = 1.0
     noise_alpha: float = 0.0
