@@ -352,3 +352,14 @@ def test_entries_of_mu_at_rounding_level_are_not_listed_as_negative():
     but the stored Φ gave μ[5] = −2e-18, which the reason listed beside μ[1] as a negative entry."""
     r = regularity(spaces.line(6), np.array([1.0, 0, 0, 0, 0, 0]), epsilon=1.0)
     assert not r.regular and "1 negative entry of μ: μ[1] = -0.425459" in r.reason and "μ[5]" not in r.reason
+
+
+def test_a_regular_prior_s_reason_says_certified_only_when_it_is():
+    """A singular Φ's numerical answer said 'regular (certified)' beside certainty 'numerical'."""
+    from dprivacy.priors import RegularityResult
+
+    mu = np.array([0.2, 0.3])
+    common = dict(regular=True, mu=mu, gamma=mu, mu_sum=0.5, mu_sum_max=0.5, mu_sum_error=0.0, residual=0.0,
+                  error_bound=1e-12, margin=9.4e7, method="singular", rcond=1.0, nullity=1, consistent=True)
+    assert RegularityResult(certainty="numerical", **common).reason.startswith("regular (verified numerically, not a proof")
+    assert RegularityResult(certainty="certified", **common).reason.startswith("regular (certified)")

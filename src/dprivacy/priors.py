@@ -228,7 +228,11 @@ class RegularityResult(Result):
 
     def __post_init__(self):
         if not self.reason:  # the vocabulary: reason is always a sentence
-            how = {"exact": "exactly (a corner prior)", "estimated": "verified numerically"}.get(self.certainty, "certified")
+            # "certified" only for the rigorous certainties: a singular Φ's "numerical" answer said
+            # "regular (certified)" beside certainty "numerical"
+            how = ("exactly (a corner prior)" if self.certainty == "exact" and self.method == "corner" else
+                   "certified" if self.certainty in _ps.RIGOROUS else
+                   f"verified numerically, not a proof (certainty {self.certainty})")
             mn = float(np.min(self.mu)) if np.size(self.mu) else math.nan
             text = (f"regular ({how}): μΦ = π with every μ_y ≥ 0 (smallest μ_y = {mn:.6g}, margin "
                     f"{self.margin:.3g} error bounds; seed 000 Def 4)") if self.regular else "not regular"
