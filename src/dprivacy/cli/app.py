@@ -371,7 +371,7 @@ def cmd_design(args) -> None:
         if args.save:
             path = Path(args.save)
             if path.suffix.lower() != ".npy":
-                path = path.with_name(path.name + ".npy")  # what np.save would write: report that path
+                path = path.with_name(path.name + ".npy")  # a .npy file, named so
             _save_npy(path, out.channel.matrix)
             report["saved"] = str(path)
     else:
@@ -1118,15 +1118,6 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("dprivacy: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except RuntimeError as exc:
-        # DuckDB turns Ctrl-C during a scan into RuntimeError("Query interrupted") (seen on `query` over an
-        # 8-million-row Parquet file), which was reported as an internal error
-        if "interrupted" in str(exc).lower():
-            print("dprivacy: interrupted", file=sys.stderr)
-            return EXIT_INTERRUPTED
-        print(f"dprivacy: internal error (RuntimeError: {str(exc).splitlines()[0] if str(exc) else ''}); please report it",
-              file=sys.stderr)
-        return EXIT_USAGE
     except BrokenPipeError:
         # the reader closed the pipe (`dprivacy ... --json | head`): not an error of the command. Point
         # stdout at /dev/null so that Python's flush at exit does not report it either.
@@ -1141,6 +1132,11 @@ def main(argv=None) -> int:
         return EXIT_USAGE
     except Exception as exc:  # a bug: still one line and no traceback for the user, but say it is one
         msg = str(exc).splitlines()[0] if str(exc) else ""
+        if isinstance(exc, RuntimeError) and "interrupted" in msg.lower():
+            # DuckDB turns Ctrl-C during a scan into RuntimeError("Query interrupted") (seen on `query`
+            # over an 8-million-row Parquet file): an interruption, not a bug
+            print("dprivacy: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
         print(f"dprivacy: internal error ({type(exc).__name__}: {msg}); please report it", file=sys.stderr)
         return EXIT_USAGE
 
