@@ -90,7 +90,7 @@ def test_sampled_answers_follow_the_row_with_power():
     u, v, eps, y = 20, 3, 2.0, 30
     m = tight_constraints_sum_line(u * v + 1, v, epsilon=eps).mechanism
     gen = random_source(11).generator
-    _, sampler = m.sample(y, gen)
+    _, sampler = m.sample_answer(y, gen)
     assert sampler.delivered_epsilon <= eps + 1e-6
     draws = sampler.sample(np.zeros(40_000, dtype=np.intp), gen)
     row = m.row(y) / m.row(y).sum()

@@ -526,6 +526,9 @@ def _check_rows(P: np.ndarray) -> np.ndarray:
 def _negative_reason(mu: np.ndarray, neg: np.ndarray, tol: float) -> str:
     if neg.size == 0:
         k = int(np.argmin(mu))
+        if not math.isfinite(tol):  # decided by a certificate of infeasibility (Farkas), not entry by entry
+            return (f"no μ ≥ 0 solves μΦ = π (certified as a whole, not entry by entry); the computed μ has "
+                    f"min μ[{k}] = {mu[k]:.6g}")
         return f"μ[{k}] = {mu[k]:.6g} is below −{tol:.2g}"
     order = neg[np.argsort(mu[neg])]
     # entries at the rounding level of Φ's stored entries (−2e-18 beside −0.43: exactly 0 for the exact
@@ -565,23 +568,23 @@ def regularity(space: MetricSpace, prior, *, epsilon: float, method: str = "auto
     .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Def 5.
     """
-    from .spaces import GridSpace
+    from .spaces import GridSpace, SumLineSpace
     from ._kernels.dispatch import takes_structured
 
     space = _space_of(space)
     e = check_epsilon(epsilon)
     if method not in ("auto", "dense", "structured"):
         raise ValueError(f"method must be one of 'auto', 'dense', 'structured'; got {method!r}")
-    grid = isinstance(space, GridSpace)
+    grid = isinstance(space, (GridSpace, SumLineSpace))
     if method == "structured" and not grid:
-        raise ValueError(f"method='structured' needs a grid (GridSpace), got {space.name}")
+        raise ValueError(f"method='structured' needs a grid (GridSpace) or a sum line (SumLineSpace), got {space.name}")
     p = as_prior(prior, space.n)
     if np.all(p == p[0]):
         return _uniform_regularity(space, p, e, method)
     if method == "structured" or (method == "auto" and takes_structured(space, "regularity")):
-        from ._kernels.regularity import regularity_grid
+        from ._kernels.regularity import regularity_grid, regularity_line
 
-        return regularity_grid(space, p, epsilon=e)
+        return (regularity_line if isinstance(space, SumLineSpace) else regularity_grid)(space, p, epsilon=e)
     return RegularityTester(space, epsilon=e).test(p)
 
 
@@ -600,12 +603,12 @@ def _uniform_regularity(space: MetricSpace, p: np.ndarray, e: float, method: str
     sol = _ps.PhiSolution(
         x=t.z * p0, status=status, certainty=t.certainty, method=t.method, residual=t.residual * p0,
         condition=t.condition, error_bound=t.error_bound * p0, margin=t.margin, singular=bool(t.singular),
-        nullity=t.nullity, note="" if t.decided else f"{t.reason}; ")
+        nullity=t.nullity, note="" if t.decided and math.isfinite(t.error_bound) else f"{t.reason}; ")
     n = space.n
-    if hasattr(t, "grid"):  # the grid solvers: rows and row sums from the metric and the FFT operator
-        from ._kernels.operator import GridConstraintsOperator
+    if hasattr(t, "grid") or hasattr(t, "delta"):  # grid or sum-line solvers: rows and row sums matrix-free
+        from ._kernels.regularity import constraints_operator
 
-        row_sums = GridConstraintsOperator(space, e).matvec(np.ones(n))
+        row_sums = constraints_operator(space, e).matvec(np.ones(n))
         return decide_prior(p, sol, row=lambda y: np.exp(-e * space.distances_from(y)), row_sums=row_sums,
                             lower=None, rcond=math.nan, mu_sum_error=math.sqrt(n) * sol.error_bound, corners=False)
     phi = constraints_matrix(space, epsilon=e)

@@ -526,6 +526,69 @@ class GridSpace(MetricSpace):
         return np.minimum(i, j), np.maximum(i, j)
 
 
+class SumLineSpace(MetricSpace):
+    """The answers 0..n−1 of a sum query whose one-row change moves the answer by at most Δ: answers
+    adjacent iff 0 < |i − j| ≤ Δ, so d(i, j) = ⌈|i − j| / Δ⌉ (the graph metric of seed 000 §7.1).
+
+    Held as (n, Δ); the dense distance matrix is built on first use and refused when it would not fit, as
+    for :class:`GridSpace`. d depends on |i − j| only, so Φ = e^{−ε d} is a symmetric Toeplitz matrix and
+    the front doors take the matrix-free sum-line path (:mod:`dprivacy._kernels.sum_line`) on large spaces.
+    The essential pairs are the n·Δ edges (every other pair lies on a tight chain of edges).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.1 (sum
+       query).
+    """
+
+    def __init__(self, n: int, delta: int, *, name: str | None = None):
+        n = check_positive_int(n, name="n")
+        self.delta = check_positive_int(delta, name="delta")
+        self._distances = None
+        self._init_common(n, None, name or f"sum line of {n} answers (Δ = {self.delta})",
+                          np.arange(n, dtype=np.float64), None)
+
+    def offset_distance(self, m) -> np.ndarray:
+        """d between answers m apart: ⌈|m| / Δ⌉."""
+        return np.ceil(np.abs(np.asarray(m, dtype=np.float64)) / self.delta)
+
+    @property
+    def distances(self) -> np.ndarray:
+        if self._distances is None:
+            _check_dense_fits(self._n, f"the dense distance matrix of {self.name}", "the front doors tight_constraints, "
+                              "tight_threshold and regularity take the matrix-free sum-line path with method='auto' or "
+                              "'structured'")
+            x = np.arange(self._n, dtype=np.int64)
+            d = self.offset_distance(x[:, None] - x[None, :])
+            d.setflags(write=False)
+            self._distances = d
+        return self._distances
+
+    def distances_from(self, i) -> np.ndarray:
+        i = np.asarray(i, dtype=np.int64)
+        x = np.arange(self._n, dtype=np.int64)
+        if i.ndim == 0:
+            return self.offset_distance(x - i)
+        return self.offset_distance(x[None, :] - i[:, None])
+
+    @property
+    def is_extended(self) -> bool:
+        return False
+
+    def essential_pairs(self, *, rtol: float = 0.0):
+        if self._essential is None:
+            k = min(self.delta, self._n - 1)
+            i = np.concatenate([np.arange(self._n - s, dtype=np.intp) for s in range(1, k + 1)]) if k else np.zeros(0, np.intp)
+            j = np.concatenate([np.arange(s, self._n, dtype=np.intp) for s in range(1, k + 1)]) if k else np.zeros(0, np.intp)
+            order = np.lexsort((j, i))  # row-major, as np.nonzero of the upper triangle
+            self._essential = (i[order], j[order])
+        return self._essential
+
+    def constraint_pairs(self):
+        return self.essential_pairs()
+
+
 def grid(width: int, height: int, *, metric: str = "euclidean", step: float = 1.0, name: str | None = None) -> GridSpace:
     """A W×H grid of locations (seed 000 §7.2): see :class:`GridSpace`.
 

@@ -125,10 +125,12 @@ DEFAULT_TOL = 1e-4
 
 
 def _min_positive_distance(space: MetricSpace) -> float:
-    from .spaces import GridSpace
+    from .spaces import GridSpace, SumLineSpace
 
     if isinstance(space, GridSpace):
         return float(space.step)
+    if isinstance(space, SumLineSpace):
+        return 1.0
     d = np.asarray(space.distances)
     pos = d[np.isfinite(d) & (d > 0)]
     return float(pos.min()) if pos.size else 1.0
@@ -144,6 +146,7 @@ def tight_threshold(
     scan: int = 30,
     scan_factor: float = 3.0,
     eps_min: float | None = None,
+    progress=None,
 ) -> ThresholdResult:
     """Bracket the threshold ε* above which a tight-constraints mechanism exists on ``space``.
 
@@ -183,6 +186,9 @@ def tight_threshold(
         The scan covers (hi, scan_factor·hi].
     eps_min : float, optional
         Smallest ε tried when looking for non-existence (default: 1e-3 / min positive distance).
+    progress : callable, optional
+        ``progress(probe)`` after each existence test of the structured paths (grids and sum lines, whose
+        probes are large solves), a :class:`Probe`.
 
     Returns
     -------
@@ -209,10 +215,10 @@ def tight_threshold(
         raise ValueError(f"method must be one of 'auto', 'dense', 'structured'; got {method!r}")
     from ._kernels.dispatch import takes_structured
     from .mechanisms.tight import path_structure
-    from .spaces import GridSpace
+    from .spaces import GridSpace, SumLineSpace
 
-    if method == "structured" and not isinstance(space, GridSpace):
-        raise ValueError(f"method='structured' needs a grid (GridSpace), got {space.name}")
+    if method == "structured" and not isinstance(space, (GridSpace, SumLineSpace)):
+        raise ValueError(f"method='structured' needs a grid (GridSpace) or a sum line (SumLineSpace), got {space.name}")
     if method == "auto":
         path = path_structure(space)
         if path is not None:
@@ -220,10 +226,16 @@ def tight_threshold(
             return _always_exists(tol, "closed form", f"{what}: Φz = 1 has a closed-form solution with z > 0 for every "
                                   "ε > 0, so a tight-constraints mechanism exists for every ε > 0 (the truncated "
                                   "geometric diagonal and its Kronecker products; seed 000 §6.1, Prop 7-8)")
+    if isinstance(space, SumLineSpace) and (method == "structured" or (method == "auto" and takes_structured(space, "threshold"))):
+        from ._kernels.sum_line import tight_threshold_sum_line
+
+        return tight_threshold_sum_line(space.n, space.delta, tol=tol, scan=min(scan, 10), scan_factor=scan_factor, lo=lo,
+                                        hi=hi, eps_min=eps_min, progress=progress)
     if method == "structured" or (method == "auto" and takes_structured(space, "threshold")):
         from ._kernels.threshold import tight_threshold_grid
 
-        return tight_threshold_grid(space, lo=lo, hi=hi, tol=tol, scan=min(scan, 10), scan_factor=scan_factor, eps_min=eps_min)
+        return tight_threshold_grid(space, lo=lo, hi=hi, tol=tol, scan=min(scan, 10), scan_factor=scan_factor, eps_min=eps_min,
+                                    progress=progress)
     d = space.distances
     if method == "auto" and _ball_profile(space) is not None:
         return _always_exists(tol, "by seed 000 Prop 9", "the space is ball-size symmetric: a tight-constraints "

@@ -68,9 +68,12 @@ class ImplicitTightMechanism(Mechanism):
     (Φz)_y = 1 + r_y with r the solver's residual (|r_y| ≲ 1e-10).
     """
 
+    #: The space type this mechanism is built on (a subclass may take another structured space).
+    space_type = GridSpace
+
     def __init__(self, grid: GridSpace, z, *, epsilon: float, certificate=None, atol: float = 1e-8):
-        if not isinstance(grid, GridSpace):
-            raise TypeError(f"grid must be a GridSpace, got {type(grid).__name__}")
+        if not isinstance(grid, self.space_type):
+            raise TypeError(f"grid must be a {self.space_type.__name__}, got {type(grid).__name__}")
         self.grid = grid
         self.epsilon = check_epsilon(epsilon)
         z = np.array(z, dtype=np.float64).ravel()
@@ -85,9 +88,7 @@ class ImplicitTightMechanism(Mechanism):
                 "exist at this ε (seed 000 Prop 7-8)"
             )
         if certificate is None:
-            from .operator import GridConstraintsOperator
-
-            res = float(np.abs(GridConstraintsOperator(grid, self.epsilon).matvec(z) - 1.0).max())
+            res = float(np.abs(self._phi_matvec(z) - 1.0).max())
             if not res <= atol:
                 raise ValueError(
                     f"z does not solve Φz = 1 for ε = {self.epsilon:g} on {grid.name}: ‖Φz − 1‖∞ = {res:.3g} > "
@@ -112,6 +113,17 @@ class ImplicitTightMechanism(Mechanism):
     @property
     def n(self) -> int:
         return self.grid.n
+
+    # -- the structure (a subclass on another space overrides these) --------------------------
+    def _phi_matvec(self, x: np.ndarray) -> np.ndarray:
+        """Φx with Φ = e^{−ε d}, matrix-free (the grid's FFT operator)."""
+        from .operator import GridConstraintsOperator
+
+        return GridConstraintsOperator(self.grid, self.epsilon).matvec(x)
+
+    def _max_convolution(self, prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(max_y π_y e^{−ε d(y, z)}, argmax_y) for every output z."""
+        return max_convolution(self.grid, prior, self.epsilon)
 
     # -- entries ------------------------------------------------------------------------------
     def rows(self, i) -> np.ndarray:
@@ -141,7 +153,7 @@ class ImplicitTightMechanism(Mechanism):
         p = np.asarray(prior, dtype=np.float64)
         if p.size and np.all(p == p[0]):
             return UtilityResult(float(self.z.sum()) / self.n, np.arange(self.n))
-        m, arg = max_convolution(self.grid, p, self.epsilon)
+        m, arg = self._max_convolution(p)
         return UtilityResult(float(m @ self.z), arg)
 
     def _capacity_sum(self) -> float:

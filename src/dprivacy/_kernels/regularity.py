@@ -27,6 +27,45 @@ from .phi_solve import PhiSolution
 from .solve import solve_grid
 
 
+def constraints_operator(space, epsilon: float):
+    """Φ = e^{−ε d} of a grid or a sum line as a matrix-free operator (``.matvec``)."""
+    from ..spaces import SumLineSpace
+
+    if isinstance(space, SumLineSpace):
+        from .sum_line import SumLineOperator
+
+        return SumLineOperator(space.n, space.delta, epsilon)
+    from .operator import GridConstraintsOperator
+
+    return GridConstraintsOperator(space, epsilon)
+
+
+def regularity_line(space, prior, *, epsilon: float):
+    """Whether ``prior`` is ε·d-regular on a :class:`~dprivacy.spaces.SumLineSpace` (seed 000 Def 4), decided by
+    the certified sum-line solve of Φμ = π (:func:`.sum_line.regularity_sum_line`: CG with the residual bound,
+    or a Farkas certificate of non-regularity); a :class:`dprivacy.priors.RegularityResult` as
+    :func:`regularity_grid` gives."""
+    from ..priors import decide_prior
+    from ..spaces import SumLineSpace
+    from .sum_line import regularity_sum_line
+
+    if not isinstance(space, SumLineSpace):
+        raise TypeError(f"space must be a SumLineSpace, got {type(space).__name__}")
+    e = check_epsilon(epsilon)
+    p = as_prior(prior, space.n)
+    ls = regularity_sum_line(space.n, space.delta, p, epsilon=e)
+    pd = ls.lambda_min > 0
+    note = "" if pd else "Φ is not certified positive definite, so only a Farkas certificate can decide; "
+    sol = PhiSolution(
+        x=ls.x, status=ls.status, certainty=ls.certainty, method=ls.method, residual=float(ls.rnorm), condition=None,
+        error_bound=ls.error_bound, margin=ls.margin, singular=False if pd else None, nullity=0 if pd else None,
+        note=note + ls.note + "; ")
+    row_sums = ls.op.matvec(np.ones(space.n))
+    err = math.sqrt(space.n) * ls.error_bound if math.isfinite(ls.error_bound) else math.inf
+    return decide_prior(p, sol, row=lambda y: np.exp(-e * space.distances_from(y)), row_sums=row_sums, lower=None,
+                        rcond=math.nan, mu_sum_error=err)
+
+
 def regularity_grid(grid: GridSpace, prior, *, epsilon: float, **solver):
     """Whether ``prior`` is ε·d-regular on ``grid`` (seed 000 Def 4), decided by CG on the FFT operator;
     a :class:`dprivacy.priors.RegularityResult` with ``method="cg"`` (see the module notes for the

@@ -52,6 +52,8 @@ import numpy as np
 
 from .._validate import check_epsilon, check_positive_int
 from ..mechanisms.tight import TightResult
+from ..spaces import SumLineSpace
+from .implicit import ImplicitTightMechanism
 from .krylov import pcg
 from .phi_solve import decide, margin_of
 from .spectrum import fft_rounding
@@ -308,6 +310,7 @@ class SumLineTightResult(TightResult):
     lambda_min: float = -math.inf
     iterations: int = 0
     elapsed: float = 0.0
+    space: SumLineSpace | None = field(default=None, repr=False)
 
     @property
     def mechanism(self):
@@ -315,13 +318,14 @@ class SumLineTightResult(TightResult):
             return None
         m = self.__dict__.get("_mechanism")
         if m is None:
-            m = SumLineMechanism(self.n, self.delta, self.z, epsilon=self.epsilon)
+            m = SumLineMechanism(self.n, self.delta, self.z, epsilon=self.epsilon, space=self.space,
+                                 certificate=self)
             object.__setattr__(self, "_mechanism", m)
         return m
 
 
 def tight_constraints_sum_line(n: int, delta: int, *, epsilon: float, tol: float = DEFAULT_TOL,
-                               max_iter: int = MAX_ITER, x0=None) -> SumLineTightResult:
+                               max_iter: int = MAX_ITER, x0=None, space: SumLineSpace | None = None) -> SumLineTightResult:
     """The tight-constraints mechanism for ε·d on the sum line (answers 0..n−1, d(i, j) = ⌈|i − j|/Δ⌉,
     seed 000 §7.1), or why there is none, without forming Φ (seed 000 Def 6, Prop 6–8, Thm 4).
 
@@ -351,15 +355,15 @@ def tight_constraints_sum_line(n: int, delta: int, *, epsilon: float, tol: float
         residual=float(sol.rnorm), condition=None, error_bound=float(sol.error_bound), margin=sol.margin,
         certainty=sol.certainty, singular=False if pd else None, nullity=0 if pd else None, method=sol.method,
         n=n, delta=delta, certificate=sol.certificate, lambda_min=sol.lambda_min, iterations=sol.iterations,
-        elapsed=time.perf_counter() - t0,
+        elapsed=time.perf_counter() - t0, space=space,
     )
 
 
 class _Prober:
     """Existence probes for :func:`dprivacy.threshold.bracket_threshold`, warm-started."""
 
-    def __init__(self, n, delta, tol, max_iter):
-        self.n, self.delta, self.tol, self.max_iter = n, delta, tol, max_iter
+    def __init__(self, n, delta, tol, max_iter, progress=None):
+        self.n, self.delta, self.tol, self.max_iter, self.progress = n, delta, tol, max_iter, progress
         self.probes = []
         self._last = None
 
@@ -370,24 +374,30 @@ class _Prober:
         if np.isfinite(sol.x).all() and sol.method == "cg":
             self._last = sol.x
         self.probes.append(Probe(float(eps), sol.status, float(sol.x.min())))
+        if self.progress is not None:
+            self.progress(self.probes[-1])
         return sol.status
 
 
 def tight_threshold_sum_line(n: int, delta: int, *, tol: float = 1e-4, scan: int = 3, scan_factor: float = 3.0,
-                             solver_tol: float = DEFAULT_TOL, max_iter: int = MAX_ITER):
+                             solver_tol: float = DEFAULT_TOL, max_iter: int = MAX_ITER, lo: float | None = None,
+                             hi: float | None = None, eps_min: float | None = None, progress=None):
     """Bracket the threshold ε* above which the tight-constraints mechanism exists on the sum line (the
-    search of :func:`dprivacy.threshold.bracket_threshold`, each probe a certified :func:`solve_sum_line`).
+    search of :func:`dprivacy.threshold.bracket_threshold`, each probe a certified :func:`solve_sum_line`;
+    ``lo``/``hi`` an optional starting bracket, ``eps_min`` the smallest ε probed, default 1e-3;
+    ``progress(probe)`` after each probe).
     Δ = 1 is a line (ε* = 0, closed form)."""
     from ..threshold import _always_exists, bracket_threshold, check_search
 
     n = check_positive_int(n, name="n")
     delta = check_positive_int(delta, name="delta")
-    tol, scan, scan_factor, _, _ = check_search(tol, scan, scan_factor, None, None)
+    tol, scan, scan_factor, lo, hi = check_search(tol, scan, scan_factor, lo, hi)
+    eps_min = 1e-3 if eps_min is None else check_epsilon(eps_min, name="eps_min")
     if delta == 1 or n <= 2:
         return _always_exists(tol, "closed form", "Δ = 1 (or n ≤ 2): the answers form a path, where the truncated "
                               "geometric is the tight-constraints mechanism for every ε > 0 (seed 000 §6.1)")
-    probe = _Prober(n, delta, solver_tol, max_iter)
-    return bracket_threshold(probe, lo=None, hi=None, start=1.0, eps_min=1e-3, tol=tol, scan=scan,
+    probe = _Prober(n, delta, solver_tol, max_iter, progress)
+    return bracket_threshold(probe, lo=lo, hi=hi, start=1.0, eps_min=eps_min, tol=tol, scan=scan,
                              scan_factor=scan_factor, suffix=lambda p: f" ({len(p.probes)} FFT solves on n = {n})")
 
 
@@ -400,18 +410,118 @@ def regularity_sum_line(n: int, delta: int, prior, *, epsilon: float, tol: float
     return solve_sum_line(n, delta, check_epsilon(epsilon), pi, tol=tol)
 
 
-class SumLineMechanism:
+def _running_max(v: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """(cumulative maximum of v along ``axis``, the index along ``axis`` of the last entry attaining it)."""
+    m = np.maximum.accumulate(v, axis=axis)
+    shape = [1] * v.ndim
+    shape[axis] = v.shape[axis]
+    pos = np.arange(v.shape[axis]).reshape(shape)
+    return m, np.maximum.accumulate(np.where(v == m, pos, -1), axis=axis)
+
+
+def _left_max_product(a: np.ndarray, delta: int, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """max over y ≤ o of a(y) − ε⌈(o − y)/Δ⌉ for every o, and a y attaining it (O(n), no loop over o).
+
+    With u = o + Δ − 1 and Q, R the quotient and remainder by Δ, ⌈(o − y)/Δ⌉ = Q(u) − Q(y) − [R(y) > R(u)]
+    for y ≤ o. So the value is max(max_{y ≤ o} b(y), ε + max{b(y) : y ≤ o, R(y) > R(u)}) − ε Q(u) with
+    b(y) = a(y) + ε Q(y); apart from y = o itself, the y ≤ o with R(y) > R(u) are exactly those of the
+    blocks Q(y) ≤ Q(u) − 2, whose maxima come from a suffix maximum over remainders within each block and a
+    prefix maximum over blocks (a (blocks × Δ) array)."""
+    n = a.size
+    y = np.arange(n)
+    b = a + eps * (y // delta)
+    prefix, prefix_arg = _running_max(b, 0)
+    qu, ru = np.divmod(y + delta - 1, delta)
+    value, arg = prefix - eps * qu, prefix_arg
+    blocks = -(-n // delta)
+    bb = np.full(blocks * delta, -np.inf)
+    bb[:n] = b
+    sm, sarg = _running_max(bb.reshape(blocks, delta)[:, ::-1], 1)  # suffix maxima over remainders
+    above = np.full((blocks, delta), -np.inf)  # above[k, t] = max_{r > t} b[kΔ + r]
+    above_r = np.zeros((blocks, delta), dtype=np.int64)
+    above[:, :-1] = sm[:, ::-1][:, 1:]
+    above_r[:, :-1] = (delta - 1 - sarg[:, ::-1])[:, 1:]
+    upto, upto_block = _running_max(above, 0)  # ... over the blocks ≤ k
+    ok = np.flatnonzero(qu >= 2)
+    k, t = qu[ok] - 2, ru[ok]
+    cheaper = upto[k, t] + eps - eps * qu[ok]
+    blk = np.maximum(upto_block[k, t], 0)
+    take = cheaper > value[ok]
+    value[ok[take]] = cheaper[take]
+    arg = arg.copy()
+    arg[ok[take]] = (blk * delta + above_r[blk, t])[take]
+    own = a >= value
+    return np.where(own, a, value), np.where(own, y, arg)
+
+
+def line_max_product(log_prior: np.ndarray, delta: int, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
+    """(max_y [log π_y − ε⌈|y − o|/Δ⌉], argmax_y) for every answer o of the sum line: the max-convolution of
+    the prior with the mechanism's kernel in log space (no underflow at large ε·d), in O(n) by one pass from
+    each side (:func:`_left_max_product`)."""
+    a = np.asarray(log_prior, dtype=np.float64)
+    gl, al = _left_max_product(a, delta, epsilon)
+    gr, ar = _left_max_product(a[::-1], delta, epsilon)
+    gr, ar = gr[::-1], (a.size - 1 - ar)[::-1]
+    right = gr > gl
+    return np.where(right, gr, gl), np.where(right, ar, al)
+
+
+class SumLineMechanism(ImplicitTightMechanism):
     """The tight-constraints mechanism on the sum line, implicit: z and the metric, rows on demand.
 
-    H[y, o] = z_o e^{−ε⌈|y − o|/Δ⌉} (seed 000 Def 6), private by Prop 6 (z ≥ 0 certified).
+    H[y, o] = z_o e^{−ε⌈|y − o|/Δ⌉} (seed 000 Def 6), private by Prop 6 (z ≥ 0 certified). A
+    :class:`~dprivacy.mechanisms.base.Mechanism` on a :class:`~dprivacy.spaces.SumLineSpace`: the measures
+    take its hooks (utility and leakage by :func:`line_max_product`, capacity log₂ Σz, privacy by Prop 6),
+    and it samples exactly (:meth:`sample_answer`, :meth:`sample_indices`).
     """
 
-    def __init__(self, n: int, delta: int, z: np.ndarray, *, epsilon: float):
-        self.n, self.delta, self.epsilon = int(n), int(delta), float(epsilon)
-        self.z = np.asarray(z, dtype=np.float64)
-        if self.z.shape != (self.n,) or (self.z < 0).any():
-            raise ValueError("z must be a non-negative vector of n entries")
+    space_type = SumLineSpace
+
+    def __init__(self, n: int, delta: int, z: np.ndarray, *, epsilon: float, space: SumLineSpace | None = None,
+                 certificate=None, atol: float = 1e-8):
+        n = check_positive_int(n, name="n")
+        delta = check_positive_int(delta, name="delta")
+        if space is None:
+            space = SumLineSpace(n, delta)
+        elif not isinstance(space, SumLineSpace) or (space.n, space.delta) != (n, delta):
+            raise ValueError(f"space must be the SumLineSpace of n = {n} answers with Δ = {delta}, got {space!r}")
+        self.delta = delta
         self._op = None
+        super().__init__(space, z, epsilon=epsilon, certificate=certificate, atol=atol)
+
+    def _phi_matvec(self, x: np.ndarray) -> np.ndarray:
+        return self.op.matvec(x)
+
+    def _max_convolution(self, prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        with np.errstate(divide="ignore"):
+            g, arg = line_max_product(np.log(prior), self.delta, self.epsilon)
+        return np.exp(g), arg
+
+    @property
+    def sampler(self):
+        raise AttributeError("the sum-line mechanism has no grid sampler: use sample_answer or sample_indices")
+
+    def sample_indices(self, secrets, *, rng=None) -> np.ndarray:
+        """One output answer per secret answer: each distinct secret's row quantised once and drawn exactly
+        (:meth:`sample_answer`), one uniform integer per draw from ``rng`` (None: the release-grade source)."""
+        from .._validate import as_rng
+        from ..sampling.exact import WEIGHT_BITS, ExactSampler
+
+        idx = np.asarray(secrets)
+        if idx.size and (not np.issubdtype(idx.dtype, np.integer) or idx.min() < 0 or idx.max() >= self.n):
+            raise ValueError(f"secret indices must be integers in 0..{self.n - 1}")
+        gen = as_rng(rng)
+        out = np.empty(idx.shape, dtype=np.int64)
+        flat = idx.ravel()
+        res = out.ravel()
+        for y in np.unique(flat):
+            at = np.flatnonzero(flat == y)
+            w = self.quantised_rows([int(y)])
+            eps_d = self.delivered_epsilon(int(y))
+            smp = ExactSampler(w, WEIGHT_BITS, self.mixing_weight(), eps_d, self.epsilon, eps_d - self.epsilon,
+                               np.cumsum(w, axis=1))
+            res[at] = smp.sample(np.zeros(at.size, dtype=np.intp), gen)
+        return out
 
     @property
     def op(self) -> SumLineOperator:
@@ -421,8 +531,7 @@ class SumLineMechanism:
 
     def row(self, y: int) -> np.ndarray:
         """H[y, ·] (n floats; sums to (Φz)_y = 1 up to the solver's residual)."""
-        o = np.arange(self.n, dtype=np.int64)
-        return self.z * np.exp(-self.epsilon * np.ceil(np.abs(o - int(y)) / self.delta))
+        return self.rows(int(y))
 
     # -- exact sampling -------------------------------------------------------------------------
 
@@ -459,7 +568,7 @@ class SumLineMechanism:
             lw = np.log(w)
         return float(np.abs(lw[1:] - lw[0][None, :]).max())
 
-    def sample(self, y: int, rng=None):
+    def sample_answer(self, y: int, rng=None):
         """One release from row y: (output index, ExactSampler) — the row quantised to integers summing to
         2^62 and one uniform integer from ``rng`` (None: the release-grade source)."""
         from ..sampling.exact import ExactSampler, WEIGHT_BITS

@@ -224,6 +224,26 @@ class _solver_progress:
         return False
 
 
+class _probe_progress(_solver_progress):
+    """A rich status line for the threshold search: one update per existence test (structured paths)."""
+
+    def __enter__(self):
+        if not self.show:
+            return None
+        from rich.console import Console
+
+        self._status = Console(stderr=True).status("searching for the threshold ε*...")
+        self._status.start()
+        count = [0]
+
+        def update(probe):
+            count[0] += 1
+            self._status.update(f"searching for the threshold ε*: {count[0]} existence tests, the last at ε = "
+                                f"{probe.epsilon:.6g} ({probe.status})")
+
+        return update
+
+
 # -- subcommands --------------------------------------------------------------------------------
 
 
@@ -275,12 +295,14 @@ def _check_scale(space, eps: float) -> None:
     "overflow encountered in multiply")."""
     import numpy as np
 
-    from ..spaces import GridSpace
+    from ..spaces import GridSpace, SumLineSpace
 
     if space.n < 2:
         return
     if isinstance(space, GridSpace):
         diam = float(space.offset_distance(space.width - 1, space.height - 1))
+    elif isinstance(space, SumLineSpace):
+        diam = float(space.offset_distance(space.n - 1))
     else:
         d = space.distances
         fin = d[np.isfinite(d)]
@@ -324,14 +346,14 @@ def cmd_design(args) -> None:
     _check_save_path(args.save)
     guards.guard_design(args.space, args.mechanism)  # the whole pipeline, from the spec's size alone
     space = parse_space(args.space)
-    from ..spaces import DENSE_LIMIT_BYTES, GridSpace
+    from ..spaces import DENSE_LIMIT_BYTES, GridSpace, SumLineSpace
 
     if guards.spec_points(args.space) is None:  # matrix:/graph: — the size is known once read
         guards.guard_design(args.space, args.mechanism, n=space.n, grid=isinstance(space, GridSpace))
     _check_scale(space, eps)
     prior = _prior(args.prior, space.n)
 
-    implicit_ok = args.mechanism == "tight-constraints" and isinstance(space, GridSpace)
+    implicit_ok = args.mechanism == "tight-constraints" and isinstance(space, (GridSpace, SumLineSpace))
     if not implicit_ok and 8 * space.n * space.n > DENSE_LIMIT_BYTES:
         raise CliError(f"dprivacy: error: {args.mechanism} on {space.name} needs a dense {space.n}x{space.n} channel "
                        f"({8 * space.n * space.n / 2**30:.1f} GiB), over the {DENSE_LIMIT_BYTES / 2**30:.0f} GiB limit")
@@ -462,7 +484,8 @@ def cmd_threshold(args) -> None:
     t0 = time.perf_counter()
     guard_threshold(args.space)
     space = parse_space(args.space)
-    r = tight_threshold(space, tol=args.tol)
+    with _probe_progress(not args.json) as progress:
+        r = tight_threshold(space, tol=args.tol, progress=progress)
     mono = r.monotone_checked
     report = {
         "space": space.name,

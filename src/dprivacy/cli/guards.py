@@ -58,6 +58,15 @@ STRUCTURED_MAX_CELLS = 4_000_000
 #: Bytes of a bare structured grid space per cell (coordinates, labels on demand).
 GRID_BYTES_PER_CELL = 48
 
+#: The sum line (``sum:U,V``) on its matrix-free path, peak resident memory measured at 150,001 and
+#: 1,500,001 answers (Δ = 5, ε = 2; 2026-11-26): ``design --mechanism tight-constraints`` (solve, spot
+#: check, utility, leakage, capacity) 174 MB and 1.12 GB, about 720 bytes an answer; ``threshold`` and
+#: ``prior`` 118/116 MB and 584/572 MB, about 340 bytes an answer. The time grows faster than the answers
+#: (the threshold search at 1,500,001 answers: 42 solves, 262 s), so the path is limited as ``query``'s is.
+SUM_LINE_BYTES_PER_ANSWER = 800
+SUM_LINE_SEARCH_BYTES_PER_ANSWER = 400
+SUM_LINE_MAX_ANSWERS = 5_000_000
+
 
 def physical_memory() -> int | None:
     """Bytes of physical memory (``os.sysconf``), or None where the system does not say."""
@@ -104,7 +113,7 @@ def refuse_over_memory(need: float, what: str, instead: str = "") -> None:
 
 
 def spec_points(spec: str) -> tuple[float, bool] | None:
-    """(number of points, is a structured grid) of a SPACE spec, computed from its numbers only (the
+    """(number of points, is structured: a grid or a sum line) of a SPACE spec, computed from its numbers only (the
     spec is validated by :func:`~dprivacy.cli.specs.parse_space` later); None for ``matrix:``/``graph:``
     (their size is the file's) and for specs this cannot read. The count is a float: it may be huge."""
     if not isinstance(spec, str) or ":" not in spec:
@@ -123,8 +132,8 @@ def spec_points(spec: str) -> tuple[float, bool] | None:
             return float(nums[0]) * float(nums[1]), True
         if kind == "hamming" and len(nums) == 2:
             return (math.inf if nums[0] * math.log10(max(nums[1], 1)) > 300 else float(nums[1]) ** nums[0]), False
-        if kind == "sum" and len(nums) == 2:
-            return float(nums[0]) * nums[1] + 1, False
+        if kind == "sum" and len(nums) == 2:  # a SumLineSpace: structured (matrix-free front doors)
+            return float(nums[0]) * nums[1] + 1, True
         if kind == "kcount" and len(nums) == 2:
             return (math.inf if nums[1] * math.log10(nums[0] + 1) > 300 else float(nums[0] + 1) ** nums[1]), False
     except OverflowError:
@@ -143,8 +152,19 @@ def space_bytes(n: float, grid: bool) -> float:
     return GRID_BYTES_PER_CELL * n if grid else 8.0 * n * n
 
 
+def _is_sum(spec: str) -> bool:
+    return isinstance(spec, str) and spec.split(":", 1)[0].strip().lower() == "sum"
+
+
 def check_structured_cells(spec: str, n: float, what: str) -> None:
-    """Refuse the structured grid path above :data:`STRUCTURED_MAX_CELLS`."""
+    """Refuse the structured grid path above :data:`STRUCTURED_MAX_CELLS` (a sum line above
+    :data:`SUM_LINE_MAX_ANSWERS`)."""
+    if _is_sum(spec):
+        if n > SUM_LINE_MAX_ANSWERS:
+            raise MemoryError(f"{spec} has {_points(n)} answers: {what} on a sum's answers is limited to "
+                              f"{SUM_LINE_MAX_ANSWERS:,} answers (measured ~720 bytes an answer, and the time grows faster "
+                              "than the answers); use a coarser unit (fewer, larger values per individual)")
+        return
     if n > STRUCTURED_MAX_CELLS:
         raise MemoryError(f"{spec} has {_points(n)} cells: {what} on a grid is limited to {STRUCTURED_MAX_CELLS:,} cells "
                           "(2000x2000; measured ~730 bytes and ~9 µs a cell); use a coarser grid (a larger cell or step)")
@@ -162,7 +182,8 @@ def guard_design(spec: str, mechanism: str, *, n: float | None = None, grid: boo
         n, grid = size
     if mechanism == "tight-constraints" and grid:
         check_structured_cells(spec, n, "tight-constraints")
-        refuse_over_memory(BASE_BYTES + STRUCTURED_BYTES_PER_CELL * n, f"tight-constraints on {spec} ({_points(n)} cells)")
+        per, unit = (SUM_LINE_BYTES_PER_ANSWER, "answers") if _is_sum(spec) else (STRUCTURED_BYTES_PER_CELL, "cells")
+        refuse_over_memory(BASE_BYTES + per * n, f"tight-constraints on {spec} ({_points(n)} {unit})")
         return
     k = DENSE_ARRAYS.get(mechanism, 8)
     need = BASE_BYTES + k * 8.0 * n * n
@@ -173,7 +194,7 @@ def guard_design(spec: str, mechanism: str, *, n: float | None = None, grid: boo
     dense = f"{k} dense {_points(n)}x{_points(n)} arrays" if math.isfinite(n) else "dense n×n arrays"
     refuse_over_memory(need, f"{mechanism} on {spec[:60]} ({_points(n)} points: {dense}{extra})",
                        "use a smaller space" + (" or --method constraint-generation" if lp_rows else "")
-                       + (" (on grids, tight-constraints is structured and needs no dense matrix)"
+                       + (" (on grids and sum:U,V, tight-constraints is structured and needs no dense matrix)"
                           if mechanism != "tight-constraints" else ""))
 
 
@@ -184,7 +205,8 @@ def guard_threshold(spec: str) -> None:
     n, grid = size
     if grid:
         check_structured_cells(spec, n, "the threshold search")
-        refuse_over_memory(BASE_BYTES + THRESHOLD_BYTES_PER_CELL * n, f"the threshold search on {spec} ({_points(n)} cells)")
+        per, unit = (SUM_LINE_SEARCH_BYTES_PER_ANSWER, "answers") if _is_sum(spec) else (THRESHOLD_BYTES_PER_CELL, "cells")
+        refuse_over_memory(BASE_BYTES + per * n, f"the threshold search on {spec} ({_points(n)} {unit})")
     else:
         refuse_over_memory(BASE_BYTES + 6 * 8.0 * n * n, f"the threshold search on {spec} ({_points(n)} points: "
                            f"6 dense {_points(n)}x{_points(n)} arrays)")
@@ -200,7 +222,8 @@ def guard_prior(spec: str) -> None:
     n, grid = size
     if grid:
         check_structured_cells(spec, n, "the regularity test")
-        refuse_over_memory(BASE_BYTES + STRUCTURED_BYTES_PER_CELL * n, f"the regularity test on {spec} ({_points(n)} cells)")
+        per, unit = (SUM_LINE_SEARCH_BYTES_PER_ANSWER, "answers") if _is_sum(spec) else (STRUCTURED_BYTES_PER_CELL, "cells")
+        refuse_over_memory(BASE_BYTES + per * n, f"the regularity test on {spec} ({_points(n)} {unit})")
         return
     refuse_over_memory(BASE_BYTES + 6 * 8.0 * n * n, f"the regularity test on {spec} ({_points(n)} points: "
                        f"6 dense {_points(n)}x{_points(n)} arrays)", "use a smaller space")

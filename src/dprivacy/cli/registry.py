@@ -77,10 +77,16 @@ def _tight(space, epsilon, prior=None, progress=None):
     implicit mechanism."""
     from ..mechanisms.tight import tight_constraints
 
+    from ..mechanisms.tight import TightConstraintsResult
+
     r = tight_constraints(space, epsilon=epsilon, progress=progress)
-    implicit = hasattr(r, "grid")  # the grid paths keep the mechanism implicit (z and the metric)
+    implicit = not isinstance(r, TightConstraintsResult)  # the grid and sum-line paths: z and the metric only
     details = {k: getattr(r, k) for k in ("residual", "condition", "error_bound", "margin", "certainty")}
-    if implicit:
+    if hasattr(r, "delta"):
+        details["solver"] = (f"{r.method} on the sum line's Toeplitz FFT operator, {r.iterations} iterations "
+                             f"(certificate: {r.certificate})")
+        details["structured"] = True
+    elif implicit:
         details["solver"] = (f"{r.method}" + (f" on the FFT operator (preconditioner {r.preconditioner}), {r.iterations} "
                              "iterations" if r.method != "closed-form" else " (Kronecker product of line solutions)"))
         details["structured"] = True

@@ -93,7 +93,14 @@ def parse_space(spec: str) -> "MetricSpace":
         a, b = _ints(spec, body, 2)
         log_n = {"hamming": a * math.log10(max(b, 1)), "sum": math.log10(max(a * b + 1, 1)),
                  "kcount": b * math.log10(a + 1)}[kind]
-        _check_points(spec, log_n)
+        if kind == "sum":  # a SumLineSpace: matrix-free; each command's guard sizes its own work
+            from .guards import SUM_LINE_MAX_ANSWERS
+
+            if a * b + 1 > SUM_LINE_MAX_ANSWERS:
+                raise ValueError(f"{spec} has {a * b + 1:,} answers, over the {SUM_LINE_MAX_ANSWERS:,} on which the sum's "
+                                 "answer space is built; use a coarser unit (fewer, larger values per individual)")
+        else:
+            _check_points(spec, log_n)
         if kind == "hamming":
             return spaces.hamming(a, b, name=spec)
         if kind == "sum":

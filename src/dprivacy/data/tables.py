@@ -956,7 +956,7 @@ def _tight_sum(table, query, rows, src, *, eps, eps_answer, factor, delta, lo_a,
     answers, delivered, sampler_info = [], 0.0, {}
     for row in rows:
         grp, val, n_clamped = row[0], int(row[1]), row[-1]
-        o, smp = mech.sample(val - lo_a, src.generator)
+        o, smp = mech.sample_answer(val - lo_a, src.generator)
         delivered = max(delivered, smp.delivered_epsilon)
         sampler_info = smp.to_dict()
         answers.append(GroupAnswer(grp, _on_grid(lo_a + o, step), int(n_clamped), mean * step, t * step, confidence))

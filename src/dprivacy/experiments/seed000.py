@@ -518,7 +518,7 @@ def _utilities(space, eps, geo_fns: dict):
     for e in eps:
         r = tight_constraints(space, epsilon=float(e))
         status.append(r.certainty if r.exists else ("absent" if r.decided else "undecided"))
-        tight.append(measures.utility(r.channel, u).value if r.exists else None)
+        tight.append(measures.utility(r.mechanism, u).value if r.exists else None)
         formula.append(float(r.z.mean()))  # Σμ = Σz/n for μΦ = u (seed 000 Prop 8, Thm 2)
         for k, f in geo_fns.items():
             geo[k].append(measures.utility(f(float(e)), u).value)
@@ -567,7 +567,10 @@ def _case_study(ctx: Context, *, space, key: str, where: str, star_pub: float, r
                         {"reading": f"accept μ ≥ −{MU_TOL:g} (absolute tolerance), 0.01 grid", "value": tol_first}] + readings),
         Claim(f"000-{key}-unique", P, f"{where}: at the threshold Φ is invertible, so the mechanism is unique",
               True, bool(r_hi is not None and r_hi.exists and not r_hi.singular and r_hi.nullity == 0),
-              note=f"1-norm condition number at ε = {hi:.5f}: {r_hi.condition:.3g}." if r_hi is not None and r_hi.condition else ""),
+              note=(f"1-norm condition number at ε = {hi:.5f}: {r_hi.condition:.3g}." if r_hi is not None and r_hi.condition else
+                    f"λ_min(Φ) ≥ {r_hi.lambda_min:.3g} > 0 at ε = {hi:.5f} (certified lower bound: circulant embedding and "
+                    "Cauchy interlacing), so Φ is positive definite." if r_hi is not None and getattr(r_hi, "lambda_min", 0) > 0
+                    else "")),
         Claim(f"000-{key}-exists-above", P, f"{where}: the tight-constraints mechanism exists for every ε above the minimum",
               True, bool(th.monotone_checked is not None and th.monotone_checked.ok and all(s != "absent" for s in above)),
               note=f"Existence verified at {len(th.monotone_checked.epsilons) if th.monotone_checked else 0} ε in ({hi:.4g}, "

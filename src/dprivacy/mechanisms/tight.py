@@ -235,12 +235,17 @@ def tight_constraints(space: MetricSpace, *, epsilon: float, method: str = "auto
     e = check_epsilon(epsilon)
     if method not in _METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, _METHODS))}; got {method!r}")
-    from ..spaces import GridSpace
+    from ..spaces import GridSpace, SumLineSpace
 
     grid = isinstance(space, GridSpace)
+    line = isinstance(space, SumLineSpace)
+    if line and (method == "structured" or (method == "auto" and takes_structured(space, "tight"))):
+        from .._kernels.sum_line import tight_constraints_sum_line
+
+        return tight_constraints_sum_line(space.n, space.delta, epsilon=e, space=space)
     if method == "structured":
         if not grid:
-            raise ValueError(f"method='structured' needs a grid (GridSpace), got {space.name}")
+            raise ValueError(f"method='structured' needs a grid (GridSpace) or a sum line (SumLineSpace), got {space.name}")
         from .._kernels.solve import tight_constraints_grid
 
         return tight_constraints_grid(space, epsilon=e, progress=progress)
@@ -300,10 +305,12 @@ def path_structure(space: MetricSpace):
     In both cases z > 0 for every ε > 0, so the tight-constraints mechanism exists for every ε > 0 and
     the threshold ε* is 0. Returns None for other spaces.
     """
-    from ..spaces import GridSpace
+    from ..spaces import GridSpace, SumLineSpace
 
     if isinstance(space, GridSpace):
         return ("manhattan", space) if space.metric == "manhattan" else None
+    if isinstance(space, SumLineSpace):  # a path iff Δ = 1 (or n ≤ 2), known without the distances
+        return ("line", 1.0, np.arange(space.n)) if space.delta == 1 or space.n <= 2 else None
     x = space.coordinates
     if x is None or x.ndim != 2 or x.shape[1] != 1:
         return None
