@@ -501,3 +501,41 @@ def test_review_findings_on_geojson_and_parquet_outputs(tmp_path):
     schema, batches = read_batches(tmp_path / "ids.geojson")
     ids = [i for b in batches for i in b.column("id").to_pylist()]
     assert str(schema.field("id").type) == "string" and ids[:2] == ["0", "1"] and ids[-1] == "s70009"
+
+
+def test_a_geoparquet_s_geometry_and_bounding_box_are_never_released(tmp_path):
+    """A GeoParquet file with a WKB geometry column beside lat/lon: the geometry (the true points) was copied
+    byte for byte into the release, and its "geo" metadata (the bounding box of the true points) too. A
+    declared geometry column, or any column named like a coordinate or a geometry besides the two obfuscated
+    ones, is now refused before anything is written; the input's schema metadata never reaches the output
+    (local and Dask engines)."""
+    import struct
+
+    import pyarrow.parquet as pq
+
+    lat, lon = [48.85, 51.5, 40.4], [2.35, -0.12, -3.7]
+    geo = {"version": "1.0.0", "primary_column": "geometry",
+           "columns": {"geometry": {"encoding": "WKB", "geometry_types": ["Point"],
+                                    "bbox": [min(lon), min(lat), max(lon), max(lat)]}}}
+    meta = {b"geo": json.dumps(geo).encode()}
+    wkb = [struct.pack("<BIdd", 1, 1, x, y) for x, y in zip(lon, lat)]
+    pq.write_table(pa.table({"id": [1, 2, 3], "lat": lat, "lon": lon, "shape": wkb}).replace_schema_metadata(
+        {b"geo": json.dumps({**geo, "primary_column": "shape", "columns": {"shape": geo["columns"]["geometry"]}}).encode()}),
+        tmp_path / "with_geometry.parquet")
+    with pytest.raises(ValueError, match="'shape' are GeoParquet geometries holding the true locations"):
+        obfuscate_file(tmp_path / "with_geometry.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)
+    assert not (tmp_path / "o.parquet").exists()
+    for extra in ("latitude", "geom", "WKT"):
+        pq.write_table(pa.table({"lat": lat, "lon": lon, extra: lat}), tmp_path / "x.parquet")
+        with pytest.raises(ValueError, match=f"'{extra}' look like locations"):
+            obfuscate_file(tmp_path / "x.parquet", tmp_path / "o.parquet", epsilon=1.0, lat="lat", lon="lon", rng=1)
+    pq.write_table(pa.table({"id": [1, 2, 3], "lat": lat, "lon": lon}).replace_schema_metadata(meta), tmp_path / "bbox.parquet")
+    obfuscate_file(tmp_path / "bbox.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)
+    assert not (pq.read_schema(tmp_path / "o.parquet").metadata or {}).get(b"geo")
+    assert pq.read_table(tmp_path / "o.parquet").column_names == ["id", "lat", "lon"]
+    pytest.importorskip("distributed", reason="the Dask engine is the optional extra dprivacy[dask]")
+    from dprivacy.data.dask_engine import obfuscate_dask
+
+    obfuscate_dask(tmp_path / "bbox.parquet", tmp_path / "d.parquet", workers=1, epsilon=1.0, rng=1, key="id")
+    parts = sorted((tmp_path / "d.parquet").glob("*.parquet"))
+    assert parts and all(not (pq.read_schema(p).metadata or {}).get(b"geo") for p in parts)

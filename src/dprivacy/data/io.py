@@ -19,6 +19,9 @@ from typing import Iterator
 LAT_NAMES = ("lat", "latitude", "Latitude", "LAT", "Lat", "position_lat", "y_lat")
 LON_NAMES = ("lon", "lng", "long", "longitude", "Longitude", "LON", "Lon", "Lng", "position_long")
 
+#: Column names that usually hold a geometry (WKB or WKT): a copy of the location in another form.
+GEOMETRY_NAMES = ("geometry", "geom", "the_geom", "wkb_geometry", "wkt", "geography", "geog")
+
 FORMATS = {".csv": "csv", ".gz": "csv", ".parquet": "parquet", ".pq": "parquet", ".geojson": "geojson", ".json": "geojson"}
 
 #: Rows per batch when streaming.
@@ -80,6 +83,47 @@ def find_coordinate_columns(names, lat: str | None = None, lon: str | None = Non
         return found[0]
 
     return pick(lat, LAT_NAMES, "latitude", "--lat"), pick(lon, LON_NAMES, "longitude", "--lon")
+
+
+def without_input_metadata(schema):
+    """``schema`` without the input's schema metadata, which describes the input and must not be released:
+    GeoParquet's ``geo`` carries the bounding box of the true points, GEOJSON_COORDS_KEY marks a GeoJSON
+    input (a CSV/Parquet output is not one), other writers' keys may hold anything. Only the GeoJSON id
+    marker (a column name) is kept."""
+    meta = {k: v for k, v in (schema.metadata or {}).items() if k == GEOJSON_ID_KEY}
+    return schema.with_metadata(meta) if meta else schema.remove_metadata()
+
+
+def geoparquet_geometry_columns(schema) -> list[str]:
+    """The columns a GeoParquet file declares as geometries (its schema metadata ``geo``, GeoParquet 1.x:
+    ``{"columns": {name: {"encoding": "WKB", "bbox": ...}}}``) that are present in ``schema``."""
+    import json
+
+    raw = (getattr(schema, "metadata", None) or {}).get(b"geo")
+    if not raw:
+        return []
+    try:
+        cols = json.loads(raw).get("columns", {})
+    except (ValueError, AttributeError):
+        cols = {}
+    return [c for c in (cols if isinstance(cols, dict) else {}) if c in schema.names]
+
+
+def check_no_other_locations(schema, lat_c: str, lon_c: str, path) -> None:
+    """Refuse an input with another column that holds the true locations, which the release would copy
+    untouched beside the obfuscated ``lat_c``/``lon_c``: a GeoParquet geometry column (WKB points; seen:
+    released byte for byte), or a column named like a coordinate or a geometry (as a GeoJSON property
+    named so is refused)."""
+    declared = geoparquet_geometry_columns(schema)
+    if declared:
+        raise ValueError(f"{path}: column(s) {', '.join(map(repr, declared))} are GeoParquet geometries holding the true "
+                         f"locations; they would be released untouched beside the obfuscated {lat_c!r}/{lon_c!r}: drop them "
+                         "from the file (the points are read from the latitude/longitude columns)")
+    usual = {n.lower() for n in LAT_NAMES + LON_NAMES + GEOMETRY_NAMES}
+    other = [c for c in schema.names if c not in (lat_c, lon_c) and c.lower() in usual]
+    if other:
+        raise ValueError(f"{path}: column(s) {', '.join(map(repr, other))} look like locations (a coordinate or a geometry) "
+                         f"besides the obfuscated {lat_c!r}/{lon_c!r}: they would be released untouched; drop or rename them")
 
 
 def read_batches(path, *, batch_rows: int = BATCH_ROWS) -> tuple[object, Iterator]:
@@ -471,11 +515,7 @@ class AtomicWriter:
         if self.fmt == "geojson" and geojson_coords is None:  # before the temporary file: nothing left behind
             raise ValueError(f"cannot write {self.path} as GeoJSON: these rows have no point (coordinate columns) to be "
                              "its geometry; write .csv or .parquet")
-        meta = dict(schema.metadata or {})
-        if GEOJSON_COORDS_KEY in meta:  # the input's marker: a CSV/Parquet output is not a GeoJSON
-            meta.pop(GEOJSON_COORDS_KEY)
-            schema = schema.with_metadata(meta)
-        self.schema = schema
+        self.schema = without_input_metadata(schema)
         self.geojson_coords = geojson_coords
         # Parquet: columns written without dictionary encoding (released coordinates: nearly every value
         # distinct, so the dictionary attempt only costs time — a third of the write)

@@ -371,10 +371,12 @@ class Obfuscator:
     def out_schema(self):
         import pyarrow as pa
 
+        from .io import without_input_metadata
+
         if self.coords == "semicircles":
-            return self.schema
-        return self.schema.set(self.schema.get_field_index(self.lat_c), pa.field(self.lat_c, pa.float64())).set(
-            self.schema.get_field_index(self.lon_c), pa.field(self.lon_c, pa.float64()))
+            return without_input_metadata(self.schema)
+        return without_input_metadata(self.schema.set(self.schema.get_field_index(self.lat_c), pa.field(self.lat_c, pa.float64()))
+                                      .set(self.schema.get_field_index(self.lon_c), pa.field(self.lon_c, pa.float64())))
 
     def coordinates(self, batch) -> tuple[np.ndarray, np.ndarray]:
         import pyarrow as pa
@@ -460,7 +462,7 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
 
     from .. import __version__
     from ..sampling import random_source
-    from .io import file_format, find_coordinate_columns, read_batches
+    from .io import check_no_other_locations, file_format, find_coordinate_columns, read_batches
 
     e_m = epsilon_per_metre(epsilon, unit)
     if coords not in COORDS:
@@ -469,6 +471,7 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
     file_format(output_path)
     schema, batches = read_batches(input_path)
     lat_c, lon_c = find_coordinate_columns(schema, lat, lon)
+    check_no_other_locations(schema, lat_c, lon_c, input_path)
     for c in (lat_c, lon_c):
         t = schema.field(c).type
         ok = pa.types.is_integer(t) if coords == "semicircles" else (
