@@ -3,6 +3,7 @@ tight-constraints and optimal on the grid, the region-of-priors check, the dista
 
 from __future__ import annotations
 
+import math
 import json
 import os
 import subprocess
@@ -352,3 +353,23 @@ def test_planar_grid_sampler_is_exact_on_its_lattice_and_states_its_epsilon():
         counts = np.bincount(m.sample_indices(np.full(100_000, y), rng=1 + y), minlength=g.n).astype(float)
         assert _chi2_pvalue(counts, m.rows(y)) > 1e-4
         assert _chi2_pvalue(counts, planar_laplace_grid(g, epsilon=0.75).channel.matrix[y]) < 1e-4
+
+
+def test_the_scale_range_bounds_the_distortion_in_every_direction():
+    """The guarantee's "scale factors lo–hi of the ground distance" came from the meridional and parallel
+    scales only (0.993–1.007 on this region); off the projection's axes the distortion is Tissot's a, b:
+    a short geodesic at azimuth 135° near the corner (−10°, 35°) projects to 1.0144 times its length."""
+    import pyproj
+
+    g = LocationGrid.build(parse_region("-10,35,30,60"), 25_000.0)
+    lo, hi = g.scale_range()
+    geod = pyproj.Geod(ellps="WGS84")
+    t = pyproj.Transformer.from_crs("EPSG:4326", g.crs, always_xy=True)
+    ratios = []
+    for lon0, lat0 in [(-10, 35), (30, 35), (-10, 60), (30, 60), (10, 47.5), (10, 35), (-10, 47.5)]:
+        for az in range(0, 180, 5):
+            lon1, lat1, _ = geod.fwd(lon0, lat0, az, 1000.0)
+            (x0, x1), (y0, y1) = t.transform([lon0, lon1], [lat0, lat1])
+            ratios.append(math.hypot(x1 - x0, y1 - y0) / 1000.0)
+    assert lo <= min(ratios) and max(ratios) <= hi
+    assert max(ratios) > 1.014 and min(ratios) < 0.986  # the old h, k range (0.993–1.007) did not hold them
