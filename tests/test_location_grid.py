@@ -3,8 +3,8 @@ tight-constraints and optimal on the grid, the region-of-priors check, the dista
 
 from __future__ import annotations
 
-import math
 import json
+import math
 import os
 import subprocess
 import sys

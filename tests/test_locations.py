@@ -539,3 +539,18 @@ def test_a_geoparquet_s_geometry_and_bounding_box_are_never_released(tmp_path):
     obfuscate_dask(tmp_path / "bbox.parquet", tmp_path / "d.parquet", workers=1, epsilon=1.0, rng=1, key="id")
     parts = sorted((tmp_path / "d.parquet").glob("*.parquet"))
     assert parts and all(not (pq.read_schema(p).metadata or {}).get(b"geo") for p in parts)
+
+
+def test_the_sidecar_never_quotes_a_rejected_row_s_true_location(tmp_path):
+    """With --skip-invalid the report (printed, and the sidecar beside the release) quoted the first rejected
+    row's coordinates: "row 2: latitude 151.2093 outside [-90, 90]" (a true location given in lon,lat order).
+    It now names the row and the problem only, and says that a row's presence depends on its location."""
+    src = tmp_path / "sw.csv"
+    src.write_text("lat,lon,name\n48.85,2.35,a\n151.2093,-33.8688,swapped\n,2.3,c\n")
+    rep = obfuscate_file(src, tmp_path / "o.csv", epsilon=1.0, skip_invalid=True, rng=1)
+    assert rep.rows_rejected == 2 and rep.first_rejected == "row 2: latitude outside [-90, 90]"
+    side = (tmp_path / "o.csv.dprivacy.json").read_text()
+    assert "151.2" not in side and "33.86" not in side and "2.3," not in side
+    assert any("presence tells that its true location was valid" in n for n in rep.notes)
+    with pytest.raises(ValueError, match=r"row 2: latitude 151.2093 outside \[-90, 90\]"):  # the owner's error names it
+        obfuscate_file(src, tmp_path / "p.csv", epsilon=1.0, rng=1)

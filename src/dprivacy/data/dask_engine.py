@@ -169,6 +169,9 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
             shutil.rmtree(tmp)
         raise
     report.seconds = time.perf_counter() - t0
+    from .locations import rejection_note
+
+    rejection_note(report)
     report.notes.append(f"Dask engine: {len(pieces)} row groups, " + (f"scheduler {scheduler}" if scheduler else f"LocalCluster of {workers} workers"))
     if not src.release:
         report.notes.append("reproducible run (seeded): NOT for release")

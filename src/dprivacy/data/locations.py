@@ -248,10 +248,25 @@ def _as_numbers(col):
     return pc.cast(col, pa.float64())
 
 
-def describe_bad(lat, lon, k: int, row: int) -> str:
+def rejection_note(report) -> None:
+    """Say in the report that rejected rows are missing from the release: which rows are present depends on
+    their true locations (inside the region or not, valid or not), which the guarantee does not cover."""
+    if report.rows_rejected:
+        report.notes.append(f"{report.rows_rejected:,} rejected row(s) (--skip-invalid) are not in the release: a row's "
+                            "presence tells that its true location was valid" + (" and inside --region" if
+                            report.grid is not None else "") + "; the guarantee is about the locations of the rows "
+                            "released")
+
+
+def describe_bad(lat, lon, k: int, row: int, *, values: bool = True) -> str:
+    """Why row ``row`` (index k) has no valid location. ``values=False``: the kind of problem only, without
+    the row's coordinates (for the report and the sidecar beside the release: a rejected row's true
+    location must not be published with it)."""
     a, b = lat[k], lon[k]
     if not (np.isfinite(a) and np.isfinite(b)):
-        return f"row {row}: missing or non-numeric coordinate (lat={a}, lon={b})"
+        return f"row {row}: missing or non-numeric coordinate" + (f" (lat={a}, lon={b})" if values else "")
+    if not values:
+        return f"row {row}: " + ("latitude outside [-90, 90]" if abs(a) > 90 else "longitude outside [-180, 180]")
     if abs(a) > 90:
         hint = " — these look like projected coordinates, not degrees" if abs(a) > 1000 else ""
         return f"row {row}: latitude {a} outside [-90, 90]{hint}"
@@ -405,7 +420,9 @@ class Obfuscator:
         k = int(np.flatnonzero(bad)[0])
         if outside is not None and outside[k]:
             msg = f"{where}row {row0 + k + 1}: ({la[k]:g}, {lo[k]:g}) lies outside --region {list(self.release.grid.region)}"
+            public = f"{where}row {row0 + k + 1}: outside --region {list(self.release.grid.region)}"
         else:
+            public = where + describe_bad(la, lo, k, row0 + k + 1, values=False)
             msg = where + describe_bad(la, lo, k, row0 + k + 1)
             texts = [f"{c} = {batch.column(c)[k].as_py()!r}" for c in (self.lat_c, self.lon_c)
                      if pa.types.is_string(batch.column(c).type) or pa.types.is_large_string(batch.column(c).type)]
@@ -416,7 +433,9 @@ class Obfuscator:
         if not self.skip_invalid:
             raise ValueError(f"{self.input_name}: {msg} (use --skip-invalid to drop and count such rows)")
         keep = ~bad
-        return batch.filter(pa.array(keep)), la[keep], lo[keep], int(bad.sum()), msg
+        # the report (printed, and the sidecar beside the release) names the row and the problem, not the
+        # row's coordinates: they are true locations
+        return batch.filter(pa.array(keep)), la[keep], lo[keep], int(bad.sum()), public
 
     def generator(self, batch, source):
         """The random stream for a batch: per-record keyed streams in keyed research mode, else ``source``."""
@@ -645,6 +664,7 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
         if seen_keys is not None:
             seen_keys.check()
     report.seconds = time.perf_counter() - t0
+    rejection_note(report)
     if not src.release:
         report.notes.append("reproducible run (seeded): NOT for release")
     commit_sidecar(output_path, report.to_dict())
