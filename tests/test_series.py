@@ -187,3 +187,18 @@ def test_a_time_of_day_column_is_copied_and_refused_for_periods(tmp_path):
     assert pq.read_table(tmp_path / "o.parquet").column("t").to_pylist() == [datetime.time(9, 0), datetime.time(9, 5)]
     with pytest.raises(ValueError, match="times of day without dates"):
         release_series(src, tmp_path / "o2.parquet", column="v", time_column="t", per="day", epsilon=1.0, rng=0)
+
+
+def test_readings_with_a_fraction_need_their_unit(tmp_path):
+    """Without --unit, 22.59 was released as 23 (rounded to the default unit 1) beside an accuracy that ignored
+    the rounding (reported 0.0135, measured 0.26 on CGM's isig). A fraction is now refused, naming its row;
+    --unit declares the resolution (and --unit 1 asks for the rounding)."""
+    src = _write(tmp_path / "in.csv", reading=[10.0, 22.59, 7.0])
+    with pytest.raises(ValueError, match=r"row 2 .*reading = 22.59 is not a whole number: give --unit"):
+        release_series(src, tmp_path / "o.csv", column="reading", epsilon=1.0, rng=1)
+    assert not (tmp_path / "o.csv").exists()
+    rep = release_series(src, tmp_path / "o.csv", column="reading", epsilon=1e4, unit=0.01, rng=1)
+    got = pacsv.read_csv(tmp_path / "o.csv").column("reading").to_numpy()
+    assert rep.unit == 0.01 and np.allclose(got, [10.0, 22.59, 7.0])
+    release_series(src, tmp_path / "p.csv", column="reading", epsilon=1e4, unit=1.0, rng=1)
+    assert np.array_equal(pacsv.read_csv(tmp_path / "p.csv").column("reading").to_numpy(), [10.0, 23.0, 7.0])

@@ -1012,7 +1012,8 @@ def make_parser() -> argparse.ArgumentParser:
     se.add_argument("--time", help="the time column (kept in the output; needed for --per)")
     se.add_argument("--epsilon", type=_ascii_float, required=True, help="ε per --unit of reading difference")
     se.add_argument("--metric", choices=["d1", "dinf"], default="d1", help="d1: total change over the readings; dinf: every reading at once (ε/n per reading)")
-    se.add_argument("--unit", type=_ascii_float, default=1.0, help="resolution of the readings: distance 1 = this much (default 1)")
+    se.add_argument("--unit", type=_ascii_float, help="resolution of the readings: they are rounded to multiples of it, and "
+                    "distance 1 = one unit (default: the readings must be whole numbers, unit 1)")
     se.add_argument("--per", choices=["hour", "day"], help="also report sums and means of the released readings per period")
     se.add_argument("--seed", type=int, help="reproducible research mode (NOT for release); default: cryptographic randomness")
     se.add_argument("--force", action="store_true", help="replace OUTPUT if it exists")

@@ -91,7 +91,7 @@ def _values(batch, column: str, first_row: int, skip_invalid: bool):
     return x, ~np.isfinite(x)
 
 
-def release_series(input_path, output_path, *, column: str, epsilon: float, metric: str = "d1", unit: float = 1.0,
+def release_series(input_path, output_path, *, column: str, epsilon: float, metric: str = "d1", unit: float | None = None,
                    time_column: str | None = None, per: str | None = None, rng=None, force: bool = False,
                    skip_invalid: bool = False, confidence: float = 0.95, progress=None) -> SeriesReport:
     """Release the readings of ``column`` with the noise of seed 002 §6.1 (module docstring).
@@ -99,6 +99,10 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     The output file has the time column (when given) and the released column, nothing else (other
     columns may be correlated with the readings). It is written atomically; the report is returned
     (and written beside it as ``OUTPUT.dprivacy.json`` by the command line).
+
+    ``unit``: the readings' resolution; they are rounded to multiples of it and distance 1 is one unit.
+    Without it the readings must be whole numbers (unit 1): a reading with a fraction is refused, naming
+    its row, rather than rounded silently (22.59 was released as 23 with an accuracy that ignored it).
     """
     import pyarrow as pa
 
@@ -112,6 +116,9 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     eps = check_epsilon(epsilon)
     if metric not in _METRICS:
         raise ValueError(f"metric must be 'd1' or 'dinf', got {metric!r}")
+    whole = unit is None
+    if whole:
+        unit = 1.0
     if isinstance(unit, bool) or not (isinstance(unit, (int, float)) and math.isfinite(unit) and unit > 0):
         raise ValueError(f"unit must be a positive number (the resolution of the readings), got {unit!r}")
     unit = float(unit)
@@ -144,6 +151,13 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
             k = int(np.flatnonzero(bad)[0])
             raise ValueError(f"row {row + k + 1} of the file (1 = first data row): {column} is missing or not finite ({x[k]}); use --skip-invalid to drop "
                              "such rows (they are counted in the report)")
+        if whole:
+            frac = np.flatnonzero(~bad & (x != np.rint(x)))
+            if frac.size:
+                k = int(frac[0])
+                raise ValueError(f"row {row + k + 1} of the file (1 = first data row): {column} = {x[k]!r} is not a whole "
+                                 "number: give --unit, the readings' resolution (e.g. --unit 0.01; --unit 1 rounds them to "
+                                 "whole numbers), which is also the distance 1 of the guarantee")
         n_valid += int((~bad).sum())
         n_invalid += int(bad.sum())
         row += batch.num_rows
