@@ -155,7 +155,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
             frac = np.flatnonzero(~bad & (x != np.rint(x)))
             if frac.size:
                 k = int(frac[0])
-                raise ValueError(f"row {row + k + 1} of the file (1 = first data row): {column} = {x[k]!r} is not a whole "
+                raise ValueError(f"row {row + k + 1} of the file (1 = first data row): {column} = {float(x[k])!r} is not a whole "
                                  "number: give --unit, the readings' resolution (e.g. --unit 0.01; --unit 1 rounds them to "
                                  "whole numbers), which is also the distance 1 of the guarantee")
         n_valid += int((~bad).sum())
