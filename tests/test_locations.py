@@ -554,3 +554,30 @@ def test_the_sidecar_never_quotes_a_rejected_row_s_true_location(tmp_path):
     assert any("presence tells that its true location was valid" in n for n in rep.notes)
     with pytest.raises(ValueError, match=r"row 2: latitude 151.2093 outside \[-90, 90\]"):  # the owner's error names it
         obfuscate_file(src, tmp_path / "p.csv", epsilon=1.0, rng=1)
+
+
+def test_a_csv_s_other_columns_are_written_back_as_they_were_read(tmp_path):
+    """CSV to CSV rewrote the columns it keeps by type inference: zip code 02134 as 2134, 007 as 7, NA as an
+    empty cell, 1e5 as 100000, TRUE as true, a 20-digit id as 1.2345678901234567e+19. They are now read and
+    written as their text. And a coordinate that is not a number after the first 16 MiB block (where the
+    column's type was inferred) refused the whole file; it is now a rejected row like any other."""
+    from pyarrow import csv as pacsv
+
+    src = tmp_path / "t.csv"
+    src.write_text("lat,lon,zip,code,flag,note,big\n48.85,2.35,02134,1e5,TRUE,NA,12345678901234567890\n"
+                   "48.86,2.36,\"00,7\",007,false,,1\n")
+    obfuscate_file(src, tmp_path / "o.csv", epsilon=1.0, rng=1)
+    out = pacsv.read_csv(tmp_path / "o.csv", convert_options=pacsv.ConvertOptions(
+        column_types={c: pa.string() for c in ("zip", "code", "flag", "note", "big")}, strings_can_be_null=False))
+    assert out.column("zip").to_pylist() == ["02134", "00,7"] and out.column("code").to_pylist() == ["1e5", "007"]
+    assert out.column("flag").to_pylist() == ["TRUE", "false"] and out.column("note").to_pylist() == ["NA", ""]
+    assert out.column("big").to_pylist() == ["12345678901234567890", "1"]
+    big = tmp_path / "big.csv"
+    n = 700_000  # about 19 MB: the bad value lies past the first 16 MiB block
+    lat = np.round(np.random.default_rng(0).uniform(40, 50, n), 6)
+    with open(big, "w") as f:
+        f.write("lat,lon\n")
+        f.writelines(f"{v:.6f},2.000000\n" for v in lat[:-1])
+        f.write("abc,2.0\n")
+    rep = obfuscate_file(big, tmp_path / "b.csv", epsilon=1.0, skip_invalid=True, rng=1)
+    assert rep.rows_rejected == 1 and rep.rows_written == n - 1 and rep.first_rejected.startswith(f"row {n}:")

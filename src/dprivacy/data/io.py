@@ -126,10 +126,11 @@ def check_no_other_locations(schema, lat_c: str, lon_c: str, path) -> None:
                          f"besides the obfuscated {lat_c!r}/{lon_c!r}: they would be released untouched; drop or rename them")
 
 
-def read_batches(path, *, batch_rows: int = BATCH_ROWS) -> tuple[object, Iterator]:
+def read_batches(path, *, batch_rows: int = BATCH_ROWS, text_columns=()) -> tuple[object, Iterator]:
     """(schema, iterator of pyarrow.RecordBatch) for a CSV, Parquet or GeoJSON file of points. Two columns
-    of one name are refused (written out, one of them was lost: name,name,lat,lon with A,B gave A, A)."""
-    schema, batches = _read_batches(path, batch_rows=batch_rows)
+    of one name are refused (written out, one of them was lost: name,name,lat,lon with A,B gave A, A).
+    ``text_columns``: columns of a CSV read as their text, without type inference."""
+    schema, batches = _read_batches(path, batch_rows=batch_rows, text_columns=text_columns)
     seen: set = set()
     for name in schema.names:
         if name in seen:
@@ -138,7 +139,7 @@ def read_batches(path, *, batch_rows: int = BATCH_ROWS) -> tuple[object, Iterato
     return schema, batches
 
 
-def _read_batches(path, *, batch_rows: int) -> tuple[object, Iterator]:
+def _read_batches(path, *, batch_rows: int, text_columns=()) -> tuple[object, Iterator]:
     import pyarrow as pa
 
     path = Path(path)
@@ -149,7 +150,8 @@ def _read_batches(path, *, batch_rows: int) -> tuple[object, Iterator]:
         from pyarrow import csv
 
         try:
-            reader = csv.open_csv(path, read_options=csv.ReadOptions(block_size=1 << 24))
+            reader = csv.open_csv(path, read_options=csv.ReadOptions(block_size=1 << 24),
+                                  convert_options=csv.ConvertOptions(column_types={c: pa.string() for c in text_columns}))
         except pa.ArrowInvalid as exc:
             raise ValueError(f"cannot read {path} as CSV: {str(exc).splitlines()[0]}") from None
         return reader.schema, _csv_batches(reader, path)

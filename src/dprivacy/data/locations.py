@@ -491,6 +491,14 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
     schema, batches = read_batches(input_path)
     lat_c, lon_c = find_coordinate_columns(schema, lat, lon)
     check_no_other_locations(schema, lat_c, lon_c, input_path)
+    if file_format(input_path) == "csv":
+        # Every column as its text, read again: the kept columns are written back as they were (type
+        # inference rewrote them: zip code 02134 as 2134, 007 as 7, NA as empty, 1e5 as 100000), and a
+        # coordinate that is not a number anywhere in the file is a rejected row (with inferred types, one
+        # after the first 16 MiB block refused the whole file). The --key/--user columns keep their types
+        # (keyed noise depends on the key's type); semicircles must be integers.
+        typed = {key, user} | ({lat_c, lon_c} if coords == "semicircles" else set())
+        schema, batches = read_batches(input_path, text_columns=[c for c in schema.names if c not in typed])
     for c in (lat_c, lon_c):
         t = schema.field(c).type
         ok = pa.types.is_integer(t) if coords == "semicircles" else (
