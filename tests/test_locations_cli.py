@@ -164,6 +164,11 @@ def test_a_prior_from_the_input_itself_is_refused(pts):
              "--cell", "2km", "--region", "2.2,48.7,2.5,48.95", "--prior-from", "./pts.csv", "--remap", cwd=pts)
     _one_line(p)
     assert "--prior-from ./pts.csv is the input file" in p.stderr and not (pts / "pf.csv").exists()
+    shutil.copy(pts / "pts.csv", pts / "copy.csv")  # a copy is the same points (it was accepted)
+    p = _cli("obfuscate", "pts.csv", "-o", "pf.csv", "--epsilon", "1", "--mechanism", "tight-constraints",
+             "--cell", "2km", "--region", "2.2,48.7,2.5,48.95", "--prior-from", "copy.csv", "--remap", cwd=pts)
+    _one_line(p)
+    assert "is the input file (or a copy of it)" in p.stderr and not (pts / "pf.csv").exists()
 
 
 def test_evaluate_models_the_remap_the_release_applied(pts):

@@ -676,6 +676,17 @@ def _same_file(a, b) -> bool:
     return pa.resolve() == pb.resolve()
 
 
+def _same_bytes(a, b) -> bool:
+    """True when a and b are regular files with the same bytes (a copy: the same points)."""
+    import filecmp
+
+    pa, pb = Path(a), Path(b)
+    try:
+        return pa.is_file() and pb.is_file() and filecmp.cmp(pa, pb, shallow=False)
+    except OSError:
+        return False
+
+
 def cmd_obfuscate(args) -> int:
     from ..data.locations import check_sane_epsilon, epsilon_for_accuracy, epsilon_per_metre, obfuscate_file, parse_accuracy
 
@@ -692,8 +703,8 @@ def cmd_obfuscate(args) -> int:
     if _same_file(args.input, args.output):
         raise CliError(f"dprivacy obfuscate: error: OUTPUT {args.output} is the input file: write the release to a new file "
                        "(--force never overwrites the input)")
-    if args.prior_from is not None and _same_file(args.prior_from, args.input):
-        raise CliError(f"dprivacy obfuscate: error: --prior-from {args.prior_from} is the input file: a prior estimated from "
+    if args.prior_from is not None and (_same_file(args.prior_from, args.input) or _same_bytes(args.prior_from, args.input)):
+        raise CliError(f"dprivacy obfuscate: error: --prior-from {args.prior_from} is the input file (or a copy of it): a prior estimated from "
                        "the points being released makes the remap and the optimal mechanism depend on them, outside "
                        "the ε guarantee; estimate it from public data (e.g. another period or a public dataset)")
     check_sane_epsilon(epsilon_per_metre(eps, unit), what="--accuracy" if args.accuracy is not None else "--epsilon")
