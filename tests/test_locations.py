@@ -581,3 +581,28 @@ def test_a_csv_s_other_columns_are_written_back_as_they_were_read(tmp_path):
         f.write("abc,2.0\n")
     rep = obfuscate_file(big, tmp_path / "b.csv", epsilon=1.0, skip_invalid=True, rng=1)
     assert rep.rows_rejected == 1 and rep.rows_written == n - 1 and rep.first_rejected.startswith(f"row {n}:")
+
+
+@pytest.mark.parametrize("extra", ["pickup_latitude", "homeLat", "Latitude_2", "GPSLongitude", "wkb_geometry", "home",
+                                   "loc"])
+def test_other_copies_of_the_location_are_refused(tmp_path, extra):
+    """Copied untouched into the release: columns pickup_latitude, Latitude_2 (only exact names were refused), a
+    struct column home{lat, lon}, and a WKB binary column without GeoParquet metadata."""
+    import struct
+
+    import pyarrow.parquet as pq
+
+    value = {"home": [{"lat": 48.85, "lon": 2.35}], "loc": [struct.pack("<BIdd", 1, 1, 2.35, 48.85)]}.get(extra, [48.85])
+    pq.write_table(pa.table({"lat": [48.85], "lon": [2.35], "name": ["a"], extra: value}), tmp_path / "x.parquet")
+    with pytest.raises(ValueError, match=f"'{extra}(.lat)?'.* look like locations"):
+        obfuscate_file(tmp_path / "x.parquet", tmp_path / "o.parquet", epsilon=1.0, lat="lat", lon="lon", rng=1)
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_names_that_only_contain_the_letters_are_kept(tmp_path):
+    import pyarrow.parquet as pq
+
+    cols = {"lat": [48.85], "lon": [2.35], "plate": ["x"], "latency": [3], "long_description": ["y"], "salon": ["z"]}
+    pq.write_table(pa.table(cols), tmp_path / "x.parquet")
+    obfuscate_file(tmp_path / "x.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)
+    assert pq.read_table(tmp_path / "o.parquet").column_names == list(cols)

@@ -22,6 +22,32 @@ LON_NAMES = ("lon", "lng", "long", "longitude", "Longitude", "LON", "Lon", "Lng"
 #: Column names that usually hold a geometry (WKB or WKT): a copy of the location in another form.
 GEOMETRY_NAMES = ("geometry", "geom", "the_geom", "wkb_geometry", "wkt", "geography", "geog")
 
+#: Words that make a column name look like a location when they are one of its words (``pickup_latitude``,
+#: ``homeLat``, ``Latitude_2``, ``geom``); "long" is left out (``long_description``).
+LOCATION_WORDS = frozenset({"lat", "latitude", "lon", "lng", "longitude", "geometry", "geom", "wkt", "wkb",
+                            "geography", "geog", "coords", "coordinates"})
+
+
+def _words(name: str) -> set:
+    """The words of a column name: split at non-letters and at camelCase boundaries, lower-cased."""
+    import re
+
+    return {w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", name)}
+
+
+def _located_fields(field, prefix: str = "") -> list:
+    """Names (dotted for struct fields) under ``field`` that look like locations: a name with a location
+    word, or a binary column (WKB geometries are binary)."""
+    import pyarrow as pa
+
+    name = prefix + field.name
+    found = [name] if (_words(field.name) & LOCATION_WORDS or field.name.lower() in GEOMETRY_NAMES
+                       or pa.types.is_binary(field.type) or pa.types.is_large_binary(field.type)) else []
+    if pa.types.is_struct(field.type):
+        for k in range(field.type.num_fields):
+            found += _located_fields(field.type.field(k), name + ".")
+    return found
+
 FORMATS = {".csv": "csv", ".gz": "csv", ".parquet": "parquet", ".pq": "parquet", ".geojson": "geojson", ".json": "geojson"}
 
 #: Rows per batch when streaming.
@@ -120,10 +146,15 @@ def check_no_other_locations(schema, lat_c: str, lon_c: str, path) -> None:
                          f"locations; they would be released untouched beside the obfuscated {lat_c!r}/{lon_c!r}: drop them "
                          "from the file (the points are read from the latitude/longitude columns)")
     usual = {n.lower() for n in LAT_NAMES + LON_NAMES + GEOMETRY_NAMES}
-    other = [c for c in schema.names if c not in (lat_c, lon_c) and c.lower() in usual]
+    other = []
+    for f in schema:
+        if f.name in (lat_c, lon_c):
+            continue
+        other += [f.name] if f.name.lower() in usual else _located_fields(f)
     if other:
-        raise ValueError(f"{path}: column(s) {', '.join(map(repr, other))} look like locations (a coordinate or a geometry) "
-                         f"besides the obfuscated {lat_c!r}/{lon_c!r}: they would be released untouched; drop or rename them")
+        raise ValueError(f"{path}: column(s) {', '.join(map(repr, other))} look like locations (a coordinate or a geometry: "
+                         "a name with lat/lon/geometry in it, or binary data such as WKB) besides the obfuscated "
+                         f"{lat_c!r}/{lon_c!r}: they would be released untouched; drop or rename them")
 
 
 def read_batches(path, *, batch_rows: int = BATCH_ROWS, text_columns=()) -> tuple[object, Iterator]:
