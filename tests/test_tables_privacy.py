@@ -81,6 +81,24 @@ def test_where_injection_through_the_cli_is_one_line_exit_2(tmp_path):
     assert not led.exists() or json.loads(led.read_text()) == {}
 
 
+def test_a_condition_that_fails_on_a_row_never_quotes_it():
+    """--where "CASE WHEN Sales > 20000 THEN error(City || ' ' || Sales) ELSE true END" failed the query with
+    "Invalid Input Error: Jacksonville 22638.48", and a CAST of text failed with the text (a free exact read,
+    no budget charged). Volatile functions are refused; a row where the condition cannot be evaluated is not
+    selected, so the query's outcome does not depend on such rows through an error."""
+    sup = _data("SampleSuperstore.csv.gz")
+    with pytest.raises(ValueError, match="a volatile function .* is not allowed") as exc:
+        run_query(sup, parse_query("count"), epsilon=1.0,
+                  where="CASE WHEN Sales > 20000 THEN error(City || ' ' || Sales) ELSE true END")
+    assert "Jacksonville" not in str(exc.value) and "22638" not in str(exc.value)
+    cast = "CAST(CASE WHEN \"Postal Code\" = 42420 THEN 'sales=' || Sales ELSE '1' END AS INTEGER) + 0 = 1"
+    r = run_query(sup, parse_query("count"), epsilon=1e6, where=cast, rng=0)
+    import duckdb
+
+    n42420 = duckdb.connect().execute(f"SELECT count(*) FROM read_csv('{sup}') WHERE \"Postal Code\" = 42420").fetchone()[0]
+    assert r.answers[0].noisy == 9994 - n42420  # those rows are not selected; the others are
+
+
 def test_a_valid_where_gives_one_answer_per_group_key():
     sup = _data("SampleSuperstore.csv.gz")
     r = run_query(sup, parse_query("count"), epsilon=1.0, where="Region = 'West' AND Quantity >= 2", rng=0)

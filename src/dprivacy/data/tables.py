@@ -507,6 +507,11 @@ def check_where(con, where: str, rel: str) -> set:
     except duckdb.Error as exc:
         msg = str(exc).splitlines()[0]
         raise ValueError(f"bad --where {where!r}: {msg}") from None
+    try:  # the query evaluates it as try(...) (a total condition): volatile functions cannot be wrapped
+        con.execute(f"DESCRIBE SELECT coalesce(try({w}), false) AS __w FROM {rel}").fetchall()
+    except duckdb.Error:
+        raise ValueError(f"bad --where {where!r}: a volatile function (error(), random(), now(), ...) is not allowed: "
+                         "the condition must depend on the row only") from None
     if typ != "BOOLEAN":
         raise ValueError(f"bad --where {where!r}: it is a {typ}, not a true/false condition")
     return used
@@ -669,7 +674,10 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     if privacy in VALUE_METRICS and query.column is not None and query.column.lower() in {c.lower() for c in public_cols}:
         raise ValueError(f"under --privacy {privacy} the columns of --where/--group-by are treated as public, but "
                          f"{query.column!r} is the protected column: filter or group by other columns, or use --privacy standard")
-    sel = f"({where})" if where else "TRUE"
+    # The condition is made total: a row on which it cannot be evaluated (a CAST of text that is not a
+    # number, an error() call) is not selected, instead of failing the query with a message that quotes
+    # the row (seen: "Invalid Input Error: Jacksonville 22638.48"), a free exact read of the table.
+    sel = f"coalesce(try({where}), false)" if where else "TRUE"
     gexpr = _quote(group_by) if group_by is not None else None
     # One scan for the table size, the invalid values and the number of group keys (all public here).
     checks = ["count(*)"]
