@@ -606,3 +606,15 @@ def test_names_that_only_contain_the_letters_are_kept(tmp_path):
     pq.write_table(pa.table(cols), tmp_path / "x.parquet")
     obfuscate_file(tmp_path / "x.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)
     assert pq.read_table(tmp_path / "o.parquet").column_names == list(cols)
+
+
+def test_a_geoparquet_with_only_its_geometry_says_so(tmp_path):
+    import struct
+
+    import pyarrow.parquet as pq
+
+    geo = {"version": "1.0.0", "primary_column": "geometry", "columns": {"geometry": {"encoding": "WKB"}}}
+    pq.write_table(pa.table({"id": [1], "geometry": [struct.pack("<BIdd", 1, 1, 2.35, 48.85)]}).replace_schema_metadata(
+        {b"geo": json.dumps(geo).encode()}), tmp_path / "g.parquet")
+    with pytest.raises(ValueError, match="geometry column.s. 'geometry' .WKB., which obfuscate does not read"):
+        obfuscate_file(tmp_path / "g.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)

@@ -274,3 +274,14 @@ def test_review_findings_on_units_types_and_headers(tmp_path):
     charge(led, str(late), epsilon=1.0, budget=2.0, what="sum:v", privacy="d1", run=q(0.5))
     with pytest.raises(BudgetExceeded, match="per --unit 0.5 .*this query's is per 0.25"):
         charge(led, str(late), epsilon=1.0, budget=2.0, what="sum:v", privacy="d1", run=q(0.25))
+
+
+def test_a_ledger_that_is_not_a_regular_file_is_refused(tmp_path):
+    """--budget-file /dev/full was read without end (SIGKILL); a folder or a device is now refused, untouched."""
+    t = tmp_path / "t.csv"
+    t.write_text("a\n1\n2\n")
+    (tmp_path / "folder").mkdir()
+    for bad in (tmp_path / "folder", Path("/dev/null")):
+        with pytest.raises(ValueError, match="is not a regular file"):
+            charge(bad, str(t), epsilon=0.5, budget=1.0, what="count")
+    assert Path("/dev/null").is_char_device() and not Path("/dev/null.lock").exists()

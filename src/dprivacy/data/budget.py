@@ -185,6 +185,8 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
     selects on a column an earlier query protected, or protects one an earlier query selected on
     (:func:`_check_columns`; checked on ``run()``'s result, which is then not returned)."""
     ledger = Path(ledger)
+    if ledger.exists() and not ledger.is_file():  # /dev/full was read without end (and would have been replaced)
+        raise ValueError(f"budget ledger {ledger} is not a regular file: give the path of a JSON file (created on first use)")
     key = table_key(table)
     if not _finite(epsilon) or epsilon <= 0:
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")

@@ -91,6 +91,7 @@ def find_coordinate_columns(names, lat: str | None = None, lon: str | None = Non
                                  f"columns {geometry[1]!r}, {geometry[0]!r}); --lat/--lon name the columns of a CSV or "
                                  "Parquet file")
         return geometry
+    declared = geoparquet_geometry_columns(names) if hasattr(names, "metadata") else []
     names = list(getattr(names, "names", names))
     if lat is not None and lat == lon:
         raise ValueError(f"--lat and --lon both name the column {lat!r}")
@@ -108,6 +109,10 @@ def find_coordinate_columns(names, lat: str | None = None, lon: str | None = Non
             raise ValueError(f"several possible {what} columns ({', '.join(found)}): choose one with {flag}")
         return found[0]
 
+    if declared and lat is None and lon is None and not any(c.lower() in {u.lower() for u in LAT_NAMES} for c in names):
+        raise ValueError(f"the points of this GeoParquet file are in its geometry column(s) {', '.join(map(repr, declared))} "
+                         "(WKB), which obfuscate does not read: write them as latitude/longitude columns and drop the "
+                         "geometry (e.g. GeoPandas: df['lat'], df['lon'] = df.geometry.y, df.geometry.x)")
     return pick(lat, LAT_NAMES, "latitude", "--lat"), pick(lon, LON_NAMES, "longitude", "--lon")
 
 
