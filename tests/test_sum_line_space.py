@@ -175,3 +175,26 @@ def test_the_command_line_designs_thresholds_and_tests_priors_on_a_large_sum(cap
     assert code == 2 and err.count("\n") == 1 and "10,000,001 answers" in err
     code, _, err = _cli(capsys, "design", "sum:30000,5", "--epsilon", "2", "--mechanism", "truncated-geometric")
     assert code == 2 and err.count("\n") == 1 and "GiB" in err
+
+
+def test_where_the_sum_line_certificates_cannot_decide_auto_still_does():
+    """Found by a new-user check: sum:1,V (a clique) came back 'undecided' (its Φ is positive definite but not
+    its circulant embedding), and sum:4,100's threshold and a Gaussian prior on sum:150,5 at ε = 0.5 were left
+    uncertified, where the dense path certifies them. A clique is now solved in closed form (seed 000 Prop 9),
+    and an undecided sum-line answer on up to SUM_LINE_DENSE_FALLBACK answers goes to the dense solver."""
+    for v in (100, 1_000_000):
+        r = dprivacy.tight_constraints(sum_space(1, v), epsilon=1.0)
+        assert r.exists and r.certainty == "certified"
+        assert r.z[0] == pytest.approx(1 / (1 + v * math.exp(-1.0)), rel=1e-14)
+    assert dprivacy.tight_threshold(sum_space(1, 100)).always_exists
+    dense = dprivacy.tight_constraints(sum_space(1, 100), epsilon=1.0, method="dense")
+    np.testing.assert_allclose(dprivacy.tight_constraints(sum_space(1, 100), epsilon=1.0).z, dense.z, rtol=1e-12)
+    th = dprivacy.tight_threshold(sum_space(4, 100))
+    assert th.certified and th.bracket[0] < 3.68235 < th.bracket[1] + 1e-9
+    sp = sum_space(150, 5)
+    x = np.arange(sp.n)
+    prior = np.exp(-0.5 * ((x - 375) / 60.0) ** 2)  # the sum-line solve alone leaves it undecided
+    prior /= prior.sum()
+    a = dprivacy.regularity(sp, prior, epsilon=0.5)
+    b = dprivacy.regularity(sp, prior, epsilon=0.5, method="dense")
+    assert a.certain and b.certain and a.regular == b.regular

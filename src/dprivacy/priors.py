@@ -582,9 +582,15 @@ def regularity(space: MetricSpace, prior, *, epsilon: float, method: str = "auto
     if np.all(p == p[0]):
         return _uniform_regularity(space, p, e, method)
     if method == "structured" or (method == "auto" and takes_structured(space, "regularity")):
+        from ._kernels.dispatch import SUM_LINE_DENSE_FALLBACK
         from ._kernels.regularity import regularity_grid, regularity_line
 
-        return (regularity_line if isinstance(space, SumLineSpace) else regularity_grid)(space, p, epsilon=e)
+        if not isinstance(space, SumLineSpace):
+            return regularity_grid(space, p, epsilon=e)
+        r = regularity_line(space, p, epsilon=e)
+        if r.certain or method == "structured" or space.n > SUM_LINE_DENSE_FALLBACK:
+            return r
+        # undecided by the sum-line certificates: the dense certified tester decides
     return RegularityTester(space, epsilon=e).test(p)
 
 

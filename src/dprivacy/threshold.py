@@ -227,10 +227,14 @@ def tight_threshold(
                                   "ε > 0, so a tight-constraints mechanism exists for every ε > 0 (the truncated "
                                   "geometric diagonal and its Kronecker products; seed 000 §6.1, Prop 7-8)")
     if isinstance(space, SumLineSpace) and (method == "structured" or (method == "auto" and takes_structured(space, "threshold"))):
+        from ._kernels.dispatch import SUM_LINE_DENSE_FALLBACK
         from ._kernels.sum_line import tight_threshold_sum_line
 
-        return tight_threshold_sum_line(space.n, space.delta, tol=tol, scan=min(scan, 10), scan_factor=scan_factor, lo=lo,
-                                        hi=hi, eps_min=eps_min, progress=progress)
+        r = tight_threshold_sum_line(space.n, space.delta, tol=tol, scan=min(scan, 10), scan_factor=scan_factor, lo=lo,
+                                     hi=hi, eps_min=eps_min, progress=progress)
+        if r.certified or r.always_exists or method == "structured" or space.n > SUM_LINE_DENSE_FALLBACK:
+            return r
+        method = "dense"  # a probe the sum-line certificates could not decide: the dense search decides
     if method == "structured" or (method == "auto" and takes_structured(space, "threshold")):
         from ._kernels.threshold import tight_threshold_grid
 

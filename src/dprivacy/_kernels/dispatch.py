@@ -21,6 +21,11 @@ STRUCTURED_MIN_CELLS = {"tight": 100, "threshold": 100, "regularity": 144}
 #: dense solver on 125 cases of Δ = 3..10 and ε = 0.05..6, including those where Φ is not positive definite).
 SUM_LINE_MIN_ANSWERS = 90
 
+#: ... and when the sum-line certificates cannot decide (Φ not certified positive definite and no Farkas
+#: certificate: e.g. sum:4,100 near its threshold), the dense certified solve decides instead up to this
+#: many answers (about 0.5 s for the tight-constraints solve at 2,001, 3 s for a threshold search).
+SUM_LINE_DENSE_FALLBACK = 2000
+
 
 def takes_structured(space, kind: str) -> bool:
     """Whether ``method="auto"`` of the front door ``kind`` ("tight", "threshold", "regularity") takes

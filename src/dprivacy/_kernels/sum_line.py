@@ -341,8 +341,25 @@ def tight_constraints_sum_line(n: int, delta: int, *, epsilon: float, tol: float
     e = check_epsilon(epsilon)
     n = check_positive_int(n, name="n")
     delta = check_positive_int(delta, name="delta")
-    sol = solve_sum_line(n, delta, e, tol=tol, max_iter=max_iter, x0=x0)
     from ..mechanisms.tight import tight_reason
+
+    if delta >= n - 1:
+        # Every two answers adjacent (sum:1,V): a clique, ball-size symmetric, z = 1/(1 + (n−1)e^{−ε}) for every
+        # ε (seed 000 Prop 9); Φ = αJ + (1 − α)I is positive definite, but its circulant embedding is not, so the
+        # Krylov certificates cannot decide it.
+        alpha = math.exp(-e)
+        s = 1.0 + (n - 1) * alpha
+        z = np.full(n, 1.0 / s)
+        bound = (n + 2) * _U / s  # rounding in the sum s and its reciprocal
+        how = ("closed form: the answers form a clique (Δ ≥ n − 1), ball-size symmetric, z = 1/(1 + (n − 1)e^(−ε)) "
+               "(seed 000 Prop 9) (certified)")
+        return SumLineTightResult(
+            exists=True, epsilon=e, z=z, negative=(np.zeros(0, dtype=np.intp), np.zeros(0)),
+            reason=tight_reason("exists", z, 0, bound, how, undecided_why=""), residual=float((n + 1) * _U),
+            condition=None, error_bound=bound, margin=float(z[0] - bound), certainty="certified", singular=False,
+            nullity=0, method="closed-form", n=n, delta=delta, certificate="closed form", lambda_min=1.0 - alpha,
+            iterations=0, elapsed=time.perf_counter() - t0, space=space)
+    sol = solve_sum_line(n, delta, e, tol=tol, max_iter=max_iter, x0=x0)
 
     z = sol.x
     neg = np.flatnonzero(z < 0)
@@ -396,6 +413,9 @@ def tight_threshold_sum_line(n: int, delta: int, *, tol: float = 1e-4, scan: int
     if delta == 1 or n <= 2:
         return _always_exists(tol, "closed form", "Δ = 1 (or n ≤ 2): the answers form a path, where the truncated "
                               "geometric is the tight-constraints mechanism for every ε > 0 (seed 000 §6.1)")
+    if delta >= n - 1:
+        return _always_exists(tol, "by seed 000 Prop 9", "Δ ≥ n − 1: the answers form a clique, which is ball-size "
+                              "symmetric: a tight-constraints mechanism exists for every ε > 0 (seed 000 Prop 9)")
     probe = _Prober(n, delta, solver_tol, max_iter, progress)
     return bracket_threshold(probe, lo=lo, hi=hi, start=1.0, eps_min=eps_min, tol=tol, scan=scan,
                              scan_factor=scan_factor, suffix=lambda p: f" ({len(p.probes)} FFT solves on n = {n})")

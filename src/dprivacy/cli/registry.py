@@ -83,7 +83,8 @@ def _tight(space, epsilon, prior=None, progress=None):
     implicit = not isinstance(r, TightConstraintsResult)  # the grid and sum-line paths: z and the metric only
     details = {k: getattr(r, k) for k in ("residual", "condition", "error_bound", "margin", "certainty")}
     if hasattr(r, "delta"):
-        details["solver"] = (f"{r.method} on the sum line's Toeplitz FFT operator, {r.iterations} iterations "
+        details["solver"] = ("closed form (a clique: seed 000 Prop 9)" if r.method == "closed-form" else
+                             f"{r.method} on the sum line's Toeplitz FFT operator, {r.iterations} iterations "
                              f"(certificate: {r.certificate})")
         details["structured"] = True
     elif implicit:

@@ -240,9 +240,13 @@ def tight_constraints(space: MetricSpace, *, epsilon: float, method: str = "auto
     grid = isinstance(space, GridSpace)
     line = isinstance(space, SumLineSpace)
     if line and (method == "structured" or (method == "auto" and takes_structured(space, "tight"))):
+        from .._kernels.dispatch import SUM_LINE_DENSE_FALLBACK
         from .._kernels.sum_line import tight_constraints_sum_line
 
-        return tight_constraints_sum_line(space.n, space.delta, epsilon=e, space=space)
+        r = tight_constraints_sum_line(space.n, space.delta, epsilon=e, space=space)
+        if r.decided or method == "structured" or space.n > SUM_LINE_DENSE_FALLBACK:
+            return r
+        method = "dense"  # undecided by the sum-line certificates: the dense certified solve decides
     if method == "structured":
         if not grid:
             raise ValueError(f"method='structured' needs a grid (GridSpace) or a sum line (SumLineSpace), got {space.name}")
