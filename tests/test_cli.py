@@ -156,7 +156,7 @@ def test_prior_regular_and_not(capsys, tmp_path):
     assert r["mu"][1] < 0
 
 
-def test_design_large_grid_uses_the_structured_solver(capsys):
+def test_design_large_grid_uses_the_structured_solver(capsys, tmp_path):
     """Above the library's crossover a grid's tight-constraints mechanism is solved by FFT + CG and kept
     implicit; its figures must equal the dense solve's (utility Σz/n, leakage log2 Σz)."""
     from dprivacy import spaces
@@ -170,8 +170,18 @@ def test_design_large_grid_uses_the_structured_solver(capsys):
     assert dense.exists
     assert r["utility"] == pytest.approx(dense.z.sum() / w**2, rel=1e-8)
     assert r["min_entropy_leakage_bits"] == pytest.approx(math.log2(dense.z.sum()), abs=1e-8)
-    code, _, err = run(capsys, "design", f"grid:{w}x{w}", "--epsilon", "1", "--mechanism", "tight-constraints", "--save", "/tmp/x.npy")
-    assert code == 2 and "implicit" in err
+    # --save writes the implicit mechanism's dense matrix when it fits and is private as stored (it was refused,
+    # "needs the dense 121x121 channel (0 GiB)"), and refuses one whose far entries underflow to 0
+    save = tmp_path / "x.npy"
+    code, _, err = run(capsys, "design", f"grid:{w}x{w}", "--epsilon", "1", "--mechanism", "tight-constraints", "--save", str(save))
+    assert code == 0, err
+    np.testing.assert_allclose(np.load(save), tight_constraints(spaces.grid(w, w), epsilon=1.0).mechanism.matrix)
+    assert run_json(capsys, "check", str(save), f"grid:{w}x{w}", "--epsilon", "1")["is_private"]
+    for spec, mech, eps in ((f"grid:{w}x{w}", "tight-constraints", "60"), ("count:1000", "tight-constraints", "1"),
+                            ("count:1000", "truncated-geometric", "1"), ("sum:150,5", "laplace", "5")):
+        code, _, err = run(capsys, "design", spec, "--epsilon", eps, "--mechanism", mech, "--save", str(tmp_path / "u.npy"))
+        assert code == 2 and "not private as stored" in err and err.count("\n") == 1, (spec, mech, err)
+        assert not (tmp_path / "u.npy").exists()
 
 
 def test_design_spot_checks_privacy_when_the_full_check_is_too_costly(capsys, monkeypatch):

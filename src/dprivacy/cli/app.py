@@ -376,26 +376,18 @@ def cmd_design(args) -> None:
             out = build(args.mechanism, space, epsilon=eps, prior=prior, progress=progress, lp=lp)
     report = {"space": space.name, "n": space.n, "epsilon": eps, "mechanism": args.mechanism, "exists": out.exists}
     if out.exists and out.channel is None and out.implicit is not None:
-        if args.save and hasattr(out.implicit, "z"):
-            raise CliError(
-                f"dprivacy: error: --save needs the dense {space.n}x{space.n} channel "
-                f"({8 * space.n * space.n / 2**30:.0f} GiB); this mechanism is kept implicit (its diagonal z and the metric)"
-            )
-        if args.save:
-            raise CliError(
-                f"dprivacy: error: --save would write a float64 matrix in which the entries below 1e-308 (ε·d above "
-                f"about 708; here the largest ε·d is {out.implicit.details.get('step_epsilon', np.nan) * (space.n - 1):.6g}) "
-                "are 0 beside positive ones, which is not private as stored; this mechanism is kept implicit"
-            )
+        matrix = _implicit_matrix_to_save(out.implicit, space, eps) if args.save else None
         report.update(_implicit_figures(out.implicit, args.prior, prior))
-    elif out.exists:
-        report.update(_channel_figures(out.channel, space, eps, prior))
         if args.save:
-            path = Path(args.save)
-            if path.suffix.lower() != ".npy":
-                path = path.with_name(path.name + ".npy")  # a .npy file, named so
-            _save_npy(path, out.channel.matrix)
-            report["saved"] = str(path)
+            report["saved"] = _save_channel(args.save, matrix)
+    elif out.exists:
+        figures = _channel_figures(out.channel, space, eps, prior)
+        report.update(figures)
+        if args.save:
+            if "underflow" in figures:
+                raise CliError(f"dprivacy: error: --save would write a float64 matrix that is not private as stored: "
+                               f"{figures['underflow'].split(': ', 1)[-1]}; nothing written")
+            report["saved"] = _save_channel(args.save, out.channel.matrix)
     else:
         report["reason"] = out.reason
         for k in ("utility", "min_entropy_leakage_bits", "min_capacity_bits", "is_private", "smallest_epsilon"):
@@ -403,6 +395,33 @@ def cmd_design(args) -> None:
     report.update({k: v for k, v in out.details.items() if k not in report})
     report["seconds"] = time.perf_counter() - t0
     _emit(report, args.json, f"{args.mechanism} on {space.name} at epsilon={eps:g}")
+
+
+def _implicit_matrix_to_save(mech, space, eps: float):
+    """The dense matrix of an implicit mechanism for ``--save``, when it fits and is private as stored (its
+    exact check; entries e^(−ε·d) below 1e-308 are 0 in float64 beside positive ones); CliError otherwise."""
+    from .. import measures
+    from ..spaces import DENSE_LIMIT_BYTES
+
+    need = 8 * space.n * mech.n_outputs
+    if need > DENSE_LIMIT_BYTES:
+        raise CliError(f"dprivacy: error: --save needs the dense {space.n:,}x{mech.n_outputs:,} channel ({need / 2**30:.1f} GiB), "
+                       f"over the {DENSE_LIMIT_BYTES / 2**30:.0f} GiB limit; this mechanism is kept implicit")
+    matrix = mech.matrix
+    check = measures.check_privacy(matrix, space, epsilon=eps)
+    if not check.ok:
+        raise CliError(f"dprivacy: error: --save would write a float64 matrix that is not private as stored (its check "
+                       f"fails at {check.worst}: entries e^(-ε·d) below 1e-308, ε·d above about 708, are 0 beside positive "
+                       "ones), although the mechanism is private; this mechanism is kept implicit; nothing written")
+    return matrix
+
+
+def _save_channel(save, matrix) -> str:
+    path = Path(save)
+    if path.suffix.lower() != ".npy":
+        path = path.with_name(path.name + ".npy")  # a .npy file, named so
+    _save_npy(path, matrix)
+    return str(path)
 
 
 def _save_npy(path: Path, matrix) -> None:
