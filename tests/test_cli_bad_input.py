@@ -212,3 +212,22 @@ def test_a_reader_closing_the_pipe_is_not_reported_as_an_error(capsys, monkeypat
     code = main(["design", "line:6", "--epsilon", "1", "--mechanism", "truncated-geometric", "--json"])
     assert code == 1
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("argv", [
+    ["design", "graph:/dev/zero", "--epsilon", "1", "--mechanism", "tight-constraints"],
+    ["prior", "line:5", "--epsilon", "1", "--prior", "{z}"],
+    ["check", "{z}", "line:5", "--epsilon", "1"],
+    ["leakage", "{z}"],
+    ["design", "matrix:{z}", "--epsilon", "1", "--mechanism", "exponential"],
+])
+def test_a_device_given_as_a_file_is_refused_before_reading(tmp_path, capsys, argv):
+    """graph:/dev/zero grew to 24 GB before the OOM killer stopped it; a prior, channel or matrix that is a
+    symlink to /dev/zero ran out of memory ("MemoryError")."""
+    from dprivacy.cli import main
+
+    z = tmp_path / "z.csv"
+    z.symlink_to("/dev/zero")
+    code = main([a.replace("{z}", str(z)) for a in argv])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "not a regular file" in err

@@ -631,6 +631,8 @@ def load_array(path, what: str, *, ndmin: int = 1, max_bytes: int = DENSE_LIMIT_
         raise FileNotFoundError(f"{what} file not found: {p}")
     if p.is_dir():
         raise ValueError(f"{what} path {p} is a directory, expected a .npy, .csv or .txt file")
+    if not p.is_file():  # a device or a pipe (/dev/zero) has no size to check and was read without end
+        raise ValueError(f"{what} path {p} is not a regular file, expected a .npy, .csv or .txt file")
     suffix = p.suffix.lower()
     if suffix == ".npy":
         try:
@@ -693,6 +695,10 @@ def load_edge_list(path) -> MetricSpace:
         raise FileNotFoundError(f"edge list file not found: {p}")
     if p.is_dir():
         raise ValueError(f"edge list path {str(p)!r} is a folder, expected a text file with one edge per line")
+    if not p.is_file():  # graph:/dev/zero grew to 24 GB
+        raise ValueError(f"edge list path {str(p)!r} is not a regular file, expected a text file with one edge per line")
+    if p.stat().st_size > DENSE_LIMIT_BYTES:
+        raise MemoryError(f"edge list {p} is {p.stat().st_size / 2**30:.1f} GiB, over the {DENSE_LIMIT_BYTES / 2**30:.0f} GiB limit")
     try:
         text = p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
