@@ -17,6 +17,9 @@ from pathlib import Path
 EXIT_NO = 1  # the answer is no (check: not private), like diff and grep
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+#: The reader closed the pipe: the status of a process ended by SIGPIPE (128 + 13), which is neither "done"
+#: nor "the answer is no" (1 made `dprivacy check ... --json | true` read as "not private").
+EXIT_PIPE = 141
 
 
 def _ascii_float(text: str) -> float:
@@ -1179,7 +1182,7 @@ def main(argv=None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         except (OSError, ValueError, AttributeError):
             pass
-        return 1
+        return EXIT_PIPE
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, MemoryError, KeyError, OSError, OverflowError, ArithmeticError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"dprivacy: error: {msg}", file=sys.stderr)
