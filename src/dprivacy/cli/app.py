@@ -227,26 +227,6 @@ class _solver_progress:
         return False
 
 
-class _probe_progress(_solver_progress):
-    """A rich status line for the threshold search: one update per existence test (structured paths)."""
-
-    def __enter__(self):
-        if not self.show:
-            return None
-        from rich.console import Console
-
-        self._status = Console(stderr=True).status("searching for the threshold ε*...")
-        self._status.start()
-        count = [0]
-
-        def update(probe):
-            count[0] += 1
-            self._status.update(f"searching for the threshold ε*: {count[0]} existence tests, the last at ε = "
-                                f"{probe.epsilon:.6g} ({probe.status})")
-
-        return update
-
-
 # -- subcommands --------------------------------------------------------------------------------
 
 
@@ -506,8 +486,17 @@ def cmd_threshold(args) -> None:
     t0 = time.perf_counter()
     guard_threshold(args.space)
     space = parse_space(args.space)
-    with _probe_progress(not args.json) as progress:
+    status = _SolveStatus(sys.stderr.isatty(), not args.json, f"threshold search on {space.n:,} points", heartbeat=1.0)
+    probes = []
+
+    def progress(probe):
+        probes.append(probe)
+        status.update(f"{len(probes)} existence tests, the last at ε = {probe.epsilon:.6g} ({probe.status})")
+
+    try:
         r = tight_threshold(space, tol=args.tol, progress=progress)
+    finally:
+        status.stop()
     mono = r.monotone_checked
     report = {
         "space": space.name,
