@@ -171,6 +171,9 @@ def test_the_command_line_designs_thresholds_and_tests_priors_on_a_large_sum(cap
     code, r, err = _cli(capsys, "prior", "sum:3000,5", "--epsilon", "0.5", "--prior", "uniform")
     assert code == 0, err
     assert not r["regular"] and r["certainty"] == "certified" and "no μ ≥ 0 solves" in r["reason"]
+    # "don't know" is not "no": an undecided solve says exists: null (it said false)
+    code, r, err = _cli(capsys, "design", "sum:1000,5", "--epsilon", "1e-6", "--mechanism", "tight-constraints")
+    assert code == 0 and r["certainty"] == "undecided" and r["exists"] is None
     code, _, err = _cli(capsys, "design", "sum:2000000,5", "--epsilon", "2", "--mechanism", "tight-constraints")
     assert code == 2 and err.count("\n") == 1 and "10,000,001 answers" in err
     code, _, err = _cli(capsys, "design", "sum:30000,5", "--epsilon", "2", "--mechanism", "truncated-geometric")

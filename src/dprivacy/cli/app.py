@@ -357,7 +357,11 @@ def cmd_design(args) -> None:
     else:
         with _solver_progress(not args.json) as progress:
             out = build(args.mechanism, space, epsilon=eps, prior=prior, progress=progress, lp=lp)
-    report = {"space": space.name, "n": space.n, "epsilon": eps, "mechanism": args.mechanism, "exists": out.exists}
+    # "don't know" is not "no": a tight-constraints solve that cannot decide says exists: null (scripts that read
+    # only this field took it as a certified absence)
+    undecided = not out.exists and out.details.get("certainty") == "undecided"
+    report = {"space": space.name, "n": space.n, "epsilon": eps, "mechanism": args.mechanism,
+              "exists": None if undecided else out.exists}
     if out.exists and out.channel is None and out.implicit is not None:
         matrix = _implicit_matrix_to_save(out.implicit, space, eps) if args.save else None
         report.update(_implicit_figures(out.implicit, args.prior, prior))
@@ -537,7 +541,7 @@ def cmd_prior(args) -> None:
         "space": space.name,
         "n": space.n,
         "epsilon": eps,
-        "regular": reg.regular,
+        "regular": reg.regular if reg.certain or reg.regular else None,  # null: undecided (not a certified no)
         "certain": reg.certain,
         "certainty": reg.certainty,
         "margin": reg.margin,
