@@ -201,3 +201,21 @@ def test_where_the_sum_line_certificates_cannot_decide_auto_still_does():
     a = dprivacy.regularity(sp, prior, epsilon=0.5)
     b = dprivacy.regularity(sp, prior, epsilon=0.5, method="dense")
     assert a.certain and b.certain and a.regular == b.regular
+
+
+def test_a_finer_tolerance_never_gives_a_wider_bracket():
+    """tol 1e-10 gave (0.9389, 0.9681], uncertified, where tol 1e-6 certifies (0.96813319, 0.96813369]: the search
+    gave up at the first point it could not decide, keeping the bracket of that moment, and named the midpoint
+    as that point. It now steps off such a point further and further, and names the point itself."""
+    import re
+
+    sp = sum_space(150, 5)
+    coarse = dprivacy.tight_threshold(sp, tol=1e-6, method="structured")
+    fine = dprivacy.tight_threshold(sp, tol=1e-10, method="structured")
+    assert coarse.certified
+    lo, hi = fine.bracket
+    assert hi - lo < 1e-9 and coarse.bracket[0] <= lo and hi <= coarse.bracket[1]
+    if not fine.certified:
+        stuck = float(re.search(r"could not decide at ε = ([0-9.e-]+)", fine.reason).group(1))
+        assert lo < stuck < hi
+    assert dprivacy.tight_threshold(sp, tol=1e-10).certified  # auto: the dense search decides what the FFT one cannot
