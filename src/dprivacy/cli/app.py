@@ -764,10 +764,14 @@ def cmd_obfuscate(args) -> int:
             finally:
                 status.stop()
     progress = None
+    plain = None
     if show:
         bar = _RowProgress(args.input, "obfuscating")
         bar.start()
         progress = bar.update
+    elif not args.json:  # not a terminal: a plain line after 5 s and every 30 s (5M rows were 10 s of silence)
+        plain = _SolveStatus(False, True, "obfuscating")
+        progress = lambda done, total=None: plain.update(f"{done:,} rows" + (f" of {total:,}" if total else ""))  # noqa: E731
     try:
         common = dict(epsilon=eps, unit=unit, lat=args.lat, lon=args.lon, rng=args.seed, force=args.force,
                       skip_invalid=args.skip_invalid, release=release, user=args.user, budget=args.budget, key=args.key,
@@ -778,6 +782,8 @@ def cmd_obfuscate(args) -> int:
             if show:
                 bar.update("obfuscating on Dask (row groups)")
                 progress = lambda done, total: bar.update(done, total)  # noqa: E731
+            elif plain is not None:
+                progress = lambda done, total: plain.update(f"{done:,} of {total:,} row groups")  # noqa: E731
             rep = obfuscate_dask(args.input, args.output, scheduler=args.scheduler, workers=args.workers,
                                  progress=progress, **common)
         else:
@@ -787,6 +793,8 @@ def cmd_obfuscate(args) -> int:
     finally:
         if show:
             bar.stop()
+        if plain is not None:
+            plain.stop()
     report = rep.to_dict()
     report["sidecar"] = str(args.output) + ".dprivacy.json"
     _emit(report, args.json, f"obfuscated {rep.rows_written:,} points")
@@ -797,21 +805,13 @@ def cmd_series(args) -> int:
     from ..data.io import commit_sidecar, sidecar_path
     from ..data.series import release_series
 
-    show = not args.json and sys.stderr.isatty()
-    progress = None
-    if show:
-        from rich.console import Console
-
-        status = Console(stderr=True).status("releasing...")
-        status.start()
-        progress = lambda rows: status.update(f"releasing: {rows:,} readings")  # noqa: E731
+    status = _SolveStatus(sys.stderr.isatty(), not args.json, "releasing")
     try:
         rep = release_series(args.input, args.output, column=args.column, time_column=args.time, epsilon=args.epsilon,
                              metric=args.metric, unit=args.unit, per=args.per, rng=args.seed, force=args.force,
-                             skip_invalid=args.skip_invalid, progress=progress)
+                             skip_invalid=args.skip_invalid, progress=lambda rows: status.update(f"{rows:,} readings"))
     finally:
-        if show:
-            status.stop()
+        status.stop()
     report = rep.to_dict()
     sidecar = str(sidecar_path(args.output))
     commit_sidecar(args.output, report)
