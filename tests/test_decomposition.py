@@ -559,6 +559,11 @@ def test_decomposition_reaches_the_optimum_when_far_pairs_are_beyond_the_pricing
     # and the same repair left a distance loss's optimum 1.3e-6 below its bound before the pairs were
     # picked among those the LP can hold
     ([(0, 0), (1, 0), (-4.75, 4), (0, 3), (0, 1.5)], [.25, 0, .25, .25, .25], 3.0, "distance"),
+    # found by it again: no improving ray with the optimal objective, but the bound 1.8e-4 above it, held up by
+    # the relaxation (pairs past MAX_FACTOR left out of the pricing LPs); after a stall they are given the
+    # pairs up to STALL_MAX_FACTOR and price every output again
+    ([(0, 0), (3, 0), (2, 0), (1, 1), (3, 2)], np.array([8, 8, 8, 1, 8]) / 33, 6.75, "gain"),
+    ([(0, 0), (3, 0), (2, 0), (0, 1), (3, 2)], np.array([256, 256, 256, 3, 256]) / 1027, 6.75, "gain"),
 ])
 def test_decomposition_with_far_pairs_on_small_examples(points, prior, eps, kind):
     x = np.asarray(points, dtype=float)

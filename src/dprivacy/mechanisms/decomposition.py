@@ -158,6 +158,13 @@ MASTER_LADDER = ({}, {"primal_feasibility_tolerance": 10 * MASTER_DUAL_TOL,
 #: n·max|c − u|/MAX_FACTOR in the bound.
 MAX_FACTOR = 1e8
 
+#: ... but when the decomposition stalls above its gap target (no improving ray, the bound held up by the
+#: relaxation), the pricing LPs are given the pairs up to this factor and the rounds go on: found by
+#: hypothesis, 5 points at ε = 6.75 (factors up to 4e10) stalled at a relative gap of 1.8e-4 with the
+#: optimal objective; with the far pairs the bound met it in the next round. Only after a stall, since
+#: from the start such pairs cost more than they give (above).
+STALL_MAX_FACTOR = 1e12
+
 #: Outputs priced per round at most once some ray has entered (the most promising first, by the bound
 #: their last certificate gives); "no improving ray" is only concluded after every output with a
 #: positive bound was priced. Partial rounds lose: pricing only 200 of the 329 outputs of
@@ -400,6 +407,8 @@ class _Pricing:
         self.n = n
         self.factors = factors
         self.time_limit = time_limit
+        #: pairs with a larger factor e^{εd} are not given to HiGHS (:data:`MAX_FACTOR`; raised after a stall)
+        self.max_factor = MAX_FACTOR
         self.h = self._new_instance()
         self.h.changeObjectiveSense(highspy.ObjSense.kMaximize)
         self.h.addCols(n, np.zeros(n), np.zeros(n), np.ones(n), 0, np.zeros(n, np.int32),
@@ -464,7 +473,7 @@ class _Pricing:
         and a ray the LP valued at 5e-4 was repaired to 0 in 98% of the pricing problems."""
         f = self.factors[rows]
         with np.errstate(invalid="ignore"):
-            t = np.where(f <= MAX_FACTOR, f * r[None, :], np.inf)
+            t = np.where(f <= self.max_factor, f * r[None, :], np.inf)
         t[np.isnan(t)] = np.inf
         t[np.arange(rows.size), rows] = np.inf  # not the point itself
         low = t.min(axis=1)
@@ -479,7 +488,7 @@ class _Pricing:
         bound, raised that bound by 0.019 in a pricing problem whose optimum was 6.5e-4."""
         # HiGHS refuses matrix values above 1e15; a pair whose factor is that large stays out of the
         # pricing LP (a relaxation: its bounds stay valid) and is enforced on the ray by the repair
-        keep = ~self.have[a, b] & (a != b) & (self.factors[a, b] <= MAX_FACTOR)
+        keep = ~self.have[a, b] & (a != b) & (self.factors[a, b] <= self.max_factor)
         a, b = a[keep], b[keep]
         if a.size:
             # a pair given twice in one call is added once
@@ -845,6 +854,11 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
                     f"{_pair_rows(pricers):,} pair constraints priced)")
             if g <= max(gap, STALL_GAP) or bound - objective <= STALL_ABS:
                 status, message = "optimal", what
+            elif _widen_pricing(pricers, factors, (pi_, pj_)):
+                # the far pairs may close the gap: every output is priced again with them (the relaxed
+                # certificates would skip them all; the bound so far stays, as a minimum)
+                q, idle[:] = c.copy(), 0
+                continue
             else:
                 status, message = "stalled", (f"{what}, but the bound is {g:.3g} above the objective in relative "
                                               "terms: the pricing problems are too ill-conditioned here "
@@ -860,6 +874,9 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
             what = (f"neither the objective nor the bound moved in {still} rounds (relative gap {g:.3g}): "
                     "the rays entering are within the master's tolerances")
             close = g <= max(gap, STALL_GAP) or bound - objective <= STALL_ABS
+            if not close and _widen_pricing(pricers, factors, (pi_, pj_)):
+                q, idle[:] = c.copy(), 0
+                continue
             status, message = ("optimal" if close else "stalled"), what
             break
         if len(ray_vec) > PURGE_PER_POINT * n and k % 5 == 0:
@@ -876,6 +893,23 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
     used = 0 if raw is None else int((raw.max(axis=0) > 0).sum())
     return EngineOutcome(status, message, raw, objective * unit, bound * unit, rounds, int(pricing.a.size),
                          time.perf_counter() - t0, n_pairs, used, None)
+
+
+def _widen_pricing(pricers: list, factors: np.ndarray, pairs: tuple) -> bool:
+    """After a stall: give the pricing LPs the pairs up to :data:`STALL_MAX_FACTOR` (once): all of them at
+    once when they are few (:data:`COMPLETE_PAIRS_PER_POINT` per point; a far pair violated only at entries
+    below the solvers' tolerance is never generated lazily), else lazily. False when they already have them
+    or no constraint pair lies between the two limits (nothing would change)."""
+    i, j = pairs
+    f = factors[i, j]
+    wide = (f > MAX_FACTOR) & (f <= STALL_MAX_FACTOR)
+    if pricers[0].max_factor >= STALL_MAX_FACTOR or not wide.any():
+        return False
+    for p in pricers:
+        p.max_factor = STALL_MAX_FACTOR
+        if int(wide.sum()) <= COMPLETE_PAIRS_PER_POINT * p.n:
+            p.add_pairs(np.concatenate([i[wide], j[wide]]), np.concatenate([j[wide], i[wide]]))
+    return True
 
 
 def _enter_tol(objective: float) -> float:
