@@ -31,7 +31,10 @@ def _ascii_float(text: str) -> float:
                         flags=re.ASCII | re.IGNORECASE):
         raise argparse.ArgumentTypeError(f"expected a number written with the ASCII digits 0-9 (e.g. 0.5 or 1e-3), "
                                          f"got {text!r}")
-    return float(text)
+    x = float(text)
+    if x == 0 and re.search(r"[1-9]", text.split("e")[0].split("E")[0]):  # 1e-400: "must be > 0, got 0.0"
+        raise argparse.ArgumentTypeError(f"{text} is below the smallest positive float64 (about 5e-324)")
+    return x
 
 
 class CliError(Exception):
@@ -81,6 +84,8 @@ def _prior(arg: str | None, n: int) -> np.ndarray:
 
     if arg is None or arg == "uniform":
         return uniform_prior(n)
+    if not arg.strip():  # "" was read as the path "." ("prior path . is a directory")
+        raise ValueError("--prior needs a file (.npy, .csv or .txt) or 'uniform', got an empty string")
     p = _load_array(arg, "prior")
     if p.ndim > 1 and sorted(p.shape)[-2] != 1:
         raise ValueError(f"prior from {arg} has shape {p.shape}, expected a single row or column of {n} probabilities")

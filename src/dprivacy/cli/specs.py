@@ -67,8 +67,19 @@ def parse_space(spec: str) -> "MetricSpace":
     Raises
     ------
     ValueError
-        For an unknown kind or malformed parameters; the message lists the accepted specs.
+        For an unknown kind or malformed parameters; the message lists the accepted specs, or names the spec
+        when a parameter is out of range (``sum:0,5``: "u must be >= 1" did not say where).
     """
+    try:
+        return _parse_space(spec)
+    except ValueError as exc:
+        msg = str(exc)
+        if isinstance(spec, str) and spec not in msg and not msg.startswith("bad SPACE spec"):
+            raise ValueError(f"bad SPACE spec {spec!r}: {msg}") from None
+        raise
+
+
+def _parse_space(spec: str) -> "MetricSpace":
     from .. import spaces
 
     if not isinstance(spec, str) or ":" not in spec:
