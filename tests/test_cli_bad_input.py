@@ -231,3 +231,18 @@ def test_a_device_given_as_a_file_is_refused_before_reading(tmp_path, capsys, ar
     code = main([a.replace("{z}", str(z)) for a in argv])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "not a regular file" in err
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["design", "sum:0,5", "--epsilon", "1", "--mechanism", "tight-constraints"], "bad SPACE spec 'sum:0,5': u must be"),
+    (["design", "line:5", "--epsilon", "1e-400", "--mechanism", "tight-constraints"], "below the smallest positive float64"),
+    (["prior", "line:5", "--epsilon", "1", "--prior", ""], "--prior needs a file"),
+])
+def test_messages_name_what_was_wrong(capsys, argv, says):
+    """Found by a new-user check: 'u must be >= 1' without the spec, 'epsilon must be > 0, got 0.0' for 1e-400, and
+    'prior path . is a directory' for an empty --prior."""
+    from dprivacy.cli import main
+
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and says in err, err
