@@ -246,6 +246,11 @@ def test_ledger_knows_a_byte_for_byte_copy_of_a_table(tmp_path):
         charge(led, str(tmp_path / "copy.csv"), epsilon=0.6, budget=1.0, what="count")
     _, spent, _ = charge(led, str(tmp_path / "other.csv"), epsilon=0.6, budget=1.0, what="count")
     assert spent == pytest.approx(0.6) and len(json.loads(led.read_text())) == 2
+    import gzip  # the same table compressed (zcat t.csv.gz > t.csv gave a fresh budget)
+
+    (tmp_path / "t2.csv.gz").write_bytes(gzip.compress(t.read_bytes()))
+    with pytest.raises(BudgetExceeded, match="only 0.4 of the budget 1 remains"):
+        charge(led, str(tmp_path / "t2.csv.gz"), epsilon=0.6, budget=1.0, what="count")
 
 
 def test_review_findings_on_units_types_and_headers(tmp_path):
