@@ -9,8 +9,9 @@ among its groups where a row can change several answers, see :mod:`.tables`). Th
 every read (finite budget > 0, finite spent >= 0 equal to the sum of its queries' ε, one privacy model
 per table); the recorded budget changes only with ``change_budget`` (``--change-budget``). A table is
 known by its resolved path, by its file identity (device, inode) and by the SHA-256 of its bytes
-(decompressed, for gzip), so a hard link, a moved file, a byte-for-byte copy and its gzip share its budget; a copy that differs in any byte (a row
-added, another format) is another table, and the ledger cannot know it holds the same people.
+(decompressed, for gzip), so a hard link, a moved file, a byte-for-byte copy and its gzip share its
+budget; a copy that differs in any byte (a row added, another format) is another table, and the ledger
+cannot know it holds the same people.
 """
 
 from __future__ import annotations
