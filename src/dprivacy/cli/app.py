@@ -879,9 +879,15 @@ def cmd_query(args) -> int:
         raise CliError("dprivacy query: error: --budget and --budget-file go together")
 
     def run():
-        return run_query(args.table, q, epsilon=eps, bounds=bounds, where=args.where, group_by=args.group_by,
-                         privacy=args.privacy, rng=args.seed, mechanism=args.mechanism, skip_invalid=args.skip_invalid,
-                         prior=args.prior, unit=args.unit)
+        # a large table or the tight-constraints solve can take a while (31 s were silent): a status line on a
+        # terminal, else a plain line after 5 s and every 30 s
+        status = _SolveStatus(sys.stderr.isatty(), not args.json, f"query {q.name} on {args.table}", heartbeat=1.0)
+        try:
+            return run_query(args.table, q, epsilon=eps, bounds=bounds, where=args.where, group_by=args.group_by,
+                             privacy=args.privacy, rng=args.seed, mechanism=args.mechanism,
+                             skip_invalid=args.skip_invalid, prior=args.prior, unit=args.unit)
+        finally:
+            status.stop()
 
     if args.budget_file is not None:
         from ..data.budget import charge
