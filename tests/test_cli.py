@@ -182,6 +182,11 @@ def test_design_large_grid_uses_the_structured_solver(capsys, tmp_path):
         code, _, err = run(capsys, "design", spec, "--epsilon", eps, "--mechanism", mech, "--save", str(tmp_path / "u.npy"))
         assert code == 2 and "not private as stored" in err and err.count("\n") == 1, (spec, mech, err)
         assert not (tmp_path / "u.npy").exists()
+    # on a line the tight-constraints mechanism is the truncated geometric: kept implicit like it where its
+    # entries underflow (it was reported is_private false, "not private as stored")
+    tight = run_json(capsys, "design", "count:1000", "--epsilon", "1", "--mechanism", "tight-constraints")
+    tg = run_json(capsys, "design", "count:1000", "--epsilon", "1", "--mechanism", "truncated-geometric")
+    assert tight["is_private"] and tight["implicit"] and tight["utility"] == pytest.approx(tg["utility"], rel=1e-12)
 
 
 def test_design_spot_checks_privacy_when_the_full_check_is_too_costly(capsys, monkeypatch):

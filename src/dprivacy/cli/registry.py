@@ -103,6 +103,18 @@ def _tight(space, epsilon, prior=None, progress=None):
         return Outcome("tight-constraints", False, None, r.reason, details)
     if implicit:
         return Outcome("tight-constraints", True, None, r.reason, details, implicit=r.mechanism)
+    if r.method == "closed-form":
+        from ..mechanisms.tight import path_structure
+
+        path = path_structure(space)
+        if path is not None and path[0] == "line":
+            # on a line the tight-constraints mechanism is the truncated geometric (seed 000 §6.1): where its
+            # far entries underflow in float64 (count:1000 at ε = 1) it is kept implicit, exact in log space,
+            # like the truncated geometric itself (the dense matrix was reported "not private as stored")
+            tg = _truncated_geometric(space, epsilon)
+            if not getattr(tg, "is_dense", True):
+                details["solver"] = "closed form: the truncated geometric (seed 000 §6.1), kept implicit (entries underflow)"
+                return Outcome("tight-constraints", True, None, r.reason, details, implicit=tg)
     return Outcome("tight-constraints", True, r.channel, r.reason, details)
 
 
