@@ -219,3 +219,14 @@ def test_a_finer_tolerance_never_gives_a_wider_bracket():
         stuck = float(re.search(r"could not decide at ε = ([0-9.e-]+)", fine.reason).group(1))
         assert lo < stuck < hi
     assert dprivacy.tight_threshold(sp, tol=1e-10).certified  # auto: the dense search decides what the FFT one cannot
+
+
+@pytest.mark.parametrize("w, h, metric", [(1, 7, "euclidean"), (7, 1, "chebyshev"), (1, 300, "euclidean")])
+def test_a_one_row_grid_is_a_line(w, h, metric):
+    """threshold grid:1x7 gave an uncertified upper bound where line:7 says 'exists for every ε' (seed 000 §6.1)."""
+    from dprivacy import spaces
+
+    g = spaces.grid(w, h, metric=metric)
+    assert dprivacy.tight_threshold(g).always_exists
+    np.testing.assert_allclose(dprivacy.tight_constraints(g, epsilon=0.7).z,
+                               dprivacy.tight_constraints(spaces.line(g.n), epsilon=0.7, method="dense").z, rtol=1e-9)

@@ -107,7 +107,8 @@ def _tight(space, epsilon, prior=None, progress=None):
         from ..mechanisms.tight import path_structure
 
         path = path_structure(space)
-        if path is not None and path[0] == "line":
+        coords = space.coordinates
+        if path is not None and path[0] == "line" and coords is not None and coords.shape[1] == 1:
             # on a line the tight-constraints mechanism is the truncated geometric (seed 000 §6.1): where its
             # far entries underflow in float64 (count:1000 at ε = 1) it is kept implicit, exact in log space,
             # like the truncated geometric itself (the dense matrix was reported "not private as stored")

@@ -260,7 +260,8 @@ def tight_constraints(space: MetricSpace, *, epsilon: float, method: str = "auto
                 from .._kernels.closed_form import manhattan_tight_grid
 
                 return manhattan_tight_grid(space, epsilon=e)
-            return _path_closed_form(space, path, e)
+            if not (path[0] == "line" and grid and method == "auto" and takes_structured(space, "tight")):
+                return _path_closed_form(space, path, e)  # (a long 1×N grid takes the grid solver below: no n×n)
         if method == "auto" and takes_structured(space, "tight"):
             from .._kernels.solve import tight_constraints_grid
 
@@ -312,6 +313,8 @@ def path_structure(space: MetricSpace):
     from ..spaces import GridSpace, SumLineSpace
 
     if isinstance(space, GridSpace):
+        if space.metric != "manhattan" and min(space.width, space.height) == 1:  # grid:1xN is a line, any metric
+            return ("line", float(space.step), np.arange(space.n))
         return ("manhattan", space) if space.metric == "manhattan" else None
     if isinstance(space, SumLineSpace):  # a path iff Δ = 1 (or n ≤ 2), known without the distances
         return ("line", 1.0, np.arange(space.n)) if space.delta == 1 or space.n <= 2 else None
