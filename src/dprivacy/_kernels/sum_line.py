@@ -189,7 +189,7 @@ class SumLineSolution:
     op: SumLineOperator | None = field(default=None, repr=False)
 
 
-def _minres(op: SumLineOperator, b: np.ndarray, x0, rtol: float, maxiter: int):
+def _minres(op: SumLineOperator, b: np.ndarray, x0, rtol: float, maxiter: int, progress=None):
     from scipy.sparse.linalg import LinearOperator, minres
 
     a = LinearOperator((op.n, op.n), matvec=lambda v: op.matvec(np.ravel(v)), dtype=np.float64)
@@ -199,6 +199,8 @@ def _minres(op: SumLineOperator, b: np.ndarray, x0, rtol: float, maxiter: int):
 
     def cb(_):
         count[0] += 1
+        if progress is not None:
+            progress(count[0], math.nan)  # MINRES reports no residual per iteration
 
     x, _info = minres(a, b, x0=x0, rtol=rtol, maxiter=maxiter, M=m, callback=cb)
     return x, count[0]
@@ -206,10 +208,11 @@ def _minres(op: SumLineOperator, b: np.ndarray, x0, rtol: float, maxiter: int):
 
 def solve_sum_line(n: int, delta: int, epsilon: float, b: np.ndarray | None = None, *, tol: float = DEFAULT_TOL,
                    max_iter: int = MAX_ITER, x0: np.ndarray | None = None, operator: SumLineOperator | None = None,
-                   farkas: bool = True) -> SumLineSolution:
+                   farkas: bool = True, progress=None) -> SumLineSolution:
     """Solve Φ̃x = b (default b = 1) on the sum line 0..n−1 with Δ = ``delta`` and decide the signs of x
     with the certificates of the module notes. b is divided by its largest entry first (exact for b = 1,
-    so the uniform prior and the vector of ones are the same system, seed 000 Prop 8)."""
+    so the uniform prior and the vector of ones are the same system, seed 000 Prop 8). ``progress(k,
+    relative residual)`` after every Krylov iteration (NaN for MINRES)."""
     op = operator if operator is not None else SumLineOperator(n, delta, epsilon)
     n = op.n
     b = np.ones(n) if b is None else np.asarray(b, dtype=np.float64)
@@ -230,7 +233,7 @@ def solve_sum_line(n: int, delta: int, epsilon: float, b: np.ndarray | None = No
         method = "cg"
         apply_m = op.strang()
         target = tol * bnorm
-        out = pcg(op.matvec, bn, x0=x, apply_m=apply_m, target=target, max_iter=max_iter)
+        out = pcg(op.matvec, bn, x0=x, apply_m=apply_m, target=target, max_iter=max_iter, progress=progress)
         x, r, iterations = out.x, out.residual, out.iterations
         while True:
             rnorm = float(np.linalg.norm(r))
@@ -241,7 +244,8 @@ def solve_sum_line(n: int, delta: int, epsilon: float, b: np.ndarray | None = No
             if status != "undecided" or iterations >= max_iter or rnorm <= 2 * delta_r:
                 break
             goal = max(rnorm / 1e3, 2 * delta_r)
-            out = pcg(op.matvec, bn, x0=x, apply_m=apply_m, target=goal, max_iter=max_iter - iterations)
+            out = pcg(op.matvec, bn, x0=x, apply_m=apply_m, target=goal, max_iter=max_iter - iterations,
+                      progress=progress, start_iteration=iterations)
             if not float(np.linalg.norm(out.residual)) < rnorm:
                 break
             x, r, iterations = out.x, out.residual, iterations + out.iterations
@@ -251,14 +255,14 @@ def solve_sum_line(n: int, delta: int, epsilon: float, b: np.ndarray | None = No
                 f"error bound {eb:.3g}")
     else:
         method = "minres"
-        x, iterations = _minres(op, bn, x, tol, max_iter)
+        x, iterations = _minres(op, bn, x, tol, max_iter, progress)
         r = bn - op.matvec(x)
         rnorm = float(np.linalg.norm(r))
         eb, margin, status, certificate = math.inf, 0.0, "undecided", "none"
         note = (f"MINRES (|Strang| preconditioner), {iterations} iterations, ‖b − Φz‖₂ = {rnorm:.3g}; Φ is not positive definite "
                 f"(its circulant embedding has eigenvalue {op.embedding_min:.3g}), so the residual bounds nothing")
     if status == "undecided" and farkas and np.isfinite(x).all() and x.min() < 0:
-        ok, how = _farkas(op, bn, x, tol, max_iter)
+        ok, how = _farkas(op, bn, x, tol, max_iter, progress)
         if ok:
             status, certificate, margin = "absent", "Farkas", -math.inf
         note += "; " + how
@@ -267,16 +271,17 @@ def solve_sum_line(n: int, delta: int, epsilon: float, b: np.ndarray | None = No
                            rnorm=rnorm * scale, method=method, iterations=iterations, note=note, op=op)
 
 
-def _farkas(op: SumLineOperator, b: np.ndarray, x: np.ndarray, tol: float, max_iter: int) -> tuple[bool, str]:
+def _farkas(op: SumLineOperator, b: np.ndarray, x: np.ndarray, tol: float, max_iter: int,
+            progress=None) -> tuple[bool, str]:
     """Look for y with Φ̃y ≥ 0 and bᵀy < 0 (no x ≥ 0 solves Φ̃x = b), checked a posteriori in floats with
     rounding allowances (module notes)."""
     i = int(np.argmin(x))
     e = np.zeros(op.n)
     e[i] = 1.0
     if op.eigenvalue_lower_bound() > 0:
-        w = pcg(op.matvec, e, x0=None, apply_m=op.strang(), target=tol, max_iter=max_iter).x
+        w = pcg(op.matvec, e, x0=None, apply_m=op.strang(), target=tol, max_iter=max_iter, progress=progress).x
     else:
-        w = _minres(op, e, None, tol, max_iter)[0]
+        w = _minres(op, e, None, tol, max_iter, progress)[0]
     s = float(np.abs(b * x).sum()) or 1.0
     for frac in (0.5, 0.25, 0.1, 0.01):
         tau = frac * (-x[i]) / s
@@ -325,7 +330,8 @@ class SumLineTightResult(TightResult):
 
 
 def tight_constraints_sum_line(n: int, delta: int, *, epsilon: float, tol: float = DEFAULT_TOL,
-                               max_iter: int = MAX_ITER, x0=None, space: SumLineSpace | None = None) -> SumLineTightResult:
+                               max_iter: int = MAX_ITER, x0=None, space: SumLineSpace | None = None,
+                               progress=None) -> SumLineTightResult:
     """The tight-constraints mechanism for ε·d on the sum line (answers 0..n−1, d(i, j) = ⌈|i − j|/Δ⌉,
     seed 000 §7.1), or why there is none, without forming Φ (seed 000 Def 6, Prop 6–8, Thm 4).
 
@@ -359,7 +365,7 @@ def tight_constraints_sum_line(n: int, delta: int, *, epsilon: float, tol: float
             condition=None, error_bound=bound, margin=float(z[0] - bound), certainty="certified", singular=False,
             nullity=0, method="closed-form", n=n, delta=delta, certificate="closed form", lambda_min=1.0 - alpha,
             iterations=0, elapsed=time.perf_counter() - t0, space=space)
-    sol = solve_sum_line(n, delta, e, tol=tol, max_iter=max_iter, x0=x0)
+    sol = solve_sum_line(n, delta, e, tol=tol, max_iter=max_iter, x0=x0, progress=progress)
 
     z = sol.x
     neg = np.flatnonzero(z < 0)

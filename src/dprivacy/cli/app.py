@@ -206,32 +206,6 @@ def _implicit_figures(mech, prior_arg, prior) -> dict:
     }
 
 
-class _solver_progress:
-    """A rich status line for iterative solvers, or nothing (for --json)."""
-
-    def __init__(self, show: bool):
-        self.show = show
-        self._status = None
-
-    def __enter__(self):
-        if not self.show:
-            return None
-        from rich.console import Console
-
-        self._status = Console(stderr=True).status("solving...")
-        self._status.start()
-
-        def update(iteration, residual):
-            self._status.update(f"solving: iteration {iteration}, relative residual {residual:.3g}")
-
-        return update
-
-    def __exit__(self, *exc):
-        if self._status is not None:
-            self._status.stop()
-        return False
-
-
 # -- subcommands --------------------------------------------------------------------------------
 
 
@@ -360,8 +334,15 @@ def cmd_design(args) -> None:
         finally:
             status.stop()
     else:
-        with _solver_progress(not args.json) as progress:
+        status = _SolveStatus(sys.stderr.isatty(), not args.json, f"{args.mechanism} on {space.n:,} points", heartbeat=1.0)
+
+        def progress(iteration, residual):  # an iterative solver's report (MINRES has no residual: NaN)
+            status.update(f"iteration {iteration}" + (f", relative residual {residual:.3g}" if residual == residual else ""))
+
+        try:
             out = build(args.mechanism, space, epsilon=eps, prior=prior, progress=progress, lp=lp)
+        finally:
+            status.stop()
     # "don't know" is not "no": a tight-constraints solve that cannot decide says exists: null (scripts that read
     # only this field took it as a certified absence)
     undecided = not out.exists and out.details.get("certainty") == "undecided"

@@ -243,7 +243,7 @@ def tight_constraints(space: MetricSpace, *, epsilon: float, method: str = "auto
         from .._kernels.dispatch import SUM_LINE_DENSE_FALLBACK
         from .._kernels.sum_line import tight_constraints_sum_line
 
-        r = tight_constraints_sum_line(space.n, space.delta, epsilon=e, space=space)
+        r = tight_constraints_sum_line(space.n, space.delta, epsilon=e, space=space, progress=progress)
         if r.decided or method == "structured" or space.n > SUM_LINE_DENSE_FALLBACK:
             return r
         method = "dense"  # undecided by the sum-line certificates: the dense certified solve decides
