@@ -12,7 +12,7 @@ import pytest
 from conftest import metric_matrices, plane_metrics, priors
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from test_lp_engine import LP_TOL, gain_form, reference_optimum
+from test_lp_engine import LP_TOL, SCALED_EPS_D, gain_form, reference_optimum
 
 from dprivacy import spaces
 from dprivacy.mechanisms.decomposition import _cone_factors, dantzig_wolfe, largest_minorant
@@ -537,6 +537,11 @@ def test_decomposition_reaches_the_optimum_when_far_pairs_are_beyond_the_pricing
     from dprivacy.mechanisms.decomposition import MAX_FACTOR
 
     assume(np.exp(eps * d.max()) > 10 * MAX_FACTOR and eps * d.max() <= 60)
+    # and the reference LP holds every essential pair exactly (ε·d ≤ SCALED_EPS_D): a pair it drops made its
+    # "optimum" a relaxation, above the engine's valid bound (found by hypothesis at ε·d = 24, and the true
+    # optimum confirmed in rational arithmetic by a review)
+    i, j = spaces.from_matrix(d).essential_pairs()
+    assume(eps * float(d[i, j].max(initial=0.0)) <= SCALED_EPS_D)
     out, opt = _against_reference(d, prior=data.draw(priors(d.shape[0])), eps=eps, kind=kind)
     # the bracket always holds: the master's channel is private, the bound valid
     assert out.objective <= opt + LP_TOL
@@ -564,6 +569,8 @@ def test_decomposition_reaches_the_optimum_when_far_pairs_are_beyond_the_pricing
     # pairs up to STALL_MAX_FACTOR and price every output again
     ([(0, 0), (3, 0), (2, 0), (1, 1), (3, 2)], np.array([8, 8, 8, 1, 8]) / 33, 6.75, "gain"),
     ([(0, 0), (3, 0), (2, 0), (0, 1), (3, 2)], np.array([256, 256, 256, 3, 256]) / 1027, 6.75, "gain"),
+    # the optimum −5.8476650614918e-4 (rational arithmetic): the reference LP with its far row dropped said higher
+    ([(0, 0), (1, 0), (3, 2), (0, 3)], [.25, .25, .25, .25], 6.75, "distance"),
 ])
 def test_decomposition_with_far_pairs_on_small_examples(points, prior, eps, kind):
     x = np.asarray(points, dtype=float)

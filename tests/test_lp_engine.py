@@ -30,6 +30,10 @@ LP_TOL = 1e-7
 MAX_EPS_D = 20.0
 
 
+#: ... and with its rows scaled (:func:`reference_optimum`), the pairs it holds exactly: ε·d ≤ 30.
+SCALED_EPS_D = 30.0
+
+
 def reference_applies(d: np.ndarray, eps: float) -> bool:
     fin = d[np.isfinite(d)]
     return bool(fin.size == 0 or eps * fin.max() <= MAX_EPS_D)
@@ -43,10 +47,16 @@ def reference_optimum(d: np.ndarray, prior: np.ndarray, eps: float, c: np.ndarra
         for b in range(n):
             if a == b or not np.isfinite(d[a, b]):
                 continue
+            # e^{−εd}·H[a] − H[b] ≤ 0; where e^{−εd} is below HiGHS's smallest matrix value (1e-9, which it
+            # drops, leaving a relaxation whose optimum is too high: found at ε·d = 24), the same row times
+            # 1e-8·e^{εd}, up to ε·d = SCALED_EPS_D (beyond, HiGHS fails on the coefficient range: "Solve error"
+            # at ε·d = 48); a test with needed pairs past that must say so in its precondition
+            small = math.exp(-eps * d[a, b])
+            scale = 1e-8 / small if small < 1e-8 and eps * d[a, b] <= SCALED_EPS_D else 1.0
             for w in range(m):
                 r = np.zeros(n * m)
-                r[a * m + w] = math.exp(-eps * d[a, b])
-                r[b * m + w] = -1.0
+                r[a * m + w] = small * scale
+                r[b * m + w] = -scale
                 rows.append(r)
     a_eq = np.kron(np.eye(n), np.ones((1, m)))
     res = linprog(-c.ravel(), A_ub=np.array(rows) if rows else None, b_ub=np.zeros(len(rows)) if rows else None,
