@@ -182,6 +182,12 @@ def test_design_large_grid_uses_the_structured_solver(capsys, tmp_path):
         code, _, err = run(capsys, "design", spec, "--epsilon", eps, "--mechanism", mech, "--save", str(tmp_path / "u.npy"))
         assert code == 2 and "not private as stored" in err and err.count("\n") == 1, (spec, mech, err)
         assert not (tmp_path / "u.npy").exists()
+    # the grid solver's rows sum to 1 ± 1e-9 (the full check's tolerance refused grid:60x60), and a clique
+    # saved in O(n²) (the full check took 19 s on sum:1,3000)
+    for spec, eps in (("grid:60x60", "2"), ("sum:1,3000", "1")):
+        code, _, err = run(capsys, "design", spec, "--epsilon", eps, "--mechanism", "tight-constraints", "--save",
+                           str(tmp_path / "g.npy"))
+        assert code == 0, err
     # on a line the tight-constraints mechanism is the truncated geometric: kept implicit like it where its
     # entries underflow (it was reported is_private false, "not private as stored")
     tight = run_json(capsys, "design", "count:1000", "--epsilon", "1", "--mechanism", "tight-constraints")
