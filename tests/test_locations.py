@@ -566,6 +566,10 @@ def test_a_csv_s_other_columns_are_written_back_as_they_were_read(tmp_path):
     src = tmp_path / "t.csv"
     src.write_text("lat,lon,zip,code,flag,note,big\n48.85,2.35,02134,1e5,TRUE,NA,12345678901234567890\n"
                    "48.86,2.36,\"00,7\",007,false,,1\n")
+    obfuscate_file(src, tmp_path / "p.parquet", epsilon=1.0, rng=1)  # other outputs keep the inferred types
+    import pyarrow.parquet as pq
+
+    assert pq.read_schema(tmp_path / "p.parquet").field("big").type == pa.float64()
     obfuscate_file(src, tmp_path / "o.csv", epsilon=1.0, rng=1)
     out = pacsv.read_csv(tmp_path / "o.csv", convert_options=pacsv.ConvertOptions(
         column_types={c: pa.string() for c in ("zip", "code", "flag", "note", "big")}, strings_can_be_null=False))
@@ -573,18 +577,19 @@ def test_a_csv_s_other_columns_are_written_back_as_they_were_read(tmp_path):
     assert out.column("flag").to_pylist() == ["TRUE", "false"] and out.column("note").to_pylist() == ["NA", ""]
     assert out.column("big").to_pylist() == ["12345678901234567890", "1"]
     big = tmp_path / "big.csv"
-    n = 700_000  # about 19 MB: the bad value lies past the first 16 MiB block
+    n = 1_000_000  # about 19 MB: the bad value lies past the first 16 MiB block
     lat = np.round(np.random.default_rng(0).uniform(40, 50, n), 6)
     with open(big, "w") as f:
         f.write("lat,lon\n")
         f.writelines(f"{v:.6f},2.000000\n" for v in lat[:-1])
         f.write("abc,2.0\n")
+    assert big.stat().st_size > (1 << 24) + 1_000_000
     rep = obfuscate_file(big, tmp_path / "b.csv", epsilon=1.0, skip_invalid=True, rng=1)
     assert rep.rows_rejected == 1 and rep.rows_written == n - 1 and rep.first_rejected.startswith(f"row {n}:")
 
 
 @pytest.mark.parametrize("extra", ["pickup_latitude", "homeLat", "Latitude_2", "GPSLongitude", "wkb_geometry", "home",
-                                   "loc"])
+                                   "loc", "track"])
 def test_other_copies_of_the_location_are_refused(tmp_path, extra):
     """Copied untouched into the release: columns pickup_latitude, Latitude_2 (only exact names were refused), a
     struct column home{lat, lon}, and a WKB binary column without GeoParquet metadata."""
@@ -592,9 +597,10 @@ def test_other_copies_of_the_location_are_refused(tmp_path, extra):
 
     import pyarrow.parquet as pq
 
-    value = {"home": [{"lat": 48.85, "lon": 2.35}], "loc": [struct.pack("<BIdd", 1, 1, 2.35, 48.85)]}.get(extra, [48.85])
+    value = {"home": [{"lat": 48.85, "lon": 2.35}], "loc": [struct.pack("<BIdd", 1, 1, 2.35, 48.85)],
+             "track": [[{"lat": 48.85, "lon": 2.35}]]}.get(extra, [48.85])  # a list<struct<lat, lon>> (review)
     pq.write_table(pa.table({"lat": [48.85], "lon": [2.35], "name": ["a"], extra: value}), tmp_path / "x.parquet")
-    with pytest.raises(ValueError, match=f"'{extra}(.lat)?'.* look like locations"):
+    with pytest.raises(ValueError, match=f"'{extra}(.lat|\\[\\].lat)?'.* look like locations"):
         obfuscate_file(tmp_path / "x.parquet", tmp_path / "o.parquet", epsilon=1.0, lat="lat", lon="lon", rng=1)
     assert not (tmp_path / "o.parquet").exists()
 

@@ -362,7 +362,7 @@ def tight_constraints_sum_line(n: int, delta: int, *, epsilon: float, tol: float
         return SumLineTightResult(
             exists=True, epsilon=e, z=z, negative=(np.zeros(0, dtype=np.intp), np.zeros(0)),
             reason=tight_reason("exists", z, 0, bound, how, undecided_why=""), residual=float((n + 1) * _U),
-            condition=None, error_bound=bound, margin=float(z[0] - bound), certainty="certified", singular=False,
+            condition=None, error_bound=bound, margin=margin_of(z, bound), certainty="certified", singular=False,
             nullity=0, method="closed-form", n=n, delta=delta, certificate="closed form", lambda_min=1.0 - alpha,
             iterations=0, elapsed=time.perf_counter() - t0, space=space)
     sol = solve_sum_line(n, delta, e, tol=tol, max_iter=max_iter, x0=x0, progress=progress)

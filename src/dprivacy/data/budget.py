@@ -21,6 +21,7 @@ import fcntl
 import hashlib
 import json
 import math
+import zlib
 import os
 import time
 from pathlib import Path
@@ -65,7 +66,7 @@ def _content_id(path) -> str | None:
             gz = raw.read(2) == b"\x1f\x8b"
         with (gzip.open(path, "rb") if gz else open(path, "rb")) as f:
             return "sha256:" + hashlib.file_digest(f, "sha256").hexdigest()
-    except (OSError, ValueError, EOFError):
+    except (OSError, ValueError, EOFError, zlib.error):  # a damaged file: the query itself says what is wrong
         return None
 
 

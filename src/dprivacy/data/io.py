@@ -41,11 +41,18 @@ def _located_fields(field, prefix: str = "") -> list:
     import pyarrow as pa
 
     name = prefix + field.name
-    found = [name] if (_words(field.name) & LOCATION_WORDS or field.name.lower() in GEOMETRY_NAMES
-                       or pa.types.is_binary(field.type) or pa.types.is_large_binary(field.type)) else []
-    if pa.types.is_struct(field.type):
-        for k in range(field.type.num_fields):
-            found += _located_fields(field.type.field(k), name + ".")
+    t = field.type
+    binary = (pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
+              or getattr(pa.types, "is_binary_view", lambda _: False)(t))
+    found = [name] if (_words(field.name) & LOCATION_WORDS or field.name.lower() in GEOMETRY_NAMES or binary) else []
+    if pa.types.is_struct(t):
+        for k in range(t.num_fields):
+            found += _located_fields(t.field(k), name + ".")
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        found += _located_fields(t.value_field.with_name(field.name + "[]"), prefix)  # a track: list<struct<lat, lon>>
+    elif pa.types.is_map(t):
+        found += (_located_fields(t.key_field.with_name(field.name + "{key}"), prefix)
+                  + _located_fields(t.item_field.with_name(field.name + "{}"), prefix))
     return found
 
 FORMATS = {".csv": "csv", ".gz": "csv", ".parquet": "parquet", ".pq": "parquet", ".geojson": "geojson", ".json": "geojson"}
@@ -159,7 +166,8 @@ def check_no_other_locations(schema, lat_c: str, lon_c: str, path) -> None:
     if other:
         raise ValueError(f"{path}: column(s) {', '.join(map(repr, other))} look like locations (a coordinate or a geometry: "
                          "a name with lat/lon/geometry in it, or binary data such as WKB) besides the obfuscated "
-                         f"{lat_c!r}/{lon_c!r}: they would be released untouched; drop or rename them")
+                         f"{lat_c!r}/{lon_c!r}: they would be released untouched; drop them (renaming would only hide "
+                         "them from this check)")
 
 
 def read_batches(path, *, batch_rows: int = BATCH_ROWS, text_columns=()) -> tuple[object, Iterator]:

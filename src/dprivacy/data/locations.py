@@ -497,8 +497,11 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
         # coordinate that is not a number anywhere in the file is a rejected row (with inferred types, one
         # after the first 16 MiB block refused the whole file). The --key/--user columns keep their types
         # (keyed noise depends on the key's type); semicircles must be integers.
+        # Other outputs (Parquet, GeoJSON) keep the inferred types of the kept columns (numbers stay numbers).
         typed = {key, user} | ({lat_c, lon_c} if coords == "semicircles" else set())
-        schema, batches = read_batches(input_path, text_columns=[c for c in schema.names if c not in typed])
+        text = [c for c in schema.names if c not in typed] if file_format(output_path) == "csv" else \
+            [c for c in (lat_c, lon_c) if c not in typed]
+        schema, batches = read_batches(input_path, text_columns=text)
     for c in (lat_c, lon_c):
         t = schema.field(c).type
         ok = pa.types.is_integer(t) if coords == "semicircles" else (

@@ -510,8 +510,8 @@ def check_where(con, where: str, rel: str) -> set:
     try:  # the query evaluates it as try(...) (a total condition): volatile functions cannot be wrapped
         con.execute(f"DESCRIBE SELECT coalesce(try({w}), false) AS __w FROM {rel}").fetchall()
     except duckdb.Error:
-        raise ValueError(f"bad --where {where!r}: a volatile function (error(), random(), now(), ...) is not allowed: "
-                         "the condition must depend on the row only") from None
+        raise ValueError(f"bad --where {where!r}: a function that cannot be evaluated as a total condition (a volatile "
+                         "one such as error() or random()) is not allowed: the condition must depend on the row only") from None
     if typ != "BOOLEAN":
         raise ValueError(f"bad --where {where!r}: it is a {typ}, not a true/false condition")
     return used
