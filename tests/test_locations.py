@@ -624,3 +624,18 @@ def test_a_geoparquet_with_only_its_geometry_says_so(tmp_path):
         {b"geo": json.dumps(geo).encode()}), tmp_path / "g.parquet")
     with pytest.raises(ValueError, match="geometry column.s. 'geometry' .WKB., which obfuscate does not read"):
         obfuscate_file(tmp_path / "g.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)
+
+
+def test_keep_releases_a_column_the_user_declares_is_no_location(tmp_path):
+    """lat_err and LatAm were refused with no way out (review): --keep names columns that hold no location."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"lat": [48.85], "lon": [2.35], "lat_err": [3.0], "LatAm": ["no"]}), tmp_path / "x.parquet")
+    with pytest.raises(ValueError, match="'lat_err', 'LatAm' look like locations .* --keep COL"):
+        obfuscate_file(tmp_path / "x.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)
+    rep = obfuscate_file(tmp_path / "x.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1, keep=["lat_err", "LatAm"])
+    assert pq.read_table(tmp_path / "o.parquet").column("lat_err").to_pylist() == [3.0]
+    assert any("--keep" in n for n in rep.notes)
+    for bad, says in ((["nope"], "no such column"), (["lat"], "obfuscated coordinate")):
+        with pytest.raises(ValueError, match=says):
+            obfuscate_file(tmp_path / "x.parquet", tmp_path / "p.parquet", epsilon=1.0, rng=1, keep=bad)

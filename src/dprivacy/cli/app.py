@@ -770,7 +770,8 @@ def cmd_obfuscate(args) -> int:
     try:
         common = dict(epsilon=eps, unit=unit, lat=args.lat, lon=args.lon, rng=args.seed, force=args.force,
                       skip_invalid=args.skip_invalid, release=release, user=args.user, budget=args.budget, key=args.key,
-                      coords=args.coords, accuracy=args.accuracy)
+                      coords=args.coords, accuracy=args.accuracy,
+                      keep=[c for c in (args.keep or "").split(",") if c] if args.keep is not None else ())
         if args.engine == "dask":
             from ..data.dask_engine import obfuscate_dask
 
@@ -1025,6 +1026,8 @@ def make_parser() -> argparse.ArgumentParser:
                     help="unit of the coordinate columns: degrees (default) or Garmin/FIT semicircles (2^31 per 180°), read and written as such")
     ob.add_argument("--key", metavar="COL", help="with --seed: each record's noise depends only on the seed and its (unique) key, "
                     "so any batching, partitioning or engine gives the same output")
+    ob.add_argument("--keep", metavar="COL[,COL]", help="columns that hold no location although their name or type looks "
+                    "like one (lat_err, LatAm, a binary id): released as they are; every other such column is refused")
     ob.add_argument("--engine", choices=["local", "dask"], default="local", help="dask: one task per Parquet row group "
                     "(pip install 'dprivacy[dask]'); OUTPUT is then a folder of Parquet parts")
     ob.add_argument("--scheduler", metavar="ADDRESS", help="--engine dask: an existing cluster (default: a LocalCluster)")

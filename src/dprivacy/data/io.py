@@ -147,11 +147,19 @@ def geoparquet_geometry_columns(schema) -> list[str]:
     return [c for c in (cols if isinstance(cols, dict) else {}) if c in schema.names]
 
 
-def check_no_other_locations(schema, lat_c: str, lon_c: str, path) -> None:
+def check_no_other_locations(schema, lat_c: str, lon_c: str, path, keep=()) -> None:
     """Refuse an input with another column that holds the true locations, which the release would copy
     untouched beside the obfuscated ``lat_c``/``lon_c``: a GeoParquet geometry column (WKB points; seen:
     released byte for byte), or a column named like a coordinate or a geometry (as a GeoJSON property
-    named so is refused)."""
+    named so is refused). ``keep``: columns the user declares are not locations (``--keep``; a column named
+    ``lat_err`` or ``LatAm``), exempt from the name and binary checks."""
+    keep = set(keep)
+    unknown = sorted(keep - set(schema.names))
+    if unknown:
+        raise ValueError(f"--keep {', '.join(map(repr, unknown))}: no such column in {path}: its columns are "
+                         f"{', '.join(schema.names)}")
+    if keep & {lat_c, lon_c}:
+        raise ValueError(f"--keep names the obfuscated coordinate column(s) {', '.join(map(repr, sorted(keep & {lat_c, lon_c})))}")
     declared = geoparquet_geometry_columns(schema)
     if declared:
         raise ValueError(f"{path}: column(s) {', '.join(map(repr, declared))} are GeoParquet geometries holding the true "
@@ -160,14 +168,14 @@ def check_no_other_locations(schema, lat_c: str, lon_c: str, path) -> None:
     usual = {n.lower() for n in LAT_NAMES + LON_NAMES + GEOMETRY_NAMES}
     other = []
     for f in schema:
-        if f.name in (lat_c, lon_c):
+        if f.name in (lat_c, lon_c) or f.name in keep:
             continue
         other += [f.name] if f.name.lower() in usual else _located_fields(f)
     if other:
         raise ValueError(f"{path}: column(s) {', '.join(map(repr, other))} look like locations (a coordinate or a geometry: "
                          "a name with lat/lon/geometry in it, or binary data such as WKB) besides the obfuscated "
                          f"{lat_c!r}/{lon_c!r}: they would be released untouched; drop them (renaming would only hide "
-                         "them from this check)")
+                         "them from this check), or, for a column that holds no location, name it with --keep COL")
 
 
 def read_batches(path, *, batch_rows: int = BATCH_ROWS, text_columns=()) -> tuple[object, Iterator]:

@@ -474,9 +474,11 @@ class Obfuscator:
 
 def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = "km", lat=None, lon=None, rng=None,
                         skip_invalid: bool = False, precision: float = DEFAULT_PRECISION_DEG, release=None,
-                        user=None, budget=None, key=None, coords: str = "degrees", accuracy: str | None = None):
+                        user=None, budget=None, key=None, coords: str = "degrees", accuracy: str | None = None,
+                        keep=()):
     """Check the arguments and the input's schema; return (Obfuscator, ObfuscationReport, random source,
-    schema, batches). ``accuracy``: the --accuracy text the ε came from (recorded)."""
+    schema, batches). ``accuracy``: the --accuracy text the ε came from (recorded). ``keep``: columns declared
+    not to be locations (:func:`.io.check_no_other_locations`)."""
     import pyarrow as pa
 
     from .. import __version__
@@ -490,7 +492,7 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
     file_format(output_path)
     schema, batches = read_batches(input_path)
     lat_c, lon_c = find_coordinate_columns(schema, lat, lon)
-    check_no_other_locations(schema, lat_c, lon_c, input_path)
+    check_no_other_locations(schema, lat_c, lon_c, input_path, keep=keep)
     if file_format(input_path) == "csv":
         # Every column as its text, read again: the kept columns are written back as they were (type
         # inference rewrote them: zip code 02134 as 2134, 007 as 7, NA as empty, 1e5 as 100000), and a
@@ -567,6 +569,9 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
     report.accuracy = accuracy
     ob = Obfuscator(str(input_path), schema, lat_c, lon_c, e_m, release, precision, skip_invalid, coords,
                     None if src.release else _seed_of(rng), key)
+    if keep:
+        report.notes.append(f"column(s) {', '.join(map(repr, keep))} released as they are with --keep: declared by the "
+                            "user to hold no location although their name or type looks like one")
     return ob, report, src, schema, batches
 
 
@@ -600,7 +605,7 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
                    lon: str | None = None, rng=None, force: bool = False, skip_invalid: bool = False,
                    precision: float = DEFAULT_PRECISION_DEG, progress=None, release=None,
                    user: str | None = None, budget: float | None = None, key: str | None = None,
-                   coords: str = "degrees", accuracy: str | None = None) -> ObfuscationReport:
+                   coords: str = "degrees", accuracy: str | None = None, keep=()) -> ObfuscationReport:
     """Obfuscate every point of a CSV/Parquet/GeoJSON file and write OUTPUT (same format family by its
     extension) and ``OUTPUT.dprivacy.json``.
 
@@ -627,7 +632,8 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
     check_sidecar(input_path, output_path, force=force)
     ob, report, src, schema, batches = prepare_obfuscation(
         input_path, output_path, epsilon=epsilon, unit=unit, lat=lat, lon=lon, rng=rng, skip_invalid=skip_invalid,
-        precision=precision, release=release, user=user, budget=budget, key=key, coords=coords, accuracy=accuracy)
+        precision=precision, release=release, user=user, budget=budget, key=key, coords=coords, accuracy=accuracy,
+        keep=keep)
     out_fmt = file_format(output_path)
     allowed = None
     if user is not None:
