@@ -531,7 +531,6 @@ class SumLineMechanism(ImplicitTightMechanism):
         """One output answer per secret answer: each distinct secret's row quantised once and drawn exactly
         (:meth:`sample_answer`), one uniform integer per draw from ``rng`` (None: the release-grade source)."""
         from .._validate import as_rng
-        from ..sampling.exact import WEIGHT_BITS, ExactSampler
 
         idx = np.asarray(secrets)
         if idx.size and (not np.issubdtype(idx.dtype, np.integer) or idx.min() < 0 or idx.max() >= self.n):
@@ -542,11 +541,7 @@ class SumLineMechanism(ImplicitTightMechanism):
         res = out.ravel()
         for y in np.unique(flat):
             at = np.flatnonzero(flat == y)
-            w = self.quantised_rows([int(y)])
-            eps_d = self.delivered_epsilon(int(y))
-            smp = ExactSampler(w, WEIGHT_BITS, self.mixing_weight(), eps_d, self.epsilon, eps_d - self.epsilon,
-                               np.cumsum(w, axis=1))
-            res[at] = smp.sample(np.zeros(at.size, dtype=np.intp), gen)
+            res[at] = self.row_sampler(int(y)).sample(np.zeros(at.size, dtype=np.intp), gen)
         return out
 
     @property
@@ -594,18 +589,22 @@ class SumLineMechanism(ImplicitTightMechanism):
             lw = np.log(w)
         return float(np.abs(lw[1:] - lw[0][None, :]).max())
 
-    def sample_answer(self, y: int, rng=None):
-        """One release from row y: (output index, ExactSampler) — the row quantised to integers summing to
-        2^62 and one uniform integer from ``rng`` (None: the release-grade source)."""
+    def row_sampler(self, y: int):
+        """The exact sampler of row y: the row quantised to integers summing to 2^62, with its delivered ε."""
         from ..sampling.exact import ExactSampler, WEIGHT_BITS
-        from .._validate import as_rng
 
-        gen = as_rng(rng)
         w = self.quantised_rows([y])
         eps_d = self.delivered_epsilon(y)
-        sampler = ExactSampler(w, WEIGHT_BITS, self.mixing_weight(), eps_d, self.epsilon, eps_d - self.epsilon,
-                               np.cumsum(w, axis=1))
-        return int(sampler.sample(np.array([0]), gen)[0]), sampler
+        return ExactSampler(w, WEIGHT_BITS, self.mixing_weight(), eps_d, self.epsilon, eps_d - self.epsilon,
+                            np.cumsum(w, axis=1))
+
+    def sample_answer(self, y: int, rng=None):
+        """One release from row y: (output index, :meth:`row_sampler`), one uniform integer from ``rng``
+        (None: the release-grade source)."""
+        from .._validate import as_rng
+
+        sampler = self.row_sampler(y)
+        return int(sampler.sample(np.array([0]), as_rng(rng))[0]), sampler
 
     # -- accuracy (every true answer at once) ----------------------------------------------------
 

@@ -771,7 +771,7 @@ def cmd_obfuscate(args) -> int:
         common = dict(epsilon=eps, unit=unit, lat=args.lat, lon=args.lon, rng=args.seed, force=args.force,
                       skip_invalid=args.skip_invalid, release=release, user=args.user, budget=args.budget, key=args.key,
                       coords=args.coords, accuracy=args.accuracy,
-                      keep=[c for c in (args.keep or "").split(",") if c] if args.keep is not None else ())
+                      keep=[c for c in (args.keep or "").split(",") if c])
         if args.engine == "dask":
             from ..data.dask_engine import obfuscate_dask
 
