@@ -433,3 +433,40 @@ def test_regularity_beyond_the_exact_inverse_norm_is_estimated(monkeypatch):
     monkeypatch.setattr(phi_solve, "INVERSE_LIMIT", 3)  # one limit for every caller of the shared solve
     assert priors.regularity(sp, p, epsilon=1.0, method="dense").certainty == "estimated"
     assert priors.regularity(sp, np.full(6, 1 / 6), epsilon=1.0, method="dense").certainty == "estimated"
+
+
+# ---------------------------------------------------------------------------------------------
+# a mechanism whose float64 matrix underflows is kept in log space
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("space", [count_space(1000), spaces.ring(1600), spaces.clique(40, distance=800.0)],
+                         ids=["count:1000", "ring:1600", "clique:40 at distance 800"])
+def test_the_mechanism_of_an_underflowing_channel_is_private_as_held(space):
+    # ε·d reaches 800–999: e^{−εd} underflows to 0 beside positive entries, so the stored float64 matrix
+    # fails the check although the mechanism is private (the certificate said ok, the check said no)
+    r = tight_constraints(space, epsilon=1.0)
+    assert r.exists
+    assert not check_privacy(r.channel, space, epsilon=1.0).ok
+    m = r.mechanism
+    assert not m.is_dense and m.certificate.ok
+    check = check_privacy(m, space, epsilon=1.0)
+    assert check.ok and check.smallest_epsilon == pytest.approx(1.0, abs=1e-9)
+    # the log-entries are exact where the float ones are 0: log H[y, w] = −ε d(y, w) + log z_w
+    lg = m.log_rows(np.array([0]))[0]
+    far = int(np.argmax(space.distances[0]))
+    assert np.isfinite(lg[far]) and lg[far] == pytest.approx(-space.distances[0, far] + math.log(r.z[far]), rel=1e-14)
+    # measures agree with the dense matrix (the underflowed entries are below any prior's weight)
+    prior = np.random.default_rng(3).dirichlet(np.ones(space.n))
+    from dprivacy import min_entropy_leakage, utility
+
+    assert utility(m, prior).value == pytest.approx(utility(r.channel, prior).value, rel=1e-12)
+    assert min_entropy_leakage(m, prior) == pytest.approx(min_entropy_leakage(r.channel, prior), rel=1e-12)
+    # sampling: the quantised rows mix in the uniform distribution, which keeps privacy (mediant inequality)
+    s = m.exact_sampler
+    assert s.gamma > 0 and s.delivered_epsilon <= 1.0 + 1e-9
+
+
+def test_a_channel_that_does_not_underflow_stays_dense():
+    m = tight_constraints(spaces.ring(30), epsilon=1.0).mechanism
+    assert m.is_dense and check_privacy(m.channel, spaces.ring(30), epsilon=1.0).ok

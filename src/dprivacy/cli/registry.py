@@ -116,6 +116,10 @@ def _tight(space, epsilon, prior=None, progress=None):
             if not getattr(tg, "is_dense", True):
                 details["solver"] = "closed form: the truncated geometric (seed 000 §6.1), kept implicit (entries underflow)"
                 return Outcome("tight-constraints", True, None, r.reason, details, implicit=tg)
+    if not r.mechanism.is_dense:
+        # its float64 matrix underflows (ε·d above about 708): the mechanism is kept in log space
+        details["solver"] = f"{r.method}, kept implicit in log space (entries e^(-ε·d)·z underflow in float64)"
+        return Outcome("tight-constraints", True, None, r.reason, details, implicit=r.mechanism)
     return Outcome("tight-constraints", True, r.channel, r.reason, details)
 
 
