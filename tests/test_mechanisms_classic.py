@@ -554,3 +554,26 @@ def test_package_names_are_stable_functions_not_submodules():
     assert callable(exponential) and callable(randomized_response) and callable(truncated_geometric)
     assert dprivacy.exponential is exponential and dprivacy.randomized_response is randomized_response
     assert not hasattr(mech, "geometric") or not callable(getattr(mech, "geometric"))
+
+
+def test_the_exponential_mechanism_whose_entries_underflow_is_kept_by_its_log_entries():
+    # ring:1600 at ε = 2: e^{−εd/2} reaches e^{−800}, 0 in float64 beside positive entries
+    from dprivacy import check_privacy, min_capacity, spaces
+    from dprivacy.mechanisms import exponential
+
+    space = spaces.ring(1600)
+    m = exponential(space, epsilon=2.0)
+    assert not m.is_dense
+    assert not check_privacy(m.channel, space, epsilon=2.0).ok  # the float64 matrix, as it would be stored
+    check = check_privacy(m, space, epsilon=2.0)
+    # a ring's rows share one normaliser: the mechanism is (ε/2)·d-private (seed 001 eq. 17)
+    assert check.ok and check.smallest_epsilon == pytest.approx(1.0, abs=1e-9)
+    lg = m.log_rows(np.array([0]))[0]
+    assert np.isfinite(lg).all() and np.exp(lg).sum() == pytest.approx(1.0, abs=1e-12)
+    # capacity: log2 Σ_z max_y K[y, z]; every column's max is its diagonal, the same on a ring
+    assert min_capacity(m) == pytest.approx(np.log2(1600 * np.exp(lg[0])), rel=1e-12)
+    s = m.exact_sampler
+    assert s.gamma > 0 and s.delivered_epsilon <= 2.0 + 1e-9
+    # a ring small enough for float64 stays dense, with the same entries
+    small = exponential(spaces.ring(60), epsilon=2.0)
+    assert small.is_dense and check_privacy(small.channel, spaces.ring(60), epsilon=2.0).ok

@@ -18,7 +18,7 @@ _NAMES = {
     # spaces and channels
     "MetricSpace": "spaces", "GridSpace": "spaces", "Channel": "channels", "uniform_prior": "_validate",
     # the Mechanism object and the result vocabulary
-    "Mechanism": "mechanisms.base", "DenseMechanism": "mechanisms.base", "PrivacyCertificate": "mechanisms.base",
+    "Mechanism": "mechanisms.base", "DenseMechanism": "mechanisms.base", "LogMechanism": "mechanisms.base", "PrivacyCertificate": "mechanisms.base",
     "Result": "results",
     # constructors
     "truncated_geometric": "mechanisms.geometric", "exponential": "mechanisms._exponential",

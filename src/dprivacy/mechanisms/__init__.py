@@ -5,7 +5,7 @@ the LP optimum, symmetric). Submodules load on first use."""
 import importlib
 
 _NAMES = {
-    "Mechanism": "base", "DenseMechanism": "base", "PrivacyCertificate": "base",
+    "Mechanism": "base", "DenseMechanism": "base", "LogMechanism": "base", "PrivacyCertificate": "base",
     "exponential": "_exponential", "truncated_geometric": "geometric",
     "laplace_channel": "laplace", "laplace_sample": "laplace", "maximal_leakage_mechanism": "maximal_leakage",
     "optimal_mechanism": "optimal", "planar_laplace_channel": "planar_laplace", "planar_laplace_sample": "planar_laplace",

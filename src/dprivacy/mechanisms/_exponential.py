@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import check_epsilon
-from .base import DenseMechanism, built
+from .base import Mechanism, built_from_log
 from ..spaces import MetricSpace
 
 
-def exponential(space: MetricSpace, *, epsilon: float) -> DenseMechanism:
+def exponential(space: MetricSpace, *, epsilon: float) -> Mechanism:
     r"""The exponential mechanism H[y, z] = exp(−ε d(y, z)/2) / N(y), N(y) = Σ_z exp(−ε d(y, z)/2).
 
     Parameters
@@ -27,8 +27,9 @@ def exponential(space: MetricSpace, *, epsilon: float) -> DenseMechanism:
 
     Returns
     -------
-    DenseMechanism
-        n × n; outputs are the space's points, inputs and outputs labelled with the space's labels.
+    Mechanism
+        n × n, dense (a :class:`~dprivacy.mechanisms.base.LogMechanism` where its float64 entries
+        underflow); outputs are the space's points, inputs and outputs labelled with the space's labels.
 
     Notes
     -----
@@ -61,7 +62,10 @@ def exponential(space: MetricSpace, *, epsilon: float) -> DenseMechanism:
             "spaces.clique(n), ... to build one)"
         )
     # exp(−∞) = 0: points at infinite distance are never reported; the diagonal keeps each row non-zero.
-    w = np.exp(-0.5 * e * space.distances)
-    h = w / w.sum(axis=1, keepdims=True)
-    return built(h, space, epsilon=e, name="exponential",
-                 reason="exponential mechanism e^(−ε d/2)/N(y): ε·d-private by the triangle inequality (proof in the docstring; McSherry–Talwar)")
+    # In log space (log N(y) by log-sum-exp): where e^(−ε d/2) underflows (ε·d above about 1,400) the
+    # mechanism is kept by its exact log-entries, its float64 matrix would not be private as stored.
+    from scipy.special import logsumexp
+
+    lw = -0.5 * e * space.distances
+    return built_from_log(lw - logsumexp(lw, axis=1, keepdims=True), space, epsilon=e, name="exponential",
+                          reason="exponential mechanism e^(−ε d/2)/N(y): ε·d-private by the triangle inequality (proof in the docstring; McSherry–Talwar)")

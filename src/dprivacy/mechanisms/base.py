@@ -317,6 +317,116 @@ class DenseMechanism(Mechanism):
         return s
 
 
+_TINY = float(np.finfo(np.float64).tiny)
+
+#: Rows per block of the log-space measures of :class:`LogMechanism`.
+_BLOCK_ROWS = 1024
+
+
+def underflows(h: np.ndarray) -> bool:
+    """Whether some column of a stored matrix has entries below the smallest normal float64 (0, or
+    subnormal: their relative precision is lost) beside entries above it — for a mechanism whose exact
+    entries are all positive (e^{−εd} kernels), whether its float64 matrix is not private as stored."""
+    small = np.asarray(h) < _TINY
+    return bool((small.any(axis=0) & ~small.all(axis=0)).any())
+
+
+class LogMechanism(Mechanism):
+    r"""A mechanism held by the natural logarithms of its entries (n × m, −∞ for 0): for the kernels
+    e^{−εd} whose float64 matrix underflows (ε·d above about 708: a ring of 1,600 points at ε = 1, a
+    clique at distance 800), where a 0 beside a positive entry makes the stored matrix fail the privacy
+    check although the mechanism is private.
+
+    :func:`dprivacy.check_privacy` checks it on the exact log-entries (every constraint pair, every
+    output); utility, leakage and capacity are computed from them a block of rows at a time; sampling
+    quantises the rows to integers with the uniform mixing the exact entries call for (which keeps privacy
+    by the mediant inequality, :func:`dprivacy.sampling.exact.mixing_weight`), and measures the ε the
+    integers deliver.
+    """
+
+    def __init__(self, log_matrix, space: MetricSpace, *, epsilon: float, name: str, certificate: PrivacyCertificate,
+                 outputs=None, details: dict | None = None):
+        lg = np.array(log_matrix, dtype=np.float64)
+        if lg.ndim != 2 or lg.shape[0] != space.n:
+            raise ValueError(f"the log-matrix must have {space.n} rows (one per point of {space.name}), got shape {lg.shape}")
+        if np.isnan(lg).any() or (lg == np.inf).any():
+            raise ValueError("the log-matrix must hold logarithms of probabilities (finite, or −∞ for 0)")
+        lg.setflags(write=False)
+        self._log = lg
+        super().__init__(space, epsilon=epsilon, name=name, certificate=certificate, n_outputs=lg.shape[1],
+                         outputs=outputs, details={"implicit": True, **(details or {})})
+
+    def log_rows(self, secrets) -> np.ndarray:
+        """log K[y, ·], exact where the entries underflow in float64."""
+        return self._log[check_row_indices(secrets, self.space.n)]
+
+    def rows(self, secrets) -> np.ndarray:
+        return np.exp(self.log_rows(secrets))
+
+    def _blocks(self):
+        n = self.space.n
+        for a in range(0, n, _BLOCK_ROWS):
+            rows = np.arange(a, min(n, a + _BLOCK_ROWS))
+            yield rows, self._log[rows]
+
+    def _binary_utility(self, prior):
+        """Σ_z max_y π_y K[y, z] with the remap z ↦ argmax_y, from the log-entries (seed 000 §3.4, Eq. 6)."""
+        from ..measures.utility import UtilityResult
+
+        with np.errstate(divide="ignore"):
+            logp = np.log(np.asarray(prior, dtype=np.float64))
+        best = np.full(self._m, -np.inf)
+        arg = np.zeros(self._m, dtype=np.intp)
+        for rows, lg in self._blocks():
+            v = lg + logp[rows, None]
+            i = np.argmax(v, axis=0)
+            top = v[i, np.arange(self._m)]
+            better = top > best
+            best[better], arg[better] = top[better], rows[i[better]]
+        return UtilityResult(float(np.exp(best).sum()), arg)
+
+    def _capacity_sum(self) -> float:
+        return float(np.exp(self._log.max(axis=0)).sum())
+
+    def _check_privacy(self, space, epsilon, tol):
+        """:func:`~dprivacy.measures.check_privacy_log` on the exact log-entries."""
+        from ..measures.privacy import check_privacy_log
+
+        return check_privacy_log(self._log, space, epsilon=epsilon, rtol=tol)
+
+    @property
+    def exact_sampler(self):
+        """The :class:`~dprivacy.sampling.exact.ExactSampler` of the rows (built once), its uniform mixing
+        decided on the exact log-entries: :func:`~dprivacy.sampling.exact.mixing_weight` reads float rows, in
+        which an underflowed entry is 0 (on a clique at distance 800 every off-diagonal one)."""
+        s = getattr(self, "_exact", None)
+        if s is None:
+            import math
+
+            from ..sampling.exact import (DELIVERED_EPS_WORK, PRECISION_BITS, WEIGHT_BITS, ExactSampler,
+                                          delivered_epsilon, quantise_rows)
+
+            lg = self._log
+            finite = np.isfinite(lg)
+            floor = 2.0 ** (PRECISION_BITS - WEIGHT_BITS)
+            m = int(finite.any(axis=0).sum())
+            gamma = min(1.0, m * floor) if finite.any() and float(lg[finite].min()) < math.log(floor) else 0.0
+            w = quantise_rows(np.exp(lg), bits=WEIGHT_BITS, gamma=gamma)
+            eps = None
+            if self.space.constraint_pairs()[0].size * w.shape[1] <= DELIVERED_EPS_WORK:
+                eps = delivered_epsilon(w, self.space)
+            s = ExactSampler(w, WEIGHT_BITS, gamma, eps, self.epsilon, None if eps is None else eps - self.epsilon,
+                             np.cumsum(w, axis=1))
+            self._exact = s
+        return s
+
+    def sample_indices(self, secrets, *, rng=None) -> np.ndarray:
+        """One output index per secret index, drawn exactly from :attr:`exact_sampler`."""
+        from ..sampling import as_generator
+
+        return self.exact_sampler.sample(check_row_indices(secrets, self.space.n), as_generator(rng))
+
+
 def built(matrix: np.ndarray, space: MetricSpace, *, epsilon: float, name: str, reason: str,
           outputs=None, details: dict | None = None) -> DenseMechanism:
     """A DenseMechanism from a matrix the library built itself, private by construction (``reason``
@@ -327,6 +437,18 @@ def built(matrix: np.ndarray, space: MetricSpace, *, epsilon: float, name: str, 
                        n_outputs=ch.n_outputs, outputs=ch.outputs, details=details)
     obj._channel = ch
     return obj
+
+
+def built_from_log(log_matrix: np.ndarray, space: MetricSpace, *, epsilon: float, name: str, reason: str,
+                   details: dict | None = None) -> Mechanism:
+    """A mechanism the library built from its exact log-entries, private by construction (``reason``):
+    dense when its float64 matrix is private as stored, else a :class:`LogMechanism` (:func:`underflows`)."""
+    with np.errstate(under="ignore"):
+        h = np.exp(log_matrix)
+    if not underflows(h):
+        return built(h, space, epsilon=epsilon, name=name, reason=reason, details=details)
+    return LogMechanism(log_matrix, space, epsilon=epsilon, name=name, certificate=by_construction(epsilon=epsilon, reason=reason),
+                        details=details)
 
 
 def checked_certificate(channel, space: MetricSpace, *, epsilon: float) -> PrivacyCertificate:

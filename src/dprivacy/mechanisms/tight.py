@@ -28,10 +28,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..results import Result
-from .._validate import check_epsilon, check_row_indices
+from .._validate import check_epsilon
 from ..channels import Channel
 from ..spaces import MetricSpace
-from .base import Mechanism
 from .._kernels import phi_solve as _ps
 from .._kernels.dispatch import takes_structured
 
@@ -158,7 +157,7 @@ class TightConstraintsResult(TightResult):
             return None
         m = self.__dict__.get("_mechanism")
         if m is None:
-            from .base import DenseMechanism, PrivacyCertificate
+            from .base import DenseMechanism, LogMechanism, PrivacyCertificate, underflows
 
             rigorous = self.certainty in _ps.RIGOROUS
             how = {"certified": "certified by a forward-error bound", "exact": "exact in rational arithmetic",
@@ -168,129 +167,17 @@ class TightConstraintsResult(TightResult):
                                       f"z ≥ 0 ({how}); a tight-constraints mechanism with z ≥ 0 on a metric is ε·d-private "
                                       "(seed 000 Prop 6); its constraints towards the diagonal are tight (Def 6)",
                                       smallest_epsilon=self.epsilon, rigorous=rigorous)
-            if self.space is not None and _underflows(self.channel.matrix):
-                # the float64 matrix has entries e^{−εd}·z below the smallest normal float beside positive
-                # ones, so it is not private as stored although the mechanism is: keep it in log space
-                m = LogTightMechanism(self.space, self.z, epsilon=self.epsilon, certificate=cert)
+            if self.space is not None and underflows(self.channel.matrix):
+                # entries e^{−εd}·z below the smallest normal float64 beside positive ones: the stored matrix
+                # is not private although the mechanism is; keep it by its exact log-entries
+                with np.errstate(divide="ignore"):
+                    log_h = -self.epsilon * self.space.distances + np.log(self.z)[None, :]
+                m = LogMechanism(log_h, self.space, epsilon=self.epsilon, name="tight-constraints", certificate=cert)
             else:
                 m = DenseMechanism(self.channel, self.space, epsilon=self.epsilon, name="tight-constraints", certificate=cert)
             object.__setattr__(self, "_mechanism", m)
         return m
 
-
-_TINY = float(np.finfo(np.float64).tiny)
-
-#: Rows per block of the log-space measures of :class:`LogTightMechanism`.
-_BLOCK_ROWS = 1024
-
-
-def _underflows(h: np.ndarray) -> bool:
-    """Whether some column of the stored matrix has an entry below the smallest normal float64 (0 or
-    subnormal: its relative precision is lost) beside entries above it, i.e. whether the float64 matrix of
-    a mechanism whose exact entries are all positive is not private as stored."""
-    small = h < _TINY
-    return bool((small.any(axis=0) & ~small.all(axis=0)).any())
-
-
-class LogTightMechanism(Mechanism):
-    r"""The tight-constraints mechanism H[y, w] = e^{−ε d(y, w)} z_w of a space whose float64 matrix
-    underflows (ε·d above about 708: a ring of 1,600 points or a clique at distance 800 at ε = 1), held as z
-    and the metric, with its entries in log space: log H[y, w] = −ε d(y, w) + log z_w, exact.
-
-    Its privacy is seed 000 Prop 6 (z ≥ 0 on a metric), and :func:`dprivacy.check_privacy` checks it on
-    the exact log-entries (every constraint pair, every output), where the stored float64 matrix would fail
-    (a 0 beside a positive entry). Utility, leakage and capacity are computed from the log-entries;
-    sampling quantises the rows to integers with the uniform mixing of
-    :func:`dprivacy.sampling.exact.mixing_weight`, which keeps privacy (the mediant inequality) and whose
-    delivered ε is measured on the integers.
-
-    References
-    ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi (2014), Def 6, Prop 6,
-       Prop 7.
-    """
-
-    def __init__(self, space: MetricSpace, z, *, epsilon: float, certificate):
-        z = np.array(z, dtype=np.float64).ravel()
-        if z.shape != (space.n,) or not np.isfinite(z).all() or (z < 0).any():
-            raise ValueError(f"z must be {space.n} finite non-negative numbers (one per point of {space.name})")
-        z.setflags(write=False)
-        self.z = z
-        with np.errstate(divide="ignore"):
-            self._log_z = np.log(z)
-        super().__init__(space, epsilon=epsilon, name="tight-constraints", certificate=certificate, n_outputs=space.n,
-                         details={"implicit": True})
-
-    def log_rows(self, secrets) -> np.ndarray:
-        """log H[y, ·] = −ε d(y, ·) + log z, exact where the entries underflow in float64."""
-        idx = check_row_indices(secrets, self.space.n)
-        return -self.epsilon * self.space.distances[idx] + self._log_z
-
-    def rows(self, secrets) -> np.ndarray:
-        return np.exp(self.log_rows(secrets))
-
-    def _blocks(self):
-        n = self.space.n
-        for a in range(0, n, _BLOCK_ROWS):
-            rows = np.arange(a, min(n, a + _BLOCK_ROWS))
-            yield rows, self.log_rows(rows)
-
-    def _binary_utility(self, prior):
-        """Σ_w max_y π_y H[y, w] with the remap w ↦ argmax_y, from the log-entries (seed 000 §3.4, Eq. 6)."""
-        from ..measures.utility import UtilityResult
-
-        with np.errstate(divide="ignore"):
-            logp = np.log(np.asarray(prior, dtype=np.float64))
-        best = np.full(self.space.n, -np.inf)
-        arg = np.zeros(self.space.n, dtype=np.intp)
-        for rows, lg in self._blocks():
-            v = lg + logp[rows, None]
-            i = np.argmax(v, axis=0)
-            top = v[i, np.arange(v.shape[1])]
-            better = top > best
-            best[better], arg[better] = top[better], rows[i[better]]
-        return UtilityResult(float(np.exp(best).sum()), arg)
-
-    def _capacity_sum(self) -> float:
-        """Σ_w max_y H[y, w] = Σ_w z_w (the max is at y = w: d(w, w) = 0 and d ≥ 0)."""
-        return float(self.z.sum())
-
-    def _check_privacy(self, space, epsilon, tol):
-        """:func:`~dprivacy.measures.check_privacy_log` on the exact log-entries (every constraint pair,
-        every output)."""
-        from ..measures.privacy import check_privacy_log
-
-        return check_privacy_log(self.log_rows(np.arange(self.space.n)), space, epsilon=epsilon, rtol=tol)
-
-    @property
-    def exact_sampler(self):
-        """The :class:`~dprivacy.sampling.exact.ExactSampler` of the rows (built once): quantised with the
-        uniform mixing that the underflowing entries call for, with the ε the integers deliver."""
-        s = getattr(self, "_exact", None)
-        if s is None:
-            from ..sampling.exact import (DELIVERED_EPS_WORK, PRECISION_BITS, WEIGHT_BITS, ExactSampler,
-                                          delivered_epsilon, quantise_rows)
-
-            lg = self.log_rows(np.arange(self.space.n))
-            # mixing_weight would read the float rows, where an underflowed entry is 0 (on a clique at
-            # distance 800 every off-diagonal one): the need for mixing is decided on the exact log-entries
-            floor = 2.0 ** (PRECISION_BITS - WEIGHT_BITS)
-            m = int(np.isfinite(lg).any(axis=0).sum())
-            gamma = min(1.0, m * floor) if float(lg[np.isfinite(lg)].min()) < math.log(floor) else 0.0
-            w = quantise_rows(np.exp(lg), bits=WEIGHT_BITS, gamma=gamma)
-            eps = None
-            if self.space.constraint_pairs()[0].size * w.shape[1] <= DELIVERED_EPS_WORK:
-                eps = delivered_epsilon(w, self.space)
-            s = ExactSampler(w, WEIGHT_BITS, gamma, eps, self.epsilon, None if eps is None else eps - self.epsilon,
-                             np.cumsum(w, axis=1))
-            self._exact = s
-        return s
-
-    def sample_indices(self, secrets, *, rng=None) -> np.ndarray:
-        """One output index per secret index, drawn exactly from :attr:`exact_sampler`."""
-        from ..sampling import as_generator
-
-        return self.exact_sampler.sample(check_row_indices(secrets, self.space.n), as_generator(rng))
 
 
 # ---------------------------------------------------------------------------------------------
