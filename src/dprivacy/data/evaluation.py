@@ -20,6 +20,7 @@ vulnerability is at most K's and its adversary's error at least K's.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -28,18 +29,26 @@ import numpy as np
 EVAL_MAX_CELLS = 4096
 
 
-def grid_mechanism(grid, name: str, epsilon_m: float, prior, *, time_limit: float | None = None):
-    """(mechanism, None) or (None, reason) for ``name`` on ``grid`` at ε per metre. The continuous
-    planar Laplace is measured as ``planar-laplace-grid``."""
+@functools.lru_cache(maxsize=1)
+def _prior_free_mechanism(grid, name: str, epsilon_m: float):
+    """The mechanisms that do not depend on the prior, kept for the next call with the same grid and ε (a
+    release with a distance remap measures the mechanism, then models the remap on it: it was built twice)."""
     from ..mechanisms.planar_laplace import planar_laplace_grid_mechanism
     from ..mechanisms.tight import tight_constraints
 
     space = grid.space()
-    if name in ("planar-laplace", "planar-laplace-grid"):
+    if name == "planar-laplace-grid":
         return planar_laplace_grid_mechanism(space, epsilon=epsilon_m), None
-    if name == "tight-constraints":
-        res = tight_constraints(space, epsilon=epsilon_m)
-        return (res.mechanism, None) if res.ok else (None, res.reason)
+    res = tight_constraints(space, epsilon=epsilon_m)
+    return (res.mechanism, None) if res.ok else (None, res.reason)
+
+
+def grid_mechanism(grid, name: str, epsilon_m: float, prior, *, time_limit: float | None = None):
+    """(mechanism, None) or (None, reason) for ``name`` on ``grid`` at ε per metre. The continuous
+    planar Laplace is measured as ``planar-laplace-grid``."""
+    if name in ("planar-laplace", "planar-laplace-grid", "tight-constraints"):
+        return _prior_free_mechanism(grid, "planar-laplace-grid" if name == "planar-laplace" else name, float(epsilon_m))
+    space = grid.space()
     if name == "optimal":
         from ..mechanisms.optimal import optimal_mechanism
         from .grid_release import DEFAULT_OPTIMAL_TIME_LIMIT, check_optimal_size
