@@ -94,7 +94,7 @@ def test_sum_and_percentile_on_real_table_clamp_and_report():
     (dict(query="sum:Sales"), "needs --bounds"),
     (dict(query="avg:Sales", bounds=(0, 9), group_by="Region"), "ask for sum and count"),
     (dict(query="count", where="Nope > 1"), "bad --where"),
-    (dict(query="sum:Sales", bounds=(0, 9)), "1198 selected value.s. that are not whole numbers, the first at row 7 .*7.28"),
+    (dict(query="sum:Sales", bounds=(0, 9)), r"1198 value.s. in the table \(checked whatever --where selects\) that are not whole numbers, the first at row 7 of the file \(1 = first data row\):"),
     (dict(query="sum:Quantity", bounds=(0, 9.5)), "two integers"),
     (dict(query="sum:Quantity", bounds=(0, 9.5), unit=0.2), "multiples of --unit 0.2"),
     (dict(query="sum:Quantity", bounds=(0, 9), unit=-1), "--unit must be a positive number"),
@@ -263,7 +263,7 @@ def test_review_findings_on_units_types_and_headers(tmp_path):
         run_query(str(t), parse_query("count"), epsilon=1.0, unit=0.01)
     late = tmp_path / "late.csv"
     late.write_text("v\n" + "".join(f"{i % 7}\n" for i in range(50_000)) + "1.5\n")
-    with pytest.raises(ValueError, match="1 selected value.s. that are not whole numbers, the first at row 50001"):
+    with pytest.raises(ValueError, match="1 value.s. in the table .* not whole numbers, the first at row 50001"):
         run_query(str(late), parse_query("sum:v"), epsilon=1.0, bounds=(0, 10))
     r = run_query(str(late), parse_query("sum:v"), epsilon=1e4, bounds=(0, 10), unit=0.5, rng=1)
     assert r.answers[0].noisy == sum(i % 7 for i in range(50_000)) + 1.5
@@ -290,3 +290,40 @@ def test_a_ledger_that_is_not_a_regular_file_is_refused(tmp_path):
         with pytest.raises(ValueError, match="is not a regular file"):
             charge(bad, str(t), epsilon=0.5, budget=1.0, what="count")
     assert Path("/dev/null").is_char_device() and not Path("/dev/null.lock").exists()
+
+
+def test_value_checks_do_not_depend_on_where_nor_quote_values(tmp_path):
+    """Found by a review: the whole-number and non-numeric refusals ran on the selected rows only, so a refusal
+    (free: nothing charged) told whoever chose --where whether a row matched, how many did, and quoted the
+    protected value ("... (2249.91)"); a --where matching no row was answered normally."""
+    t = tmp_path / "t.csv"
+    t.write_text("city,v\nA,3\nB,2249.91\nC,5\n")
+    msgs = set()
+    for where in ("city = 'B'", "city = 'Z'", "city = 'A'", None):
+        with pytest.raises(ValueError) as e:
+            run_query(str(t), parse_query("sum:v"), epsilon=1.0, bounds=(0, 5000), where=where, privacy="d1")
+        msgs.add(str(e.value))
+    assert len(msgs) == 1  # the same refusal whatever --where selects
+    (msg,) = msgs
+    assert "2249" not in msg and "1 value(s) in the table" in msg and "row 2" in msg
+    n = tmp_path / "n.csv"
+    n.write_text("city,v\nA,3\nB,oops\nC,5\n")
+    for where in ("city = 'B'", "city = 'Z'"):
+        with pytest.raises(ValueError, match="1 non-numeric value.s. in the table") as e:
+            run_query(str(n), parse_query("sum:v"), epsilon=1.0, bounds=(0, 10), where=where)
+        assert "oops" not in str(e.value)
+
+
+@pytest.mark.parametrize("where", ["read_csv_auto['v'] >= 100", "struct_extract(read_csv_auto, 'v') >= 100",
+                                   "to_json(read_csv_auto) LIKE '%100%'", "t.v >= 100", "y > 1"])
+def test_where_names_columns_of_the_table_only(tmp_path, where):
+    """Found by a review: under a value metric the protected column could be filtered on through the row under
+    the relation's name (read_csv_auto['v'] >= 100): two tables at d1 distance 1 got answers 100 apart, while
+    the guarantee claimed a factor e^1."""
+    t = tmp_path / "t.csv"
+    t.write_text("id,v\n1,100\n2,5\n3,7\n")
+    with pytest.raises(ValueError, match="is not a column of the table"):
+        run_query(str(t), parse_query("sum:v"), epsilon=1.0, bounds=(0, 1000), where=where, privacy="d1")
+    # a condition on another column, named alone (in any case), is a public column as before
+    r = run_query(str(t), parse_query("sum:v"), epsilon=1.0, bounds=(0, 1000), where="ID > 1", privacy="d1", rng=1)
+    assert r.public_columns == ["id"]

@@ -892,6 +892,12 @@ def cmd_query(args) -> int:
             raise CliError("dprivacy query: error: --change-budget goes with --budget-file and --budget")
         res, extra = run(), {}
     report = {**res.to_dict(), **extra}
+    if not args.owner:
+        # the exact counts of clamped and left-out values are not private: the release carries none of them
+        # (a JSON printed for an analyst gave the number of Henderson rows with Sales over 2500)
+        report.pop("rows_skipped_not_private", None)
+        for a in report.get("answers", []):
+            a.pop("clamped_not_private", None)
     if args.json:
         _emit(report, True, "")
         return 0
@@ -900,7 +906,7 @@ def cmd_query(args) -> int:
 
     t = Table(title=f"{res.query} on {args.table} (ε = {eps:g}, {res.privacy}; {res.mechanism})")
     with_prior = any(a.expected_abs_error_under_prior is not None for a in res.answers)
-    with_bounds = res.bounds is not None
+    with_bounds = res.bounds is not None and args.owner
     cols = ["group", "noisy answer", "expected |error| (any true answer)", f"within ± (prob. {res.answers[0].confidence:.0%})"]
     if with_prior:
         cols.append("E|error| under the prior")
@@ -928,8 +934,9 @@ def cmd_query(args) -> int:
     if with_bounds:
         con.print("'clamped (not private)': the exact number of selected values outside --bounds, for the data owner "
                   "only: do not publish it.")
-    if res.rows_skipped_not_private:
-        con.print(f"{res.rows_skipped_not_private} invalid value(s) left out as nulls (not private: for the data owner only).")
+    if res.rows_skipped_not_private and args.owner:
+        con.print(f"{res.rows_skipped_not_private} invalid value(s) of the table left out as nulls (not private: for the data "
+                  "owner only).")
     if extra:
         con.print(f"Budget: spent {extra['budget_spent']:g} of {extra['budget']:g} ({extra['budget_remaining']:g} left).")
     if not res.random_source.get("release", True):
@@ -1101,6 +1108,9 @@ def make_parser() -> argparse.ArgumentParser:
     qy.add_argument("--change-budget", action="store_true", help="allow --budget to differ from the budget recorded in the "
                     "ledger (never below what was spent); without it a different --budget is refused")
     qy.add_argument("--seed", type=int, help="reproducible research mode (NOT for release)")
+    qy.add_argument("--owner", action="store_true", help="also show the data owner's exact diagnostics, NOT private and "
+                    "never to be published: per group, how many selected values were clamped to --bounds; how many invalid "
+                    "values --skip-invalid left out")
     qy.add_argument("--json", action="store_true")
     qy.set_defaults(func=cmd_query)
 

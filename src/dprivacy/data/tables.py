@@ -323,21 +323,16 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _first_bad_row(con, rel: str, sel: str, bad: str, columns) -> str:
-    """', the first at row K of the file (1 = first data row) (value V)' for the error message: K counts
-    data rows from 1 in file order (DuckDB keeps insertion order); empty when it cannot be found."""
-    columns = [columns] if isinstance(columns, str) else list(columns)
+def _first_bad_row(con, rel: str, bad: str) -> str:
+    """', the first at row K of the file (1 = first data row)' for the error message: K counts data rows
+    from 1 in file order (DuckDB keeps insertion order); empty when it cannot be found. The row's value is
+    not quoted: an error can reach whoever asked the query, and a value is what the noise protects."""
     try:
-        got = con.execute(f"SELECT __row, {', '.join(_quote(c) for c in columns)} FROM "
-                          f"(SELECT row_number() OVER () AS __row, * FROM {rel}) WHERE {sel} AND ({bad}) "
+        got = con.execute(f"SELECT __row FROM (SELECT row_number() OVER () AS __row, * FROM {rel}) WHERE ({bad}) "
                           "ORDER BY __row LIMIT 1").fetchone()
     except Exception:  # the count above already says what is wrong
         return ""
-    if not got:
-        return ""
-    show = lambda v: "empty" if v is None else repr(v)  # noqa: E731
-    vals = show(got[1]) if len(columns) == 1 else ", ".join(f"{c} = {show(v)}" for c, v in zip(columns, got[1:]))
-    return f", the first at row {int(got[0])} of the file (1 = first data row) ({vals})"
+    return f", the first at row {int(got[0])} of the file (1 = first data row)" if got else ""
 
 
 def _as_type(col: str, sql_type: str, target: str) -> str:
@@ -483,6 +478,10 @@ def check_where(con, where: str, rel: str) -> set:
         raise ValueError(f"bad --where {where!r}: not a single condition (one true/false condition on a row, "
                          "e.g. \"Region = 'West'\")")
     used: set = set()
+    try:
+        columns = {str(r[0]).lower(): str(r[0]) for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()}
+    except duckdb.Error as exc:
+        raise ValueError(f"bad --where {where!r}: {str(exc).splitlines()[0]}") from None
 
     def walk(x):
         if isinstance(x, dict):
@@ -493,7 +492,15 @@ def check_where(con, where: str, rel: str) -> set:
             if x.get("type") == "TABLE_FUNCTION" or "subquery" in x:
                 raise ValueError(f"bad --where {where!r}: a subquery or table function is not allowed")
             if cls == "COLUMN_REF" and x.get("column_names"):
-                used.add(x["column_names"][-1])
+                # every reference must name one of the table's columns (a struct's field below it is fine): the
+                # row itself under the relation's name (read_csv_auto['v'], to_json(read_parquet)) reaches every
+                # column, and hid the protected one from the check of the value metrics
+                first = str(x["column_names"][0])
+                if first.lower() not in columns:
+                    raise ValueError(f"bad --where {where!r}: {first!r} is not a column of the table (a condition on the "
+                                     "row's own columns, named alone, e.g. \"Region = 'West'\"; the columns are "
+                                     f"{', '.join(columns.values())})")
+                used.add(columns[first.lower()])
             for v in x.values():
                 walk(v)
         elif isinstance(x, list):
@@ -507,13 +514,13 @@ def check_where(con, where: str, rel: str) -> set:
     except duckdb.Error as exc:
         msg = str(exc).splitlines()[0]
         raise ValueError(f"bad --where {where!r}: {msg}") from None
+    if typ != "BOOLEAN":
+        raise ValueError(f"bad --where {where!r}: it is a {typ}, not a true/false condition")
     try:  # the query evaluates it as try(...) (a total condition): volatile functions cannot be wrapped
         con.execute(f"DESCRIBE SELECT coalesce(try({w}), false) AS __w FROM {rel}").fetchall()
     except duckdb.Error:
         raise ValueError(f"bad --where {where!r}: a function that cannot be evaluated as a total condition (a volatile "
                          "one such as error() or random()) is not allowed: the condition must depend on the row only") from None
-    if typ != "BOOLEAN":
-        raise ValueError(f"bad --where {where!r}: it is a {typ}, not a true/false condition")
     return used
 
 
@@ -591,7 +598,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     ``prior``; the only mechanism that uses ``prior``). ``skip_invalid``: empty or non-numeric values are
     left out of the aggregate as null values (seed 002 §5 extends the value metric with a null at the
     maximal distance), with Δ raised where a null changes the sum by more than the theorem's Δ; their
-    number is reported for the data owner only. ``unit``: the resolution U of the values — they are
+    number in the whole table is reported for the data owner only. ``unit``: the resolution U of the values — they are
     rounded to multiples of U, the bounds must be multiples of U, and the value metrics' distance 1 is U
     (as in :func:`~dprivacy.data.series.release_series`). Without it the values must be whole numbers:
     values with a fraction are refused (rounding them silently made a sum of discounts 922 where it is
@@ -679,21 +686,23 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     # the row (seen: "Invalid Input Error: Jacksonville 22638.48"), a free exact read of the table.
     sel = f"coalesce(try({where}), false)" if where else "TRUE"
     gexpr = _quote(group_by) if group_by is not None else None
-    # One scan for the table size, the invalid values and the number of group keys (all public here).
+    # One scan for the table size, the invalid values and the number of group keys. The values are checked
+    # on the whole table, whatever --where selects: checked on the selection, the refusal (free, nothing
+    # charged) told whoever chose the condition whether a row matched it, how many did and (quoted) a value.
     checks = ["count(*)"]
     if query.kind in ("sum", "avg", "percentile"):
         col = _quote(query.column)
         val = _as_double(col, types[query.column])
         bad = f"{col} IS NULL OR {val} IS NULL OR isnan({val})"
-        checks.append(f"count(*) FILTER (WHERE {sel} AND {col} IS NOT NULL AND ({val} IS NULL OR isnan({val})))")
-        checks.append(f"count(*) FILTER (WHERE {sel} AND {col} IS NULL)")
+        checks.append(f"count(*) FILTER (WHERE {col} IS NOT NULL AND ({val} IS NULL OR isnan({val})))")
+        checks.append(f"count(*) FILTER (WHERE {col} IS NULL)")
         clamped_val = f"least(greatest({val}, {float(value_bounds[0])!r}), {float(value_bounds[1])!r})"
         fraction = f"NOT ({bad}) AND {clamped_val} <> round({clamped_val})"
-        checks.append(f"count(*) FILTER (WHERE {sel} AND {fraction})" if unit is None else "0")
+        checks.append(f"count(*) FILTER (WHERE {fraction})" if unit is None else "0")
     elif query.kind == "kcount":
         bad = " OR ".join(f"({_quote(c)} IS NULL OR {_as_type(_quote(c), types[c], 'BOOLEAN')} IS NULL"
                           + (f" OR {_quote(c)} NOT IN (0, 1))" if _is_numeric(types[c]) else ")") for c in query.columns)
-        checks.append(f"count(*) FILTER (WHERE {sel} AND ({bad}))")
+        checks.append(f"count(*) FILTER (WHERE {bad})")
         checks += ["0", "0"]
     else:
         checks += ["0", "0", "0"]
@@ -720,16 +729,17 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     if invalid and not skip_invalid:
         what = f"column {query.column!r}" if query.column else "columns " + ", ".join(map(repr, query.columns))
         expect = "numbers" if query.column else "true/false or 0/1 values"
-        first = _first_bad_row(con, rel, sel, bad, query.column or query.columns)
+        first = _first_bad_row(con, rel, bad)
         if query.column:
             parts = ([f"{wrong} non-numeric"] if wrong else []) + ([f"{empty} empty"] if empty else [])
-            found = f"{what} has {' and '.join(parts)} value(s) among the selected rows"
+            found = f"{what} has {' and '.join(parts)} value(s) in the table (checked whatever --where selects)"
         else:
-            found = f"{what}: {wrong} selected row(s) have a missing or non-boolean value"
+            found = f"{what}: {wrong} row(s) of the table have a missing or non-boolean value (checked whatever --where selects)"
         raise ValueError(f"{found} (expected {expect}){first}; --skip-invalid leaves them out as null values and counts them")
     if fractions:
-        first = _first_bad_row(con, rel, sel, fraction, query.column)
-        raise ValueError(f"column {query.column!r} has {fractions} selected value(s) that are not whole numbers{first}: "
+        first = _first_bad_row(con, rel, fraction)
+        raise ValueError(f"column {query.column!r} has {fractions} value(s) in the table (checked whatever --where selects) "
+                         f"that are not whole numbers{first}: "
                          "the answers are computed on a grid of whole units; give --unit, the values' resolution "
                          "(e.g. --unit 0.01, or --unit 1 to round them to whole numbers)")
     if query.kind == "avg" and total == 0:
