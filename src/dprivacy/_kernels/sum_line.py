@@ -615,15 +615,24 @@ class SumLineMechanism(ImplicitTightMechanism):
         return np.maximum(self.op.convolve(self.op.kernel * m, self.z), 0.0)
 
     def accuracy(self, *, confidence: float = 0.95) -> tuple[float, int]:
-        """(max_y E|o − y|, the smallest t with P(|o − y| > t) ≤ 1 − confidence for every true y), exact
-        from the channel up to FFT rounding (~1e-12); by bisection on t, one FFT product per step."""
-        mean = float(self.expected_abs_errors().max())
+        """(max_y E|o − y|, the smallest t with P(|o − y| > t) ≤ 1 − confidence for every true y) of the channel
+        that :meth:`sample_answer` draws from: H mixed with the uniform distribution at weight γ =
+        :meth:`mixing_weight` (a review measured E|error| 3.00 where H alone gives 1.40, Superstore's 149,911
+        answers at ε = 5). Exact up to FFT rounding (~1e-12) and the integer quantisation of the rows (a relative
+        2^-30 per entry); by bisection on t, one FFT product per step."""
+        g = self.mixing_weight()
+        n = self.n
+        m = np.arange(n)
+        y = m.astype(np.float64)
+        # the uniform part: E|o − y| = (y(y+1) + (n−1−y)(n−y)) / (2n), P(|o − y| > t) = (#o farther than t) / n
+        uniform_mean = (y * (y + 1.0) + (n - 1.0 - y) * (n - y)) / (2.0 * n)
+        mean = float(((1.0 - g) * self.expected_abs_errors() + g * uniform_mean).max())
         delta = 1.0 - confidence
-        m = np.arange(self.n)
 
         def worst_tail(t: int) -> float:
             inside = self.op.convolve(np.where(m <= t, self.op.kernel, 0.0), self.z)  # P(|o − y| ≤ t) (row sum ≈ 1)
-            return float((1.0 - inside).max())
+            far = (np.maximum(y - t, 0.0) + np.maximum(n - 1.0 - y - t, 0.0)) / n
+            return float(((1.0 - g) * (1.0 - inside) + g * far).max())
 
         lo, hi = 0, self.n - 1
         while lo < hi:
