@@ -281,6 +281,23 @@ def test_review_findings_on_units_types_and_headers(tmp_path):
         charge(led, str(late), epsilon=1.0, budget=2.0, what="sum:v", privacy="d1", run=q(0.25))
 
 
+def test_the_ledger_keeps_one_normalized_d1_range_per_column(tmp_path):
+    """Found by a review: normalized-d1 divides by HI − LO, so ε = 1 at --bounds 0,10 is ε = 1000 at 0,10000;
+    the ledger recorded two such queries as 2 of 2."""
+    t = tmp_path / "t.csv"
+    t.write_text("v\n1\n2\n7\n")
+    led = tmp_path / "led.json"
+    q = lambda b: lambda: run_query(str(t), parse_query("sum:v"), epsilon=1.0, bounds=b, privacy="normalized-d1",  # noqa: E731
+                                    rng=1)
+    charge(led, str(t), epsilon=1.0, budget=3.0, what="sum:v", privacy="normalized-d1", run=q((0, 10)))
+    before = led.read_text()
+    with pytest.raises(BudgetExceeded, match="HI − LO = 10 .*span 10000"):
+        charge(led, str(t), epsilon=1.0, budget=3.0, what="sum:v", privacy="normalized-d1", run=q((0, 10000)))
+    assert led.read_text() == before
+    # the same span elsewhere on the line is the same metric
+    charge(led, str(t), epsilon=1.0, budget=3.0, what="sum:v", privacy="normalized-d1", run=q((5, 15)))
+
+
 def test_a_ledger_that_is_not_a_regular_file_is_refused(tmp_path):
     """--budget-file /dev/full was read without end (SIGKILL); a folder or a device is now refused, untouched."""
     t = tmp_path / "t.csv"

@@ -179,6 +179,24 @@ def _check_unit(queries: list, protected: str | None, unit: float | None, table)
                                      f"up with it: use --unit {theirs:g}; refused, ledger unchanged, nothing released")
 
 
+def _check_range(queries: list, protected: str | None, span: float | None, table) -> None:
+    """Under normalized-d1 the distance is Σ|x − x'|/(HI − LO), so ε is counted per HI − LO of --bounds: ε = 1
+    at --bounds 0,10 is ε = 1000 at 0,10000. Charges on one column with different ranges do not add up (a
+    review had two such queries recorded as 2 of 2 where they spent 1001 in the second one's metric), so a
+    column keeps the range of its first query."""
+    if protected is None or span is None:
+        return
+    for q in queries:
+        if q.get("protected") is not None and str(q["protected"]).lower() == str(protected).lower() \
+                and q.get("privacy") == "normalized-d1" and q.get("range") is not None:
+            theirs = float(q["range"])
+            if theirs != span:
+                raise BudgetExceeded(f"the ledger's ε for {protected!r} on {table} is under normalized-d1 with HI − LO = "
+                                     f"{theirs:g} (its first query, {q.get('query')}); this query's --bounds span {span:g}, "
+                                     f"a different metric that does not add up with it: give --bounds spanning {theirs:g}; "
+                                     "refused, ledger unchanged, nothing released")
+
+
 def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None, privacy: str = "standard",
            change_budget: bool = False):
     """Charge ε to ``table`` in ``ledger`` under ``budget`` and, inside the lock, call ``run()`` (the
@@ -228,6 +246,9 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
         unit = getattr(result, "unit", None) if privacy in ("d1", "dinf") else None
         _check_columns(entry["queries"], protected, public, table)
         _check_unit(entry["queries"], protected, unit, table)
+        bounds = getattr(result, "bounds", None) if privacy == "normalized-d1" else None
+        span = float(bounds[1]) - float(bounds[0]) if bounds is not None else None
+        _check_range(entry["queries"], protected, span, table)
         entry["budget"] = budget
         entry["privacy"] = privacy
         if file_id is not None:
@@ -238,7 +259,8 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
         entry["queries"].append({"query": what, "epsilon": float(epsilon), "privacy": privacy,
                                  "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                  **({"protected": protected, "public": public} if protected is not None else {}),
-                                 **({"unit": unit} if unit is not None else {})})
+                                 **({"unit": unit} if unit is not None else {}),
+                                 **({"range": span} if span is not None else {})})
         data[key] = entry
         tmp = ledger.with_name(f".{ledger.name}.{os.getpid()}.partial")
         tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
