@@ -344,3 +344,15 @@ def test_where_names_columns_of_the_table_only(tmp_path, where):
     # a condition on another column, named alone (in any case), is a public column as before
     r = run_query(str(t), parse_query("sum:v"), epsilon=1.0, bounds=(0, 1000), where="ID > 1", privacy="d1", rng=1)
     assert r.public_columns == ["id"]
+
+
+def test_a_query_cannot_group_by_the_column_it_aggregates(tmp_path):
+    """Found by a review: `count --group-by Sales` published every distinct sale amount (the keys are released
+    exactly) under a sentence claiming ε-DP for any column of a row."""
+    t = tmp_path / "t.csv"
+    t.write_text("g,v,f,h\na,1,0,1\nb,22638,1,0\n")
+    for q, g in (("sum:v", "v"), ("kcount:f,h", "f"), ("percentile:v:50", "v")):
+        with pytest.raises(ValueError, match="cannot group by the column it aggregates"):
+            run_query(str(t), parse_query(q), epsilon=1.0, bounds=(0, 30000), group_by=g)
+    r = run_query(str(t), parse_query("count"), epsilon=1.0, group_by="g", rng=1)
+    assert "group keys (the values of 'g')" in r.neighbours

@@ -670,6 +670,11 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     for c in [query.column, group_by, *query.columns]:
         if c is not None and c not in cols:
             raise ValueError(f"unknown column {c!r}: the table's columns are {', '.join(cols)}")
+    if group_by is not None and group_by in (query.column, *query.columns):
+        # the keys are released exactly (treated as public): grouping by the column the query aggregates would
+        # publish its distinct values (a review got every sale amount, the maximum included)
+        raise ValueError(f"--group-by {group_by!r}: the group keys are released exactly (treated as public), so a query "
+                         f"cannot group by the column it aggregates ({query.name}); group by a public column")
     if query.column is not None and rel.startswith("read_csv") and "INT" in types[query.column]:
         rel = _relation(table, doubles=(query.column,))
         types[query.column] = "DOUBLE"
@@ -873,7 +878,8 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         theorem += "; --mechanism geometric: the same noise without clamping, so answers may fall outside the range"
     if privacy == "standard":
         neighbours = (f"standard ε-DP (d_h): neighbouring tables differ in one row, any of its columns changed; the table "
-                      f"size N = {total} is public")
+                      f"size N = {total} is public" + ("" if group_by is None else
+                                                       f", and so are the group keys (the values of {group_by!r})"))
         guarantee = (f"ε = {eps:g} (standard): changing one row changes the probability of every release by at most a "
                      f"factor e^{eps:g}")
     else:
@@ -1007,7 +1013,7 @@ def _tight_sum(table, query, rows, src, *, eps, eps_answer, factor, delta, lo_a,
                 "product for all rows): 'expected |error|' = max_y Σ_o H(y, o)·|o − y|, 'within ±' the smallest t with "
                 f"P(|error| > t) ≤ {1 - confidence:g} for every true answer")
     neighbours = (f"standard ε-DP (d_h): neighbouring tables differ in one row, any of its columns changed; the table size "
-                  f"N = {total} is public")
+                  f"N = {total} is public" + ("" if group_by is None else f", and so are the group keys (the values of {group_by!r})"))
     r = QueryResult(table, query.name, "standard", "tight-constraints", eps, float(delta), bounds, where, group_by, answers,
                     src.to_dict(), guarantee=guarantee, theorem=theorem, epsilon_spent=eps,
                     delivered_epsilon=delivered * factor,
