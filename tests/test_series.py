@@ -202,3 +202,18 @@ def test_readings_with_a_fraction_need_their_unit(tmp_path):
     assert rep.unit == 0.01 and np.allclose(got, [10.0, 22.59, 7.0])
     release_series(src, tmp_path / "p.csv", column="reading", epsilon=1e4, unit=1.0, rng=1)
     assert np.array_equal(pacsv.read_csv(tmp_path / "p.csv").column("reading").to_numpy(), [10.0, 23.0, 7.0])
+
+
+def test_released_readings_are_on_the_unit_grid_and_huge_ones_are_named(tmp_path):
+    """Found by a review: --unit 0.01 wrote 18.150000000000002 (k·0.01 in float64); a reading of 1e300 at
+    --unit 1e-300 failed with numpy's 'overflow encountered in divide'."""
+    src = tmp_path / "r.csv"
+    src.write_text("v\n" + "\n".join(f"{18 + i / 100:.2f}" for i in range(500)) + "\n")
+    release_series(src, tmp_path / "o.csv", column="v", epsilon=1.0, unit=0.01, rng=1)
+    out = [line for line in (tmp_path / "o.csv").read_text().splitlines()[1:]]
+    assert all(len(x.split(".")[-1]) <= 2 for x in out), [x for x in out if len(x.split(".")[-1]) > 2][:3]
+    big = tmp_path / "b.csv"
+    big.write_text("v\n1e300\n")
+    with np.errstate(over="raise"), pytest.raises(ValueError, match="too large for the unit 1e-300"):
+        release_series(big, tmp_path / "bo.csv", column="v", epsilon=1.0, unit=1e-300)
+    assert not (tmp_path / "bo.csv").exists()

@@ -110,7 +110,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     from ..sampling import random_source
     from ..sampling.discrete import discrete_laplace, geometric_parameters
     from .io import AtomicWriter, check_sidecar, read_batches
-    from .tables import geometric_accuracy
+    from .tables import _on_grid, geometric_accuracy
 
     t0 = _time.perf_counter()
     eps = check_epsilon(epsilon)
@@ -180,10 +180,13 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
         for batch in read_batches(input_path)[1]:
             x, bad = _values(batch, column, row, skip_invalid)
             keep = ~bad
-            steps = np.rint(x[keep] / unit)
-            if steps.size and np.abs(steps).max() >= 2.0**52:
-                raise ValueError(f"readings up to {np.abs(x[keep]).max():.6g} are too large for the unit {unit:g}")
-            noisy = (steps + discrete_laplace(steps.size, params.s, params.t, src.generator)) * unit
+            with np.errstate(over="ignore"):  # a reading of 1e300 at --unit 1e-300 is inf steps: named below
+                steps = np.rint(x[keep] / unit)
+            if steps.size and not np.abs(steps).max() < 2.0**52:
+                raise ValueError(f"readings up to {np.abs(x[keep]).max():.6g} are too large for the unit {unit:g} "
+                                 "(at most 2^52 units)")
+            # k·unit as the float nearest the exact product (0.01 · 1815 is 18.150000000000002; 1815 / 100 is 18.15)
+            noisy = _on_grid(steps + discrete_laplace(steps.size, params.s, params.t, src.generator), unit)
             cols = []
             if time_column:
                 tcol = batch.column(time_column).filter(pa.array(keep))

@@ -339,7 +339,7 @@ def _as_type(col: str, sql_type: str, target: str) -> str:
     """SQL for the column's value as ``target``, NULL where it does not convert. Text goes through
     ``trim`` first: DuckDB 2.0 pushes a bare ``TRY_CAST(col AS T)`` into the CSV reader, which then
     raises on the first value that does not convert instead of returning NULL."""
-    if any(t in sql_type for t in ("VARCHAR", "TEXT", "STRING", "BLOB")):
+    if any(t in sql_type for t in ("VARCHAR", "TEXT", "STRING")):
         return f"TRY_CAST(trim({col}) AS {target})"
     return f"TRY_CAST({col} AS {target})"
 
@@ -620,6 +620,8 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
                          "(drop --prior)")
     if not os.path.exists(table):
         raise FileNotFoundError(f"table not found: {table}")
+    if os.path.isfile(table) and os.path.getsize(table) == 0:
+        raise ValueError(f"{table} is empty (0 bytes): not a table (a CSV needs at least a header line)")
     table = os.path.abspath(table)
     if query.kind not in ("count", "kcount") and bounds is None:
         raise ValueError(f"{query.name} needs --bounds LO,HI: the declared range of {query.column!r} (values are clamped to it)")
@@ -629,6 +631,12 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     if unit is not None and query.kind in ("count", "kcount"):
         raise ValueError(f"--unit is the resolution of a column's values: it applies to sum, avg and percentile, not "
                          f"{query.kind}")
+    if bounds is not None and query.kind in ("count", "kcount"):
+        raise ValueError(f"--bounds is the declared range of a column's values: it applies to sum, avg and percentile, not "
+                         f"{query.kind}")
+    if skip_invalid and query.kind == "count":
+        raise ValueError("--skip-invalid leaves out invalid values of the column a query aggregates: count has none (drop "
+                         "--skip-invalid, or select rows with --where)")
     u = 1.0 if unit is None else float(unit)
     value_bounds = bounds
     if bounds is not None:
@@ -675,6 +683,8 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         # publish its distinct values (a review got every sale amount, the maximum included)
         raise ValueError(f"--group-by {group_by!r}: the group keys are released exactly (treated as public), so a query "
                          f"cannot group by the column it aggregates ({query.name}); group by a public column")
+    if query.column is not None and any(t in types[query.column] for t in ("BLOB", "MAP", "STRUCT", "[]", "UNION")):
+        raise ValueError(f"column {query.column!r} is a {types[query.column]}, not numeric: {query.name} needs numbers")
     if query.column is not None and rel.startswith("read_csv") and "INT" in types[query.column]:
         rel = _relation(table, doubles=(query.column,))
         types[query.column] = "DOUBLE"
@@ -916,9 +926,9 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     return res
 
 
-def _on_grid(k: int, step: float) -> float:
+def _on_grid(k, step: float):
     """k·step as the nearest float to the exact product: k / (1/step) when 1/step is a whole number (a unit
-    of 0.01: 156109 → 1561.09, where 156109 · 0.01 is 1561.0900000000001)."""
+    of 0.01: 156109 → 1561.09, where 156109 · 0.01 is 1561.0900000000001). ``k`` an integer or an array."""
     inv = 1.0 / step
     return k / round(inv) if abs(inv - round(inv)) <= 1e-9 * inv else k * step
 
@@ -966,14 +976,13 @@ def _tight_sum(table, query, rows, src, *, eps, eps_answer, factor, delta, lo_a,
             star = "no ε* was found"
         else:
             lo_b = th.bracket[0] if th.bracket and th.bracket[0] is not None else None
-            star = (f"threshold ε* = {th.epsilon_star * factor:.6g}" + (f" (ε* in ({lo_b * factor:.6g}, "
-                    f"{th.epsilon_star * factor:.6g}], certified)" if lo_b is not None and th.certified else
-                    " (verified existence there; the bracket is not certified)")
-                    + f": it exists at ε = {th.epsilon_star * factor:.6g} in")
+            star = (f"it exists from the threshold ε* = {th.epsilon_star * factor:.6g} (this query's ε" +
+                    (f"; ε* in ({lo_b * factor:.6g}, {th.epsilon_star * factor:.6g}], certified)" if lo_b is not None and th.certified
+                     else "; verified existence there, the bracket is not certified)"))
         verdict = "is undecided at" if res.certainty == "undecided" else "does not exist at"
         raise ValueError(f"--mechanism tight-constraints {verdict} ε = {eps:g}{per} on the {n:,} answers of {query.name} "
                          f"(adjacent iff |i − j| ≤ {dlt}, seed 000 §7.1; {res.certificate if res.certificate != 'none' else 'no'} "
-                         f"certificate, min z = {res.min_z:.3g}): {star} this query's ε; use a larger --epsilon or "
+                         f"certificate, min z = {res.min_z:.3g}): {star}; use a larger --epsilon or "
                          "--mechanism truncated-geometric")
     mech = res.mechanism
     mean, t = mech.accuracy(confidence=confidence)
