@@ -376,3 +376,15 @@ def test_options_that_do_not_apply_are_refused_not_ignored(tmp_path):
     pq.write_table(pa.table({"b": [b"x", b"y"]}), tmp_path / "b.parquet")
     with pytest.raises(ValueError, match="'b' is a BLOB, not numeric"):
         run_query(str(tmp_path / "b.parquet"), parse_query("sum:b"), epsilon=1.0, bounds=(0, 1))
+
+
+def test_json_group_keys_tell_nan_infinity_and_null_apart(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = tmp_path / "g.parquet"
+    pq.write_table(pa.table({"g": [0.0, 1.0, float("inf"), float("nan"), None, 1.0]}), t)
+    r = run_query(str(t), parse_query("count"), epsilon=1.0, group_by="g", rng=1)
+    keys = [a["group"] for a in r.to_dict()["answers"]]
+    assert keys == [0.0, 1.0, "Infinity", "NaN", None]
+    json.dumps(r.to_dict(), allow_nan=False)  # strict JSON

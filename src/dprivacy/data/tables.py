@@ -315,8 +315,17 @@ class QueryResult:
         from ..results import jsonable
 
         d = dict(vars(self))
-        d["answers"] = [vars(a) for a in self.answers]
+        d["answers"] = [dict(vars(a), group=_json_key(a.group)) for a in self.answers]
         return jsonable(d)
+
+
+def _json_key(key):
+    """A group key for strict JSON: a non-finite float is named as a string ("NaN", "Infinity", "-Infinity"),
+    since JSON has no such numbers and jsonable's null would give NaN, ±inf and NULL keys one label (a review
+    found three answers keyed null)."""
+    if isinstance(key, float) and not math.isfinite(key):
+        return "NaN" if key != key else ("Infinity" if key > 0 else "-Infinity")
+    return key
 
 
 def _quote(name: str) -> str:
