@@ -605,10 +605,60 @@ def test_other_copies_of_the_location_are_refused(tmp_path, extra):
     assert not (tmp_path / "o.parquet").exists()
 
 
+@pytest.mark.parametrize("extra", ["latlng", "latlon", "lonlat", "homelat", "pickuplatitude", "dropoff_latlong", "Latitud",
+                                   "longitud", "x_coord", "geohash"])
+def test_names_with_the_location_inside_a_word_are_refused(tmp_path, extra):
+    """Found by a review: only whole words were matched, and these names were released with the true points."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"lat": [48.85], "lon": [2.35], extra: ["somewhere"]}), tmp_path / "x.parquet")
+    with pytest.raises(ValueError, match=f"'{extra}'.* look like locations"):
+        obfuscate_file(tmp_path / "x.parquet", tmp_path / "o.parquet", epsilon=1.0, lat="lat", lon="lon", rng=1)
+
+
+def _copies_table(n=50, seed=0):
+    rng = np.random.default_rng(seed)
+    lat, lon = 40 + 10 * rng.random(n), -5 + 20 * rng.random(n)
+    return lat, lon, {"lat": lat, "lon": lon, "temp": 15 + 10 * rng.random(n), "id": np.arange(n),
+                      "addr": [f"Route {k}, km {k % 7}.5" for k in range(n)], "city": ["Paris"] * n}
+
+
+@pytest.mark.parametrize("name, make", [
+    ("x", lambda lat, lon: lon), ("Breite", lambda lat, lon: lat + 0.004),
+    ("location", lambda lat, lon: [f"{a:.5f},{o:.5f}" for a, o in zip(lat, lon)]),
+    ("shape", lambda lat, lon: [f"POINT ({o:.6f} {a:.6f})" for a, o in zip(lat, lon)]),
+    ("pos", lambda lat, lon: [{"y": a, "x": o} for a, o in zip(lat, lon)]),
+    ("path", lambda lat, lon: [[o, a] for a, o in zip(lat, lon)]),
+])
+def test_a_copy_of_the_points_under_any_name_is_refused_by_its_values(tmp_path, name, make):
+    """Found by a review: x/y, Breite/Länge, 'location' = "42.55623,1.53319", a struct<y, x> and a list<double>
+    released the true points under names no word list can foresee; the values give them away, and --keep
+    cannot release them."""
+    import pyarrow.parquet as pq
+
+    lat, lon, cols = _copies_table()
+    cols[name] = make(lat, lon)
+    pq.write_table(pa.table(cols), tmp_path / "x.parquet")
+    for keep in ((), (name,)):
+        with pytest.raises(ValueError, match=f"'{name}' hold a copy of the points"):
+            obfuscate_file(tmp_path / "x.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1, keep=keep)
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_columns_whose_values_are_not_the_points_are_kept(tmp_path):
+    import pyarrow.parquet as pq
+
+    _, _, cols = _copies_table()
+    pq.write_table(pa.table(cols), tmp_path / "x.parquet")
+    obfuscate_file(tmp_path / "x.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)
+    assert pq.read_table(tmp_path / "o.parquet").column_names == list(cols)
+
+
 def test_names_that_only_contain_the_letters_are_kept(tmp_path):
     import pyarrow.parquet as pq
 
-    cols = {"lat": [48.85], "lon": [2.35], "plate": ["x"], "latency": [3], "long_description": ["y"], "salon": ["z"]}
+    cols = {"lat": [48.85], "lon": [2.35], "plate": ["x"], "latency": [3], "long_description": ["y"], "salon": ["z"],
+            "flat": ["2b"], "platform": ["p"], "colony": ["c"]}
     pq.write_table(pa.table(cols), tmp_path / "x.parquet")
     obfuscate_file(tmp_path / "x.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)
     assert pq.read_table(tmp_path / "o.parquet").column_names == list(cols)

@@ -28,6 +28,30 @@ LOCATION_WORDS = frozenset({"lat", "latitude", "lon", "lng", "longitude", "geome
                             "geography", "geog", "coords", "coordinates"})
 
 
+#: Parts that make a column name look like a location wherever they appear in it (``latlng``, ``homelat``
+#: is not caught this way, see :data:`LOCATION_ENDS`; ``pickuplatitude``, ``dropoff_latlong``, ``geohash``).
+LOCATION_PARTS = ("latitud", "longitud", "latlng", "latlon", "lonlat", "lnglat", "coord", "geohash", "geometr", "wkt", "wkb")
+
+#: A word that ends with one of these after at least three letters (``homelat``, ``pickuplon``, ``homelng``)
+#: looks like a location, except the common words that end so (``flat``, ``salon``, ``nylon``, ``colon``).
+LOCATION_ENDS = ("lat", "lon", "lng")
+NOT_LOCATION_WORDS = frozenset({"flat", "plat", "splat", "salon", "nylon", "colon", "baton", "talon", "felon", "melon",
+                                "etalon", "chiffon", "avalon", "babylon", "marathon", "triathlon", "decathlon",
+                                "pentathlon", "biathlon", "ceylon", "echelon", "gallon", "boston"})
+
+
+def _looks_located(name: str) -> bool:
+    """Whether a column name looks like a location: one of its words is a location word (:data:`LOCATION_WORDS`),
+    contains a location part (:data:`LOCATION_PARTS`), or is a longer word ending in lat/lon/lng."""
+    words = _words(name)
+    if words & LOCATION_WORDS:
+        return True
+    low = name.lower()
+    if any(part in low for part in LOCATION_PARTS):
+        return True
+    return any(len(w) > 5 and w.endswith(LOCATION_ENDS) and w not in NOT_LOCATION_WORDS for w in words)
+
+
 def _words(name: str) -> set:
     """The words of a column name: split at non-letters and at camelCase boundaries, lower-cased."""
     import re
@@ -44,7 +68,7 @@ def _located_fields(field, prefix: str = "") -> list:
     t = field.type
     binary = (pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
               or getattr(pa.types, "is_binary_view", lambda _: False)(t))
-    found = [name] if (_words(field.name) & LOCATION_WORDS or field.name.lower() in GEOMETRY_NAMES or binary) else []
+    found = [name] if (_looks_located(field.name) or field.name.lower() in GEOMETRY_NAMES or binary) else []
     if pa.types.is_struct(t):
         for k in range(t.num_fields):
             found += _located_fields(t.field(k), name + ".")
@@ -145,6 +169,80 @@ def geoparquet_geometry_columns(schema) -> list[str]:
     except (ValueError, AttributeError):
         cols = {}
     return [c for c in (cols if isinstance(cols, dict) else {}) if c in schema.names]
+
+
+#: A value within this many degrees of a row's latitude or longitude (about 1 km) counts as a copy of it.
+COPY_ATOL_DEG = 0.01
+
+#: A column is a copy of the location when at least this share of the rows with a value match.
+COPY_SHARE = 0.5
+
+_NUMBER = r"^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$"
+
+
+def _number_leaves(arr, rows):
+    """(values as float64, their top-level row) of the numbers under a column: numeric leaves of structs and
+    lists, and the numbers written in text, each text cut at the characters that cannot be part of a number
+    ("42.55623,1.53319", "POINT (1.53 42.55)"). Yields (values, rows, text) with text True for numbers in text."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        arr, t = arr.cast(t.value_type), t.value_type
+    if pa.types.is_struct(t):
+        for k in range(t.num_fields):
+            yield from _number_leaves(pc.struct_field(arr, [k]), rows)
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        parents = np.asarray(pc.list_parent_indices(arr))
+        yield from _number_leaves(pc.list_flatten(arr), rows[parents])
+    elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        yield np.asarray(arr.cast(pa.float64()).fill_null(float("nan"))), rows, False
+    elif pa.types.is_string(t) or pa.types.is_large_string(t) or getattr(pa.types, "is_string_view", lambda _: False)(t):
+        tokens = pc.split_pattern_regex(arr.cast(pa.large_string()), r"[^0-9.eE+-]+")
+        parents = np.asarray(pc.list_parent_indices(tokens))
+        flat = pc.list_flatten(tokens)
+        ok = np.asarray(pc.fill_null(pc.match_substring_regex(flat, _NUMBER), False))
+        if ok.any():
+            vals = np.asarray(pc.cast(pc.filter(flat, pa.array(ok)), pa.float64()))
+            yield vals, rows[parents[ok]], True
+
+
+def location_copies(batch, lat, lon, skip=()) -> list:
+    """Columns of ``batch`` (other than ``skip``) that hold a copy of the points (``lat``, ``lon`` in degrees, one per
+    row): a number within :data:`COPY_ATOL_DEG` of the row's latitude or longitude, or a text holding numbers
+    close to both, in at least :data:`COPY_SHARE` of the rows that have one (and two rows at least). Catches a
+    copy whatever its name (``homelat``, ``x``, ``location`` = "42.55623,1.53319", ``track`` = [[lon, lat], ...])."""
+    import numpy as np
+
+    lat = np.asarray(lat, dtype=np.float64)
+    lon = np.asarray(lon, dtype=np.float64)
+    n = lat.size
+    found = []
+    for name in batch.schema.names:
+        if name in skip:
+            continue
+        near_lat = np.zeros(n, dtype=bool)
+        near_lon = np.zeros(n, dtype=bool)
+        in_text = np.zeros(n, dtype=np.int64)  # numbers found in the row's text
+        has = np.zeros(n, dtype=bool)
+        for vals, rows, text in _number_leaves(batch.column(name), np.arange(n)):
+            good = np.isfinite(vals)
+            vals, rows = vals[good], rows[good]
+            has[rows] = True
+            if text:
+                np.add.at(in_text, rows, 1)
+            with np.errstate(invalid="ignore"):
+                np.logical_or.at(near_lat, rows, np.abs(vals - lat[rows]) <= COPY_ATOL_DEG)
+                np.logical_or.at(near_lon, rows, np.abs(vals - lon[rows]) <= COPY_ATOL_DEG)
+        # a text with several numbers ("Route 42, km 1.5") counts only with both coordinates in it; a number alone
+        # (a CSV column read as text, "1.53319") like a number
+        match = np.where(in_text > 1, near_lat & near_lon, near_lat | near_lon)
+        k = int(has.sum())
+        if k >= 2 and int(match.sum()) >= max(2, COPY_SHARE * k):
+            found.append(name)
+    return found
 
 
 def check_no_other_locations(schema, lat_c: str, lon_c: str, path, keep=()) -> None:

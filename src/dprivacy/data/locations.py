@@ -409,6 +409,17 @@ class Obfuscator:
         import pyarrow as pa
 
         la, lo = self.coordinates(batch)
+        if row0 == 0:
+            # another copy of the points under any name (homelat, x, location = "42.55623,1.53319"): checked on the
+            # first batch by value; --keep does not exempt a column whose values are the points
+            from .io import location_copies
+
+            copies = location_copies(batch, la, lo, skip=(self.lat_c, self.lon_c))
+            if copies:
+                raise ValueError(f"{self.input_name}: {where}column(s) {', '.join(map(repr, copies))} hold a copy of the points "
+                                 f"(numbers within 0.01° of a row's latitude or longitude, in at least half of the rows "
+                                 f"that have one): they would be released untouched beside the obfuscated "
+                                 f"{self.lat_c!r}/{self.lon_c!r}; drop them from the file")
         bad = validate_coordinates(la, lo)
         outside = None
         if self.release is not None:
