@@ -470,3 +470,28 @@ def test_the_mechanism_of_an_underflowing_channel_is_private_as_held(space):
 def test_a_channel_that_does_not_underflow_stays_dense():
     m = tight_constraints(spaces.ring(30), epsilon=1.0).mechanism
     assert m.is_dense and check_privacy(m.channel, spaces.ring(30), epsilon=1.0).ok
+
+
+@pytest.mark.parametrize("step", [1e-10, 1e-3, 1e6])
+def test_answers_do_not_depend_on_the_unit_of_distance(step):
+    """Found by a review: distances were compared within 1e-9·max(d, 1), so every distance of grid:3x3:step=1e-10
+    was 'equal': the grid passed for ball-size symmetric, threshold said 'exists for every ε' (ε* is 8.78e9) and
+    design returned a 'certified' closed form whose rows summed to 0.48–0.60. Scaling d by s scales ε by 1/s."""
+    base = spaces.grid(3, 3)
+    scaled = spaces.grid(3, 3, step=step)
+    for eps in (0.5, 1.0, 3.0):
+        a, b = tight_constraints(base, epsilon=eps), tight_constraints(scaled, epsilon=eps / step)
+        assert a.exists == b.exists and a.certainty == b.certainty
+        np.testing.assert_allclose(a.z, b.z, rtol=1e-9)
+    ta, tb = tight_threshold(base), tight_threshold(scaled)
+    assert tb.epsilon_star == pytest.approx(ta.epsilon_star / step, rel=1e-3)
+    from dprivacy.graphs import distance_counts
+
+    assert not distance_counts(scaled).symmetric
+
+
+def test_tiny_distances_that_break_the_metric_axioms_are_refused():
+    with pytest.raises(ValueError, match="symmetric"):
+        MetricSpace(np.array([[0.0, 1e-10], [2e-10, 0.0]]))
+    d = np.array([[0, 1e-10, 3e-10], [1e-10, 0, 1e-10], [3e-10, 1e-10, 0]])  # 3e-10 > 1e-10 + 1e-10
+    assert not MetricSpace(d, validate=False).check_triangle().ok

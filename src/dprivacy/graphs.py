@@ -99,12 +99,13 @@ class DistanceCounts:
         return float(np.sum(self.counts * np.exp(-epsilon * self.distances)))
 
 
-def _close(a: np.ndarray, b: np.ndarray, rtol: float) -> np.ndarray:
-    # A finite distance is never close to ∞ (|a − ∞| ≤ rtol·∞ would say it is).
+def _close(a: np.ndarray, b: np.ndarray, rtol: float, floor: float = 1.0) -> np.ndarray:
+    # A finite distance is never close to ∞ (|a − ∞| ≤ rtol·∞ would say it is). ``floor``: the space's smallest
+    # positive distance (spaces.distance_floor), under which the tolerance stops being relative.
     both_inf = np.isinf(a) & np.isinf(b)
     both_finite = np.isfinite(a) & np.isfinite(b)
     with np.errstate(invalid="ignore"):
-        near = both_finite & (np.abs(a - b) <= rtol * np.maximum(np.abs(b), 1.0))
+        near = both_finite & (np.abs(a - b) <= rtol * np.maximum(np.abs(b), floor))
     return both_inf | near
 
 
@@ -138,14 +139,17 @@ def distance_counts(space, *, rtol: float = METRIC_RTOL) -> DistanceCounts:
     .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Prop 5.
     """
+    from .spaces import distance_floor
+
     space = _as_space(space)
     d = space.distances
     n = space.n
+    floor = distance_floor(d)
     ref = np.sort(d[0])
     block = max(1, _SORT_BLOCK_ELEMENTS // max(n, 1))
     for start in range(1, n, block):
         rows = np.sort(d[start : start + block], axis=1)
-        ok = _close(rows, ref[None, :], rtol)
+        ok = _close(rows, ref[None, :], rtol, floor)
         bad_rows = np.flatnonzero(~ok.all(axis=1))
         if bad_rows.size:
             r = int(bad_rows[0])
@@ -154,8 +158,8 @@ def distance_counts(space, *, rtol: float = METRIC_RTOL) -> DistanceCounts:
             # Rows agree before position k, so the smaller of the two values at k is a radius at
             # which the point holding it has strictly more points than the other.
             radius = float(min(ref[k], rows[r, k]))
-            c0 = int(_close(d[0], np.full(n, radius), rtol).sum())
-            cy = int(_close(d[y], np.full(n, radius), rtol).sum())
+            c0 = int(_close(d[0], np.full(n, radius), rtol, floor).sum())
+            cy = int(_close(d[y], np.full(n, radius), rtol, floor).sum())
             return DistanceCounts(
                 symmetric=False,
                 distances=np.zeros(0),
@@ -169,7 +173,7 @@ def distance_counts(space, *, rtol: float = METRIC_RTOL) -> DistanceCounts:
             )
     finite = ref[np.isfinite(ref)]
     # Group a sorted row into runs of (nearly) equal distances.
-    gaps = np.diff(finite) > rtol * np.maximum(np.abs(finite[1:]), 1.0)
+    gaps = np.diff(finite) > rtol * np.maximum(np.abs(finite[1:]), floor)
     starts = np.concatenate([[0], np.flatnonzero(gaps) + 1])
     counts = np.diff(np.concatenate([starts, [finite.size]])).astype(np.int64)
     return DistanceCounts(

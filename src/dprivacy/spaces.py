@@ -191,12 +191,13 @@ class MetricSpace:
         Vectorized over (j, k) for each i: O(n^3) time, O(n^2) memory.
         """
         d = self.distances
+        floor = distance_floor(d)
         for i in range(self._n):
             via = d[i][:, None] + d  # via[k, j] = d(i,k) + d(k,j)
             best = via.min(axis=0)
             with np.errstate(invalid="ignore"):
                 excess = np.where(np.isinf(d[i]) & np.isinf(best), 0.0, d[i] - best)
-            bad = excess > rtol * np.maximum(np.where(np.isfinite(d[i]), d[i], 1.0), 1.0)
+            bad = excess > rtol * np.maximum(np.where(np.isfinite(d[i]), d[i], floor), floor)
             if bad.any():
                 j = int(np.argmax(np.where(bad, excess, -np.inf)))
                 k = int(np.argmin(via[:, j]))
@@ -234,6 +235,14 @@ class MetricSpace:
         return i[keep], j[keep]
 
 
+def distance_floor(d: np.ndarray) -> float:
+    """The smallest positive finite distance of ``d`` (1.0 when there is none): the scale under which the relative
+    comparisons of distances become absolute. A fixed floor of 1 made every distance of grid:3x3:step=1e-10 equal
+    within 1e-9, so the grid passed for ball-size symmetric and got a "certified" closed form that was wrong."""
+    pos = d[np.isfinite(d) & (d > 0)]
+    return float(pos.min()) if pos.size else 1.0
+
+
 def _validate_distances(d: np.ndarray) -> None:
     n, m = d.shape
     if n != m:
@@ -251,7 +260,7 @@ def _validate_distances(d: np.ndarray) -> None:
         raise ValueError(f"distinct points must be at positive distance; d[{i},{j}] = 0")
     both_inf = np.isinf(d) & np.isinf(d.T)
     with np.errstate(invalid="ignore"):
-        asym = np.abs(d - d.T) > METRIC_RTOL * np.maximum(np.abs(d), 1.0)
+        asym = np.abs(d - d.T) > METRIC_RTOL * np.maximum(np.abs(d), distance_floor(d))
     asym &= ~both_inf
     if asym.any():
         i, j = np.argwhere(asym)[0]
