@@ -321,3 +321,14 @@ def test_duckdb_s_interrupt_is_an_interruption(capsys, monkeypatch, tmp_path):
         monkeypatch.setattr(tables, "run_query", fail)
         got, out, err = run(capsys, "query", str(t), "--query", "count", "--epsilon", "1")
         assert (got, err) == (code, text) and out == ""
+
+
+def test_design_optimal_without_an_answer_says_exists_null_not_false():
+    """An optimal mechanism always exists (the constant channel is feasible): grid:3x3 at ε = 400, whose LP channel
+    underflows in float64, was reported exists false (a review)."""
+    import json as _json
+
+    p = subprocess.run([sys.executable, "-m", "dprivacy.cli", "design", "grid:3x3", "--epsilon", "400", "--mechanism",
+                        "optimal", "--json"], capture_output=True, text=True)
+    d = _json.loads(p.stdout)
+    assert p.returncode == 0 and d["exists"] is None and "float64" in d["reason"]

@@ -577,3 +577,19 @@ def test_the_exponential_mechanism_whose_entries_underflow_is_kept_by_its_log_en
     # a ring small enough for float64 stays dense, with the same entries
     small = exponential(spaces.ring(60), epsilon=2.0)
     assert small.is_dense and check_privacy(small.channel, spaces.ring(60), epsilon=2.0).ok
+
+
+@pytest.mark.parametrize("build", [
+    lambda: (spaces.line(1000), __import__("dprivacy").laplace_channel(spaces.line(1000), epsilon=1.0), 1.0),
+    lambda: (spaces.clique(4), __import__("dprivacy").randomized_response(spaces.clique(4), epsilon=800.0), 800.0),
+    lambda: (spaces.ring(1600), __import__("dprivacy").symmetric_mechanism(spaces.ring(1600), epsilon=1.0).mechanism, 1.0),
+], ids=["laplace count:1000", "randomized-response at ε 800", "symmetric ring:1600"])
+def test_mechanisms_whose_float64_entries_underflow_are_private_as_held(build):
+    """Found by a review: design said exists true, is_private false for these (e^(−εd) below 1e-308 stored as 0)."""
+    from dprivacy import check_privacy
+
+    space, m, eps = build()
+    assert not m.is_dense
+    assert check_privacy(m, space, epsilon=eps).ok
+    assert np.exp(m.log_rows(np.arange(space.n))).sum(axis=1) == pytest.approx(np.ones(space.n), abs=1e-12)
+    assert m.exact_sampler.delivered_epsilon <= eps * (1 + 1e-9)

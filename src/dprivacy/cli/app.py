@@ -346,6 +346,9 @@ def cmd_design(args) -> None:
     # "don't know" is not "no": a tight-constraints solve that cannot decide says exists: null (scripts that read
     # only this field took it as a certified absence)
     undecided = not out.exists and out.details.get("certainty") == "undecided"
+    # an optimal mechanism always exists (the LP is feasible: a constant channel): no answer is a failure to
+    # find one, not a "does not exist" (grid:3x3 at ε = 400, whose LP channel underflows in float64)
+    undecided = undecided or (args.mechanism == "optimal" and not out.exists)
     report = {"space": space.name, "n": space.n, "epsilon": eps, "mechanism": args.mechanism,
               "exists": None if undecided else out.exists}
     if out.exists and out.channel is None and out.implicit is not None:

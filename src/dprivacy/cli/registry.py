@@ -157,6 +157,8 @@ def _symmetric(space, epsilon, prior=None):
     from ..mechanisms.symmetric import symmetric_mechanism
 
     r = symmetric_mechanism(space, epsilon=epsilon)
+    if r.exists and not r.mechanism.is_dense:  # kept by its exact log-entries (its float64 matrix underflows)
+        return Outcome("symmetric", True, None, getattr(r, "reason", ""), implicit=r.mechanism)
     return Outcome("symmetric", bool(r.exists), r.channel if r.exists else None, getattr(r, "reason", ""))
 
 

@@ -13,7 +13,7 @@ from numbers import Integral
 import numpy as np
 
 from .._validate import check_epsilon
-from .base import DenseMechanism, built
+from .base import DenseMechanism, built_from_log
 from ..spaces import MetricSpace, clique
 
 
@@ -66,10 +66,10 @@ def randomized_response(n_or_space, *, epsilon: float) -> DenseMechanism:
     d = space.distances[i, j] if i.size else np.zeros(0)
     d = d[np.isfinite(d)]
     eps_prime = e * float(d.min()) if d.size else float("inf")
-    # Written with a = e^{−ε'} so that a large ε' underflows to the identity instead of overflowing.
-    a = float(np.exp(-eps_prime))
-    denom = 1.0 + (k - 1) * a
-    h = np.full((k, k), a / denom)
-    np.fill_diagonal(h, 1.0 / denom)
-    return built(h, space, epsilon=e, name="randomized-response",
+    # In log space: log H = −log(1 + (k−1)e^{−ε'}) on the diagonal, −ε' below it; where e^{−ε'} underflows
+    # (ε' above about 708) the float64 identity would not be private as stored, and a LogMechanism is returned.
+    log_denom = float(np.log1p((k - 1) * np.exp(-eps_prime))) if np.isfinite(eps_prime) else 0.0
+    lg = np.full((k, k), -eps_prime - log_denom)
+    np.fill_diagonal(lg, -log_denom)
+    return built_from_log(lg, space, epsilon=e, name="randomized-response",
                  reason=f"k-ary randomized response at ε' = ε·min d = {eps_prime:.6g}: every two rows differ by the factor e^ε' exactly (seed 001 §5)")

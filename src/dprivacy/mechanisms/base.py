@@ -331,6 +331,14 @@ def underflows(h: np.ndarray) -> bool:
     return bool((small.any(axis=0) & ~small.all(axis=0)).any())
 
 
+def log_underflows(log_h: np.ndarray) -> bool:
+    """Whether a matrix given by its log-entries has a positive entry (finite log) below the smallest normal
+    float64, i.e. one its float64 matrix would hold as 0 or without its relative precision (the exact zeros, −∞,
+    at infinite distance are fine)."""
+    lg = np.asarray(log_h)
+    return bool((np.isfinite(lg) & (lg < np.log(_TINY))).any())
+
+
 class LogMechanism(Mechanism):
     r"""A mechanism held by the natural logarithms of its entries (n × m, −∞ for 0): for the kernels
     e^{−εd} whose float64 matrix underflows (ε·d above about 708: a ring of 1,600 points at ε = 1, a
@@ -443,9 +451,10 @@ def built_from_log(log_matrix: np.ndarray, space: MetricSpace, *, epsilon: float
                    details: dict | None = None) -> Mechanism:
     """A mechanism the library built from its exact log-entries, private by construction (``reason``):
     dense when its float64 matrix is private as stored, else a :class:`LogMechanism` (:func:`underflows`)."""
-    with np.errstate(under="ignore"):
-        h = np.exp(log_matrix)
-    if not underflows(h):
+    lg = np.asarray(log_matrix, dtype=np.float64)
+    if not log_underflows(lg):
+        with np.errstate(under="ignore"):
+            h = np.exp(lg)
         return built(h, space, epsilon=epsilon, name=name, reason=reason, details=details)
     return LogMechanism(log_matrix, space, epsilon=epsilon, name=name, certificate=by_construction(epsilon=epsilon, reason=reason),
                         details=details)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import as_rng, check_epsilon
-from .base import DenseMechanism, built
+from .base import DenseMechanism, built, built_from_log
 from ..spaces import MetricSpace
 from .geometric import line_coordinates, line_epsilon
 
@@ -103,6 +103,18 @@ def _cell_masses(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, rate: float) -> 
     return np.where(a >= 0, right, np.where(b <= 0, left, inside))
 
 
+def _log_cell_masses(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, rate: float) -> np.ndarray:
+    """log of :func:`_cell_masses`, exact where the masses underflow in float64 (rate·distance above about 708)."""
+    a = lo[None, :] - x[:, None]
+    b = hi[None, :] - x[:, None]
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        log_width = np.log(-np.expm1(-rate * (b - a)))  # 0 for the unbounded end cells
+        right = np.log(0.5) - rate * a + log_width
+        left = np.log(0.5) + rate * b + log_width
+        inside = np.log(-0.5 * np.expm1(rate * a) - 0.5 * np.expm1(-rate * b))
+    return np.where(a >= 0, right, np.where(b <= 0, left, inside))
+
+
 def laplace_channel(space: MetricSpace, *, epsilon: float) -> DenseMechanism:
     """The Laplace mechanism on a line, discretized to the space's points by nearest-point remapping.
 
@@ -150,5 +162,16 @@ def laplace_channel(space: MetricSpace, *, epsilon: float) -> DenseMechanism:
         hi = np.concatenate([mid, [np.inf]])
         h = np.empty((n, n))
         h[:, order] = _cell_masses(x, lo, hi, rate)  # columns back in the space's point order
-    return built(h, space, epsilon=e, name="laplace",
-                 reason="Laplace on the line with rate ε' = ε·min d/|Δx|, remapped to the nearest point: ε·d-private by seed 002 Fact 7 and post-processing")
+        if (h < _TINY).any():
+            # far cells' masses underflow (count:1000 at ε = 1: e^(−999)): the float64 matrix would not be private
+            # as stored; the mechanism is kept by its exact log-masses
+            lg = np.empty((n, n))
+            lg[:, order] = _log_cell_masses(x, lo, hi, rate)
+            return built_from_log(lg, space, epsilon=e, name="laplace", reason=_REASON)
+    return built(h, space, epsilon=e, name="laplace", reason=_REASON)
+
+
+_TINY = float(np.finfo(np.float64).tiny)
+_REASON = ("Laplace on the line with rate ε' = ε·min d/|Δx|, remapped to the nearest point: ε·d-private by seed 002 Fact 7 "
+           "and post-processing")
+

@@ -93,10 +93,13 @@ class SymmetricMechanism(Result):
         triangle inequality (the tight-constraints form, seed 000 Def 6 / Prop 9)."""
         if not self.exists or self.space is None:
             return None
-        from .base import DenseMechanism, by_construction
+        from .base import DenseMechanism, LogMechanism, by_construction, log_underflows
 
         cert = by_construction(epsilon=self.epsilon, reason=f"columns γ·e^(−ε d(·, z)) ({self.reason}; seed 000 Prop 9, seed 001 "
                                               "eq. (17)): each is ε·d-Lipschitz in log by the triangle inequality")
+        log_h = np.log(self.gamma) - self.epsilon * self.space.distances
+        if log_underflows(log_h):  # ring:1600 at ε = 1: e^(−800) is 0 in float64, the stored matrix not private
+            return LogMechanism(log_h, self.space, epsilon=self.epsilon, name="symmetric", certificate=cert)
         return DenseMechanism(self.channel, self.space, epsilon=self.epsilon, name="symmetric", certificate=cert)
 
     def __bool__(self) -> bool:

@@ -157,7 +157,7 @@ class TightConstraintsResult(TightResult):
             return None
         m = self.__dict__.get("_mechanism")
         if m is None:
-            from .base import DenseMechanism, LogMechanism, PrivacyCertificate, underflows
+            from .base import DenseMechanism, LogMechanism, PrivacyCertificate, log_underflows
 
             rigorous = self.certainty in _ps.RIGOROUS
             how = {"certified": "certified by a forward-error bound", "exact": "exact in rational arithmetic",
@@ -167,11 +167,13 @@ class TightConstraintsResult(TightResult):
                                       f"z ≥ 0 ({how}); a tight-constraints mechanism with z ≥ 0 on a metric is ε·d-private "
                                       "(seed 000 Prop 6); its constraints towards the diagonal are tight (Def 6)",
                                       smallest_epsilon=self.epsilon, rigorous=rigorous)
-            if self.space is not None and underflows(self.channel.matrix):
-                # entries e^{−εd}·z below the smallest normal float64 beside positive ones: the stored matrix
-                # is not private although the mechanism is; keep it by its exact log-entries
+            log_h = None
+            if self.space is not None:
                 with np.errstate(divide="ignore"):
                     log_h = -self.epsilon * self.space.distances + np.log(self.z)[None, :]
+            if log_h is not None and log_underflows(log_h):
+                # entries e^{−εd}·z below the smallest normal float64: the stored matrix is not private although
+                # the mechanism is; keep it by its exact log-entries
                 m = LogMechanism(log_h, self.space, epsilon=self.epsilon, name="tight-constraints", certificate=cert)
             else:
                 m = DenseMechanism(self.channel, self.space, epsilon=self.epsilon, name="tight-constraints", certificate=cert)
