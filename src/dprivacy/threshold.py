@@ -327,7 +327,10 @@ def bracket_threshold(probe, *, lo, hi, start: float, eps_min: float, tol: float
 
     lo, hi, stuck = _narrow(probe, lo, hi, tol)
     a, b = _two_numbers(lo, hi)
-    if stuck is not None:
+    if stuck is None and hi - lo > tol:
+        why = (f"ε* lies in ({a}, {b}] (certified non-existence at lo and existence at hi), two adjacent floats: "
+               f"tol {tol:g} is below the spacing of float64 numbers here, so the bracket cannot be narrower")
+    elif stuck is not None:
         why = (f"ε* lies in ({a}, {b}] (certified non-existence at lo and existence at hi), but the test could not "
                f"decide at ε = {stuck:.{max(len(a), 6)}g} inside it, within rounding of the sign change: bracket wider than tol")
     else:
@@ -368,6 +371,11 @@ def _narrow(probe, lo: float, hi: float, tol: float) -> tuple[float, float, floa
         else:
             x = hi - fhi * (hi - lo) / (fhi - flo)
             x = min(max(x, lo + 0.5 * tol), hi - 0.5 * tol)
+        if not lo < x < hi:
+            # lo and hi are adjacent floats (a tol below their spacing: --tol 1e-16 at ε* ≈ 0.88 ran forever)
+            x = 0.5 * (lo + hi)
+            if not lo < x < hi:
+                return lo, hi, None
         s = probe(x)
         fx = probe.probes[-1].min_z
         if s == "exists":
