@@ -332,3 +332,18 @@ def test_design_optimal_without_an_answer_says_exists_null_not_false():
                         "optimal", "--json"], capture_output=True, text=True)
     d = _json.loads(p.stdout)
     assert p.returncode == 0 and d["exists"] is None and "float64" in d["reason"]
+
+
+def test_a_saved_grid_mechanism_passes_check(tmp_path):
+    """Found by a review: design --save of grid:45x45 at ε = 2 wrote rows summing to 1 ± 1.1e-9 (the grid solver's
+    residual), which `check` refused as not a channel (tolerance 1e-9)."""
+    import numpy as _np
+
+    out = tmp_path / "h.npy"
+    p = subprocess.run([sys.executable, "-m", "dprivacy.cli", "design", "grid:45x45", "--epsilon", "2", "--mechanism",
+                        "tight-constraints", "--save", str(out), "--json"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert _np.abs(_np.load(out).sum(axis=1) - 1).max() < 1e-12
+    c = subprocess.run([sys.executable, "-m", "dprivacy.cli", "check", str(out), "grid:45x45", "--epsilon", "2"],
+                       capture_output=True, text=True)
+    assert c.returncode == 0, c.stdout + c.stderr

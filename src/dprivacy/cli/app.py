@@ -390,6 +390,17 @@ def _implicit_matrix_to_save(mech, space, eps: float):
                        f"over the {DENSE_LIMIT_BYTES / 2**30:.0f} GiB limit; this mechanism is kept implicit")
     # the matrix, its zero mask and the written copy (measured peak about 4-5 times the matrix)
     guards.refuse_over_memory(guards.BASE_BYTES + 5.0 * need, f"--save of the {space.n:,}x{mech.n_outputs:,} channel")
+    from .._kernels.implicit import ImplicitTightMechanism
+
+    if type(mech) is ImplicitTightMechanism:
+        # the grid solver stops at a relative residual of 1e-10, and the rows summed to 1 ± 1.1e-9 on grid:45x45 at
+        # ε = 2: `check` refused the saved file as not a channel (its tolerance is 1e-9). Solve on, from z, to the
+        # rounding floor before writing.
+        from .._kernels.solve import tight_constraints_grid
+
+        tighter = tight_constraints_grid(space, epsilon=eps, tol=1e-14, x0=mech.z)
+        if tighter.exists:
+            mech = tighter.mechanism
     matrix = mech.matrix
     zero = matrix < np.finfo(np.float64).tiny  # 0, or subnormal (its relative precision is lost)
     mixed = zero.any(axis=0) & ~zero.all(axis=0)
