@@ -347,3 +347,10 @@ def test_a_saved_grid_mechanism_passes_check(tmp_path):
     c = subprocess.run([sys.executable, "-m", "dprivacy.cli", "check", str(out), "grid:45x45", "--epsilon", "2"],
                        capture_output=True, text=True)
     assert c.returncode == 0, c.stdout + c.stderr
+
+
+def test_save_of_a_mechanism_that_does_not_exist_says_nothing_was_written(tmp_path):
+    out = tmp_path / "stale.npy"
+    p = subprocess.run([sys.executable, "-m", "dprivacy.cli", "design", "grid:3x3", "--epsilon", "0.5", "--mechanism",
+                        "tight-constraints", "--save", str(out), "--json"], capture_output=True, text=True)
+    assert p.returncode == 0 and '"saved": null' in p.stdout and "nothing written" in p.stderr and not out.exists()

@@ -368,6 +368,10 @@ def cmd_design(args) -> None:
         report["reason"] = out.reason
         for k in ("utility", "min_entropy_leakage_bits", "min_capacity_bits", "is_private", "smallest_epsilon"):
             report[k] = None
+        if args.save:
+            # said, not silent: an older file at that path would otherwise pass for this run's mechanism
+            report["saved"] = None
+            print(f"dprivacy: --save: nothing written to {args.save} (no mechanism to save)", file=sys.stderr)
     report.update({k: v for k, v in out.details.items() if k not in report})
     report["seconds"] = time.perf_counter() - t0
     _emit(report, args.json, f"{args.mechanism} on {space.name} at epsilon={eps:g}")
