@@ -220,3 +220,13 @@ def test_evaluate_checks_the_release_s_sidecar(pts):
     p = _cli("evaluate", "pts.csv", "s1.csv", "--coords", "semicircles", cwd=pts)
     _one_line(p)
     assert "says its coordinates are degrees" in p.stderr
+
+
+def test_dask_with_no_workers_is_refused_at_once(tmp_path):
+    pytest.importorskip("distributed")
+    pq.write_table(pa.table({"lat": [48.8, 48.9], "lon": [2.3, 2.4]}), tmp_path / "p.parquet")
+    for bad in ("0", "-1"):
+        p = _cli("obfuscate", "p.parquet", "-o", "o.parquet", "--epsilon", "1", "--engine", "dask", "--workers", bad,
+                 cwd=tmp_path)
+        assert p.returncode == 2 and "--workers must be a whole number ≥ 1" in p.stderr and p.stderr.count("\n") == 1
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["p.parquet"]

@@ -84,6 +84,9 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
         raise ValueError("--engine dask needs the optional extra: pip install 'dprivacy[dask]'") from None
     t0 = time.perf_counter()
     inp, out = Path(input_path), Path(output_path)
+    if scheduler is None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        # a LocalCluster of 0 workers waited for ever, silently (review)
+        raise ValueError(f"--workers must be a whole number ≥ 1 (the LocalCluster's worker processes), got {workers!r}")
     if kwargs.get("user") is not None or kwargs.get("budget") is not None:
         raise ValueError("--user/--budget need the local engine: a user's reports are counted in file order")
     if kwargs.get("rng") is not None and kwargs.get("key") is None:
