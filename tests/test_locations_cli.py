@@ -29,14 +29,14 @@ def _cli(*args, cwd, timeout=300):
                           env=env, timeout=timeout)
 
 
-def _interrupt_after(args, seconds, *, cwd):
-    """Run the command in its own process group and send SIGINT to the whole group after ``seconds``
-    (what Ctrl-C in a terminal does); (return code, stderr, seconds until it ended after the signal)."""
+def _interrupt_after(args, seconds, *, cwd, sig=signal.SIGINT):
+    """Run the command in its own process group and send ``sig`` (SIGINT: what Ctrl-C in a terminal does) to the
+    whole group after ``seconds``; (return code, stderr, seconds until it ended after the signal)."""
     env = dict(os.environ, PYTHONPATH=SRC)
     p = subprocess.Popen([sys.executable, "-m", "dprivacy.cli", *map(str, args)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, cwd=cwd, env=env, start_new_session=True)
     time.sleep(seconds)
-    os.killpg(p.pid, signal.SIGINT)
+    os.killpg(p.pid, sig)
     t0 = time.perf_counter()
     out, err = p.communicate(timeout=120)
     return p.returncode, err, time.perf_counter() - t0
@@ -230,3 +230,21 @@ def test_dask_with_no_workers_is_refused_at_once(tmp_path):
                  cwd=tmp_path)
         assert p.returncode == 2 and "--workers must be a whole number ≥ 1" in p.stderr and p.stderr.count("\n") == 1
     assert sorted(x.name for x in tmp_path.iterdir()) == ["p.parquet"]
+
+
+def test_sigterm_leaves_nothing_and_says_so(tmp_path):
+    """Found by a review: `timeout -s TERM 3 dprivacy obfuscate big.csv ...` left a hidden .partial file."""
+    n = 3_000_000
+    rng = np.random.default_rng(2)
+    pq.write_table(pa.table({"lat": 48 + rng.random(n), "lon": 2 + rng.random(n)}), tmp_path / "big.parquet",
+                   row_group_size=100_000)
+    args = ["obfuscate", "big.parquet", "-o", "out.csv", "--epsilon", "1"]
+    t0 = time.perf_counter()
+    assert _cli(*args, cwd=tmp_path).returncode == 0
+    whole = time.perf_counter() - t0
+    for f in ("out.csv", "out.csv.dprivacy.json"):
+        (tmp_path / f).unlink()
+    code, err, _ = _interrupt_after(args, 0.6 * whole, cwd=tmp_path, sig=signal.SIGTERM)
+    assert code == 128 + signal.SIGTERM, err
+    assert err.splitlines()[-1] == "dprivacy: terminated (signal 15)", err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.parquet"]

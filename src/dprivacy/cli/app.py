@@ -1183,7 +1183,27 @@ def _join_negative_values(argv: list) -> list:
     return out
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised like Ctrl-C so that the same clean-up runs (atomic writers remove their
+    temporary files, a solver's child process is killed): `timeout -s TERM` left .partial files (review)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum, frame):
+    raise _Terminated(signum)
+
+
 def main(argv=None) -> int:
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+            if sig is not None:
+                signal.signal(sig, _terminate)
     try:
         parser = make_parser()  # numpy is not imported before the arguments are parsed: --version stays fast
         args = parser.parse_args(_join_negative_values(sys.argv[1:] if argv is None else list(argv)))
@@ -1197,6 +1217,9 @@ def main(argv=None) -> int:
     except CliError as exc:
         print(str(exc).splitlines()[0], file=sys.stderr)
         return EXIT_USAGE
+    except _Terminated as exc:
+        print(f"dprivacy: terminated (signal {exc.signum})", file=sys.stderr)
+        return 128 + exc.signum
     except KeyboardInterrupt:
         print("dprivacy: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
