@@ -689,3 +689,21 @@ def test_keep_releases_a_column_the_user_declares_is_no_location(tmp_path):
     for bad, says in ((["nope"], "no such column"), (["lat"], "obfuscated coordinate")):
         with pytest.raises(ValueError, match=says):
             obfuscate_file(tmp_path / "x.parquet", tmp_path / "p.parquet", epsilon=1.0, rng=1, keep=bad)
+
+
+def test_the_input_fields_metadata_is_not_released(tmp_path):
+    """Found by a review: Arrow field metadata of the input (here a bbox of the true points and a first latitude)
+    reached the Parquet release and the GeoJSON schema member."""
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([pa.field("name", pa.string(), metadata={"bbox": "[-72.35, -54.8, 72.3, 42.56]"}),
+                        pa.field("lat", pa.float64(), metadata={"first": "42.55623"}), pa.field("lon", pa.float64()),
+                        pa.field("tags", pa.struct([pa.field("k", pa.string(), metadata={"secret": "x"})]))])
+    pq.write_table(pa.table({"name": ["a", "b"], "lat": [42.55623, 48.8], "lon": [1.53, 2.35],
+                             "tags": [{"k": "x"}, {"k": "y"}]}, schema=schema), tmp_path / "x.parquet")
+    for out in ("o.parquet", "o.geojson"):
+        obfuscate_file(tmp_path / "x.parquet", tmp_path / out, epsilon=1.0, rng=1)
+    released = pq.read_schema(tmp_path / "o.parquet")
+    assert all(f.metadata is None for f in released) and released.field("tags").type.field(0).metadata is None
+    text = (tmp_path / "o.geojson").read_text()
+    assert "42.55623" not in text and "bbox" not in text and "secret" not in text

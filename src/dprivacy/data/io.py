@@ -151,7 +151,25 @@ def without_input_metadata(schema):
     """``schema`` without the input's schema metadata, which describes the input and must not be released:
     GeoParquet's ``geo`` carries the bounding box of the true points, GEOJSON_COORDS_KEY marks a GeoJSON
     input (a CSV/Parquet output is not one), other writers' keys may hold anything. Only the GeoJSON id
-    marker (a column name) is kept."""
+    marker (a column name) is kept. The fields' own metadata goes too (a review found it in the Parquet output and
+    in the GeoJSON schema member, also on the coordinate columns), nested fields included."""
+    import pyarrow as pa
+
+    def bare(field):
+        t = field.type
+        if pa.types.is_struct(t):
+            t = pa.struct([bare(t.field(k)) for k in range(t.num_fields)])
+        elif pa.types.is_large_list(t):
+            t = pa.large_list(bare(t.value_field))
+        elif pa.types.is_fixed_size_list(t):
+            t = pa.list_(bare(t.value_field), t.list_size)
+        elif pa.types.is_list(t):
+            t = pa.list_(bare(t.value_field))
+        elif pa.types.is_map(t):
+            t = pa.map_(bare(t.key_field).type, bare(t.item_field), keys_sorted=t.keys_sorted)
+        return pa.field(field.name, t, nullable=field.nullable)
+
+    schema = pa.schema([bare(f) for f in schema], metadata=schema.metadata)
     meta = {k: v for k, v in (schema.metadata or {}).items() if k == GEOJSON_ID_KEY}
     return schema.with_metadata(meta) if meta else schema.remove_metadata()
 
