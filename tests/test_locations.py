@@ -707,3 +707,17 @@ def test_the_input_fields_metadata_is_not_released(tmp_path):
     assert all(f.metadata is None for f in released) and released.field("tags").type.field(0).metadata is None
     text = (tmp_path / "o.geojson").read_text()
     assert "42.55623" not in text and "bbox" not in text and "secret" not in text
+
+
+def test_a_seeded_release_says_so_in_the_file_itself(tmp_path):
+    """Found by a review: a seeded Parquet or GeoJSON release carried no mark; apart from its sidecar it looked like
+    a release (and anyone with the seed can undo the noise)."""
+    import pyarrow.parquet as pq
+
+    (tmp_path / "p.csv").write_text("lat,lon\n48.8,2.3\n48.9,2.4\n")
+    for out, rng in (("s.parquet", 3), ("s.geojson", 3), ("r.parquet", None), ("r.geojson", None)):
+        obfuscate_file(tmp_path / "p.csv", tmp_path / out, epsilon=1.0, rng=rng)
+    assert b"NOT for release" in pq.read_schema(tmp_path / "s.parquet").metadata[b"dprivacy:notice"]
+    assert "NOT for release" in json.loads((tmp_path / "s.geojson").read_text())["dprivacy:notice"]
+    assert pq.read_schema(tmp_path / "r.parquet").metadata is None
+    assert "dprivacy:notice" not in json.loads((tmp_path / "r.geojson").read_text())

@@ -60,7 +60,14 @@ def _run_piece(ob, piece: tuple[str, int], index: int, folder: str, release: boo
 
         keys = record_keys(batch.column(ob.key))
     out = ob.apply(batch, la, lo, ob.generator(batch, random_source(None) if release else None))
-    pq.write_table(pa.Table.from_batches([out], schema=ob.out_schema), os.path.join(folder, f"part-{index:05d}.parquet"))
+    schema = ob.out_schema
+    if not release:  # a seeded part says so itself (a part read without the sidecar looked like a release)
+        from ..sampling.source import NOT_FOR_RELEASE
+        from .io import NOTICE_KEY
+
+        schema = schema.with_metadata({**(schema.metadata or {}), NOTICE_KEY: NOT_FOR_RELEASE.encode()})
+    pq.write_table(pa.Table.from_batches([out], schema=ob.out_schema).replace_schema_metadata(schema.metadata),
+                   os.path.join(folder, f"part-{index:05d}.parquet"))
     return {"rows_read": n, "rows_written": out.num_rows, "rows_rejected": rejected, "first_rejected": msg, "keys": keys,
             "seconds": time.perf_counter() - t0, "started": t0}
 

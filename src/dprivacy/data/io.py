@@ -377,6 +377,8 @@ def _csv_batches(reader, path):
 #: of the columns (base64 of its IPC serialisation) and which columns are the coordinates and the Feature
 #: id, so that a round trip keeps every column's name, order and type (dates, timestamps, int8, ...).
 GEOJSON_SCHEMA_MEMBER = "dprivacy:schema"
+#: The schema metadata key (Parquet) and member (GeoJSON) of a notice the released file carries.
+NOTICE_KEY = b"dprivacy:notice"
 #: Schema metadata key naming the column that holds the Features' ``id``.
 GEOJSON_ID_KEY = b"geojson:id"
 #: ... and the two columns that hold a GeoJSON input's geometry, "LON,LAT" (:func:`geometry_columns`)
@@ -673,7 +675,7 @@ class AtomicWriter:
     """
 
     def __init__(self, path, schema, *, force: bool = False, geojson_coords: tuple[str, str] | None = None,
-                 plain_columns: tuple = ()):
+                 plain_columns: tuple = (), notice: str | None = None):
         self.path = Path(path)
         if self.path.is_dir():  # os.replace would fail at the end and leave the finished temporary file
             raise ValueError(f"output {self.path} is a folder: give a file name")
@@ -686,6 +688,11 @@ class AtomicWriter:
             raise ValueError(f"cannot write {self.path} as GeoJSON: these rows have no point (coordinate columns) to be "
                              "its geometry; write .csv or .parquet")
         self.schema = without_input_metadata(schema)
+        #: a sentence the file itself carries (Parquet schema metadata ``dprivacy:notice``, a GeoJSON member of that
+        #: name): a seeded run's "NOT for release", so that the file says it even without its sidecar (a CSV cannot)
+        self.notice = notice
+        if notice and self.fmt == "parquet":
+            self.schema = self.schema.with_metadata({**(self.schema.metadata or {}), NOTICE_KEY: notice.encode()})
         self.geojson_coords = geojson_coords
         # Parquet: columns written without dictionary encoding (released coordinates: nearly every value
         # distinct, so the dictionary attempt only costs time — a third of the write)
@@ -710,7 +717,7 @@ class AtomicWriter:
             dictionary = [n for n in self.schema.names if n not in self.plain_columns] if self.plain_columns else True
             self._writer = pq.ParquetWriter(str(self.tmp), self.schema, use_dictionary=dictionary)
         else:
-            self._writer = _GeoJSONWriter(self.tmp, self.schema, self.geojson_coords)
+            self._writer = _GeoJSONWriter(self.tmp, self.schema, self.geojson_coords, self.notice)
         return self
 
     def write(self, batch) -> None:
@@ -746,7 +753,7 @@ class _GeoJSONWriter:
     and the other columns as properties (dates and timestamps as ISO strings, decimals as strings,
     durations as integers, binaries as base64)."""
 
-    def __init__(self, path, schema, coords):
+    def __init__(self, path, schema, coords, notice: str | None = None):
         import base64
         import json
 
@@ -760,8 +767,10 @@ class _GeoJSONWriter:
         member = {"arrow": base64.b64encode(schema.serialize().to_pybytes()).decode("ascii"),
                   "coordinates": [self.lon, self.lat],
                   "columns": [f"{f.name}: {f.type}" for f in schema]}
-        self.f.write('{"type": "FeatureCollection", ' + json.dumps(GEOJSON_SCHEMA_MEMBER) + ": " + json.dumps(member) +
-                     ', "features": [\n')
+        head = '{"type": "FeatureCollection", '
+        if notice:
+            head += json.dumps(NOTICE_KEY.decode()) + ": " + json.dumps(notice) + ", "
+        self.f.write(head + json.dumps(GEOJSON_SCHEMA_MEMBER) + ": " + json.dumps(member) + ', "features": [\n')
         self.first = True
 
     @staticmethod

@@ -637,6 +637,7 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
     ⌊budget/ε⌋ (in file order) are suppressed and counted (``rows_suppressed``), never released with a
     smaller ε.
     """
+    from ..sampling.source import NOT_FOR_RELEASE
     from .io import AtomicWriter, check_sidecar, commit_sidecar, file_format
 
     t0 = time.perf_counter()
@@ -658,7 +659,9 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
     # Batch k is encoded and written in a background thread while batch k+1 is drawn (pyarrow releases
     # the GIL). One writer thread keeps the order; every write is waited for before the writer is
     # closed or its temporary file removed.
-    with AtomicWriter(output_path, ob.out_schema, force=force, geojson_coords=geo, plain_columns=(ob.lat_c, ob.lon_c)) as w, \
+    notice = None if src.release else NOT_FOR_RELEASE  # the file says it too, not only its sidecar (review)
+    with AtomicWriter(output_path, ob.out_schema, force=force, geojson_coords=geo, plain_columns=(ob.lat_c, ob.lon_c),
+                      notice=notice) as w, \
             _OrderedWrites(w.write) as writes:
         for batch in batches:
             n = batch.num_rows

@@ -108,6 +108,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
 
     from .._validate import check_epsilon
     from ..sampling import random_source
+    from ..sampling.source import NOT_FOR_RELEASE
     from ..sampling.discrete import discrete_laplace, geometric_parameters
     from .io import AtomicWriter, check_sidecar, read_batches
     from .tables import _on_grid, geometric_accuracy
@@ -175,7 +176,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     out_schema = pa.schema(out_fields)
     sums: dict = {}
     done = 0
-    with AtomicWriter(output_path, out_schema, force=force) as w:
+    with AtomicWriter(output_path, out_schema, force=force, notice=None if src.release else NOT_FOR_RELEASE) as w:
         row = 0
         for batch in read_batches(input_path)[1]:
             x, bad = _values(batch, column, row, skip_invalid)
