@@ -721,3 +721,21 @@ def test_a_seeded_release_says_so_in_the_file_itself(tmp_path):
     assert "NOT for release" in json.loads((tmp_path / "s.geojson").read_text())["dprivacy:notice"]
     assert pq.read_schema(tmp_path / "r.parquet").metadata is None
     assert "dprivacy:notice" not in json.loads((tmp_path / "r.geojson").read_text())
+
+
+def test_parquet_row_groups_do_not_follow_the_input(tmp_path, monkeypatch):
+    """Found by a review: row groups were the reader's batches, whose sizes follow the bytes of the true
+    coordinates' text (and the rows rejected): 354459, 352141, 350908, ... rows."""
+    import pyarrow.parquet as pq
+
+    from dprivacy.data import io
+
+    monkeypatch.setattr(io, "PARQUET_GROUP_ROWS", 1000)
+    monkeypatch.setattr(io, "BATCH_ROWS", 777)
+    rng = np.random.default_rng(0)
+    digits = rng.integers(1, 12, size=5000)
+    (tmp_path / "p.csv").write_text("lat,lon\n" + "".join(f"{48 + r:.{k}f},{2 + r:.{k}f}\n"
+                                                          for r, k in zip(rng.random(5000), digits)))
+    obfuscate_file(tmp_path / "p.csv", tmp_path / "o.parquet", epsilon=1.0, rng=1)
+    meta = pq.ParquetFile(tmp_path / "o.parquet").metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [1000] * 5

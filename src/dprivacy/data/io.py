@@ -377,6 +377,9 @@ def _csv_batches(reader, path):
 #: of the columns (base64 of its IPC serialisation) and which columns are the coordinates and the Feature
 #: id, so that a round trip keeps every column's name, order and type (dates, timestamps, int8, ...).
 GEOJSON_SCHEMA_MEMBER = "dprivacy:schema"
+#: Rows per Parquet row group of a written file (every group but the last).
+PARQUET_GROUP_ROWS = 1 << 17
+
 #: The schema metadata key (Parquet) and member (GeoJSON) of a notice the released file carries.
 NOTICE_KEY = b"dprivacy:notice"
 #: Schema metadata key naming the column that holds the Features' ``id``.
@@ -699,6 +702,8 @@ class AtomicWriter:
         self.plain_columns = tuple(plain_columns)
         self._writer = None
         self.rows = 0
+        self._pending: list = []
+        self._pending_rows = 0
 
     def __enter__(self):
         fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".partial", dir=self.path.parent)
@@ -723,12 +728,32 @@ class AtomicWriter:
     def write(self, batch) -> None:
         self.rows += batch.num_rows
         if self.fmt == "parquet":
-            self._writer.write_batch(batch)
+            # row groups of a fixed number of rows: the batches' sizes follow the input's bytes (the length of
+            # the true coordinates' text in a CSV) and the rows rejected, which row groups of the batches' sizes
+            # published (a review read them from a release's footer)
+            self._pending.append(batch)
+            self._pending_rows += batch.num_rows
+            if self._pending_rows >= PARQUET_GROUP_ROWS:
+                self._write_groups(final=False)
         else:
             self._writer.write(batch)
 
+    def _write_groups(self, *, final: bool) -> None:
+        import pyarrow as pa
+
+        if not self._pending:
+            return
+        t = pa.Table.from_batches(self._pending, schema=self._pending[0].schema)
+        k = t.num_rows if final else t.num_rows // PARQUET_GROUP_ROWS * PARQUET_GROUP_ROWS
+        if k:
+            self._writer.write_table(t.slice(0, k), row_group_size=PARQUET_GROUP_ROWS)
+        rest = t.slice(k)
+        self._pending, self._pending_rows = (rest.to_batches() if rest.num_rows else []), rest.num_rows
+
     def __exit__(self, exc_type, exc, tb):
         try:
+            if self.fmt == "parquet" and exc_type is None:
+                self._write_groups(final=True)
             if self.fmt == "csv":
                 self._writer.close()
                 if not isinstance(self._sink, str):
