@@ -354,3 +354,17 @@ def test_save_of_a_mechanism_that_does_not_exist_says_nothing_was_written(tmp_pa
     p = subprocess.run([sys.executable, "-m", "dprivacy.cli", "design", "grid:3x3", "--epsilon", "0.5", "--mechanism",
                         "tight-constraints", "--save", str(out), "--json"], capture_output=True, text=True)
     assert p.returncode == 0 and '"saved": null' in p.stdout and "nothing written" in p.stderr and not out.exists()
+
+
+def test_progress_lines_show_a_loss_in_the_users_sign(capsys, monkeypatch):
+    """Found by a review: a loss's progress read 'objective -2.57417732, bound -1.96084745' (the engines' gain form)
+    where the result said value 2.56, bound 2.03; and --json silenced the lines (the JSON is on stdout)."""
+    from dprivacy.cli import app
+    from dprivacy.mechanisms.lp_engine import Round
+
+    st = app._SolveStatus(False, True, "optimal", loss=True)
+    monkeypatch.setattr(st, "_t0", st._t0 - 10)  # past the first 5 s: a plain line is due
+    st.update(Round(3, 100, -2.5, -1.9, float("nan"), 0.3, 0, 1.0, 10, 2))
+    st.stop()
+    err = capsys.readouterr().err
+    assert "objective 2.5," in err and "bound 1.9," in err and "-" not in err.split("round")[1].split("gap")[0]

@@ -327,14 +327,14 @@ def cmd_design(args) -> None:
         if plan == "full":
             guards.guard_design(args.space, "optimal", n=space.n, grid=isinstance(space, GridSpace), lp_rows=rows)
     if args.mechanism == "optimal":
-        status = _SolveStatus(sys.stderr.isatty(), not args.json, f"optimal mechanism on {space.n:,} points",
-                              heartbeat=1.0)
+        status = _SolveStatus(sys.stderr.isatty(), True, f"optimal mechanism on {space.n:,} points",
+                              heartbeat=1.0, loss=lp.get("loss") is not None)
         try:
             out = build(args.mechanism, space, epsilon=eps, prior=prior, lp={**lp, "progress": status.update})
         finally:
             status.stop()
     else:
-        status = _SolveStatus(sys.stderr.isatty(), not args.json, f"{args.mechanism} on {space.n:,} points", heartbeat=1.0)
+        status = _SolveStatus(sys.stderr.isatty(), True, f"{args.mechanism} on {space.n:,} points", heartbeat=1.0)
 
         def progress(iteration, residual):  # an iterative solver's report (MINRES has no residual: NaN)
             status.update(f"iteration {iteration}" + (f", relative residual {residual:.3g}" if residual == residual else ""))
@@ -503,7 +503,7 @@ def cmd_threshold(args) -> None:
     t0 = time.perf_counter()
     guard_threshold(args.space)
     space = parse_space(args.space)
-    status = _SolveStatus(sys.stderr.isatty(), not args.json, f"threshold search on {space.n:,} points", heartbeat=1.0)
+    status = _SolveStatus(sys.stderr.isatty(), True, f"threshold search on {space.n:,} points", heartbeat=1.0)
     probes = []
 
     def progress(probe):
@@ -633,18 +633,20 @@ class _RowProgress:
 
 
 class _SolveStatus:
-    """Progress of a long solve on stderr: a rich status line on a terminal; otherwise (unless --json)
-    a plain line after the first 5 s and then every 30 s, so that a long run is never silent. With
+    """Progress of a long solve on stderr: a rich status line on a terminal; otherwise (with --json too: the JSON
+    is on stdout) a plain line after the first 5 s and then every 30 s, so that a long run is never silent. With
     ``heartbeat`` (seconds) a timer thread checks for the plain line too: a solver's first report can
     take longer than that (one round of the decomposition on 50×50 Manhattan is about 30 s). Only for
     solves in this process: a solve in a forked child (:func:`~dprivacy.data.interruptible.call_in_child`,
     whose polling loop calls :meth:`tick`) must not be forked from a process with a thread that may
     hold the stderr lock."""
 
-    def __init__(self, show_tty: bool, plain: bool, what: str, heartbeat: float | None = None):
+    def __init__(self, show_tty: bool, plain: bool, what: str, heartbeat: float | None = None, loss: bool = False):
         import threading
 
         self.what = what
+        #: the LP engines report in gain form (a loss negated): the lines show the user's loss, with its lower bound
+        self.loss = loss
         self.plain = plain and not show_tty
         self._status = None
         self._t0 = time.perf_counter()
@@ -661,8 +663,10 @@ class _SolveStatus:
 
     def update(self, r) -> None:
         if hasattr(r, "round"):  # a round of an LP engine: its objective (certified, when checked), bound and gap
-            value = f"objective {r.objective:.9g}" if r.certified != r.certified else f"utility {r.certified:.9g} certified"
-            self._text = (f"{self.what}: round {r.round}, {value}, bound {r.bound:.9g}, gap {r.gap:.2e}, "
+            sign, word = (-1.0, "loss") if self.loss else (1.0, "utility")
+            value = (f"objective {sign * r.objective + 0.0:.9g}" if r.certified != r.certified else
+                     f"{word} {sign * r.certified + 0.0:.9g} certified")
+            self._text = (f"{self.what}: round {r.round}, {value}, bound {sign * r.bound + 0.0:.9g}, gap {r.gap:.2e}, "
                           f"{r.rows:,} constraints, {r.columns:,} columns")
         else:
             self._text = f"{self.what}: {r}"
@@ -671,7 +675,7 @@ class _SolveStatus:
         self.tick()
 
     def tick(self) -> None:
-        """A plain line on stderr after 5 s and then every 30 s (not on a terminal, not with --json)."""
+        """A plain line on stderr after 5 s and then every 30 s (not on a terminal)."""
         if not self.plain:
             return
         with self._lock:
@@ -764,7 +768,7 @@ def cmd_obfuscate(args) -> int:
 
             check_optimal_size(grid)
             limit = args.time_limit if args.time_limit is not None else DEFAULT_OPTIMAL_TIME_LIMIT
-            status = _SolveStatus(show, not args.json, f"optimal mechanism on {grid.n:,} cells (time limit {limit:g} s)")
+            status = _SolveStatus(show, True, f"optimal mechanism on {grid.n:,} cells (time limit {limit:g} s)")
             try:
                 release = call_in_child(build_grid_release, grid, args.mechanism, time_limit=limit, progress=status.update,
                                         tick=status.tick, **build)
@@ -782,7 +786,7 @@ def cmd_obfuscate(args) -> int:
         bar = _RowProgress(args.input, "obfuscating")
         bar.start()
         progress = bar.update
-    elif not args.json:  # not a terminal: a plain line after 5 s and every 30 s (5M rows were 10 s of silence)
+    else:  # not a terminal (or --json, whose report is on stdout): a plain line after 5 s and every 30 s
         plain = _SolveStatus(False, True, "obfuscating")
         progress = lambda done, total=None: plain.update(f"{done:,} rows" + (f" of {total:,}" if total else ""))  # noqa: E731
     try:
@@ -819,7 +823,7 @@ def cmd_series(args) -> int:
     from ..data.io import commit_sidecar, sidecar_path
     from ..data.series import release_series
 
-    status = _SolveStatus(sys.stderr.isatty(), not args.json, "releasing")
+    status = _SolveStatus(sys.stderr.isatty(), True, "releasing")
     try:
         rep = release_series(args.input, args.output, column=args.column, time_column=args.time, epsilon=args.epsilon,
                              metric=args.metric, unit=args.unit, per=args.per, rng=args.seed, force=args.force,
@@ -850,7 +854,7 @@ def cmd_evaluate(args) -> int:
 
     sweep = parse_sweep(args.sweep) if args.sweep is not None else None
     mechanisms = [m.strip() for m in args.mechanisms.split(",") if m.strip()] if args.mechanisms else None
-    status = _SolveStatus(not args.json and sys.stderr.isatty(), not args.json, "evaluating")
+    status = _SolveStatus(not args.json and sys.stderr.isatty(), True, "evaluating")
     try:
         rep = evaluate_release(args.original, args.released, lat=args.lat, lon=args.lon, key=args.key, coords=args.coords,
                                cell=args.cell, region=args.region, prior=args.prior, prior_from=args.prior_from, sweep=sweep,
@@ -890,7 +894,7 @@ def cmd_query(args) -> int:
     def run():
         # a large table or the tight-constraints solve can take a while (31 s were silent): a status line on a
         # terminal, else a plain line after 5 s and every 30 s
-        status = _SolveStatus(sys.stderr.isatty(), not args.json, f"query {q.name} on {args.table}", heartbeat=1.0)
+        status = _SolveStatus(sys.stderr.isatty(), True, f"query {q.name} on {args.table}", heartbeat=1.0)
         try:
             return run_query(args.table, q, epsilon=eps, bounds=bounds, where=args.where, group_by=args.group_by,
                              privacy=args.privacy, rng=args.seed, mechanism=args.mechanism,
