@@ -246,3 +246,27 @@ def test_messages_name_what_was_wrong(capsys, argv, says):
     code = main(argv)
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and says in err, err
+
+
+def test_empty_paths_header_only_files_and_the_prior_keyword_are_named(tmp_path):
+    """Found by a review: an empty path was read as '.' ('path . is a directory'); '1/3,1/3,1/3' was taken for a
+    header and the file called empty; --prior UNIFORM said 'file not found'."""
+    import pytest as _pytest
+
+    from dprivacy.spaces import load_array, load_edge_list
+
+    with _pytest.raises(ValueError, match="path is empty"):
+        load_array("", "prior")
+    with _pytest.raises(ValueError, match="edge list path is empty"):
+        load_edge_list("")
+    (tmp_path / "f.csv").write_text("1/3,1/3,1/3\n")
+    with _pytest.raises(ValueError, match="does not hold numbers .*'1/3'"):
+        load_array(tmp_path / "f.csv", "prior")
+    (tmp_path / "h.csv").write_text("a,b,c\n")
+    with _pytest.raises(ValueError, match="header line only"):
+        load_array(tmp_path / "h.csv", "prior")
+    (tmp_path / "h2.csv").write_text("a,b,c\n0.2,0.3,0.5\n")
+    assert load_array(tmp_path / "h2.csv", "prior").tolist() == [0.2, 0.3, 0.5]
+    p = subprocess.run([sys.executable, "-m", "dprivacy.cli", "prior", "line:3", "--epsilon", "1", "--prior", "UNIFORM"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 2 and "the keyword is 'uniform'" in p.stderr and p.stderr.count("\n") == 1

@@ -635,6 +635,8 @@ def load_array(path, what: str, *, ndmin: int = 1, max_bytes: int = DENSE_LIMIT_
     import warnings
     from pathlib import Path
 
+    if not str(path).strip():  # Path("") is ".", the current folder (review: "path . is a directory")
+        raise ValueError(f"{what} path is empty, expected a .npy, .csv or .txt file")
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"{what} file not found: {p}")
@@ -679,7 +681,12 @@ def load_array(path, what: str, *, ndmin: int = 1, max_bytes: int = DENSE_LIMIT_
         # a header line of column names: no cell of it is a number (a line of numbers with one bad
         # cell is data, and its error names the cell: '0.5,0.5,x' was dropped as a header and the
         # one-line prior reported empty)
-        skip = 1 if not any(number(c) for c in first if c) else 0
+        # ... and names start like names: '1/3,1/3,1/3' is a line of data that is not numbers (it was taken for
+        # a header and the one-line file called empty)
+        named = all(c and (c[0].isalpha() or c[0] in "_\"'") for c in first)
+        skip = 1 if named and not any(number(c) for c in first if c) else 0
+        if skip and len([ln for ln in lines[1:] if ln.strip()]) == 0:
+            raise ValueError(f"{what} file {p} holds a header line only ({lines[0].strip()[:60]!r}), no numbers")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # numpy warns (rather than fails) on an empty file
         try:
@@ -699,6 +706,8 @@ def load_edge_list(path) -> MetricSpace:
     whitespace or a comma; ``#`` starts a comment. Node names that are all integers are sorted."""
     from pathlib import Path
 
+    if not str(path).strip():
+        raise ValueError("edge list path is empty (graph:FILE), expected a text file with one edge per line")
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"edge list file not found: {p}")

@@ -86,6 +86,8 @@ def _prior(arg: str | None, n: int) -> np.ndarray:
         return uniform_prior(n)
     if not arg.strip():  # "" was read as the path "." ("prior path . is a directory")
         raise ValueError("--prior needs a file (.npy, .csv or .txt) or 'uniform', got an empty string")
+    if arg.strip().lower() == "uniform" and not Path(arg).exists():
+        raise ValueError(f"--prior {arg!r}: no such file; the keyword is 'uniform' (lower case)")
     p = _load_array(arg, "prior")
     if p.ndim > 1 and sorted(p.shape)[-2] != 1:
         raise ValueError(f"prior from {arg} has shape {p.shape}, expected a single row or column of {n} probabilities")
