@@ -1237,6 +1237,12 @@ def main(argv=None) -> int:
         except (OSError, ValueError, AttributeError):
             pass
         return EXIT_PIPE
+    except FloatingPointError as exc:
+        # numpy's own words ("overflow encountered in multiply") named neither the value nor the range (review)
+        print(f"dprivacy: error: a computation left the float64 range ({exc}): the inputs are too large or too small "
+              "for it — use an ε and distances whose product ε·d stays well within 1e-300..1e300 (planar Laplace squares "
+              "ε: within 1e150)", file=sys.stderr)
+        return EXIT_USAGE
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, MemoryError, KeyError, OSError, OverflowError, ArithmeticError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"dprivacy: error: {msg}", file=sys.stderr)
