@@ -368,3 +368,15 @@ def test_progress_lines_show_a_loss_in_the_users_sign(capsys, monkeypatch):
     st.stop()
     err = capsys.readouterr().err
     assert "objective 2.5," in err and "bound 1.9," in err and "-" not in err.split("round")[1].split("gap")[0]
+
+
+@pytest.mark.parametrize("space, mechanism", [("ring:5", "truncated-geometric"), ("line:3", "planar-laplace"),
+                                              ("ring:5", "laplace")])
+def test_a_mechanism_not_defined_on_the_space_is_a_result_with_the_reason(space, mechanism):
+    """Found by a review: these exited 2 with the library's words ('pass coordinates= to MetricSpace')."""
+    import json as _json
+
+    p = subprocess.run([sys.executable, "-m", "dprivacy.cli", "design", space, "--epsilon", "1", "--mechanism", mechanism,
+                        "--json"], capture_output=True, text=True)
+    d = _json.loads(p.stdout)
+    assert p.returncode == 0 and d["exists"] is False and space in d["reason"] and "coordinates=" not in d["reason"]

@@ -33,12 +33,36 @@ class Outcome:
 
 def _always(fn: Callable[[MetricSpace, float], Channel], name: str):
     def build(space, epsilon, prior=None):
+        needs = _NEEDS.get(name)
+        if needs is not None and not needs[0](space):
+            # not defined on this space: a result with the reason, in the command line's words (the library's said
+            # "pass coordinates= to MetricSpace" or "space must be a GridSpace")
+            return Outcome(name, False, None, f"{name} is defined on {needs[1]}; {space.name} is not one")
         mech = fn(space, epsilon)
         if not getattr(mech, "is_dense", True):  # kept implicit (e.g. TG whose entries underflow)
             return Outcome(name, True, None, implicit=mech)
         return Outcome(name, True, mech)
 
     return build
+
+
+def _on_a_line(space) -> bool:
+    c = space.coordinates
+    return c is not None and c.ndim == 2 and c.shape[1] == 1
+
+
+def _a_grid(space) -> bool:
+    from ..spaces import GridSpace
+
+    return isinstance(space, GridSpace)
+
+
+#: What a mechanism needs of its space (a test, and the words for the reason when it is not met).
+_NEEDS = {
+    "truncated-geometric": (_on_a_line, "points of a line (line:N, count:N, sum:U,V)"),
+    "laplace": (_on_a_line, "points of a line (line:N, count:N, sum:U,V)"),
+    "planar-laplace": (_a_grid, "a grid of the plane (grid:WxH)"),
+}
 
 
 def _truncated_geometric(space, epsilon):
