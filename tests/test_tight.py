@@ -502,3 +502,26 @@ def test_a_tolerance_below_the_float_spacing_ends_at_adjacent_floats():
     r = tight_threshold(spaces.grid(3, 3), tol=1e-16)
     lo, hi = r.bracket
     assert np.nextafter(lo, np.inf) == hi and not r.certified and "adjacent floats" in r.reason
+
+
+def test_a_path_read_from_a_file_is_recognised_as_a_line(tmp_path):
+    """Found by a review: `threshold graph:path.txt` and a matrix file of line:3 gave no ε* where line:3 says the
+    mechanism exists for every ε (the closed form was only tried on spaces with coordinates)."""
+    d = np.abs(np.subtract.outer(np.arange(5.0), np.arange(5.0)))[np.ix_([3, 0, 4, 1, 2], [3, 0, 4, 1, 2])]
+    space = MetricSpace(d)  # a line, its points shuffled, no coordinates
+    r = tight_constraints(space, epsilon=1.0)
+    assert r.certainty == "closed-form" and r.exists
+    np.testing.assert_allclose(r.z, tight_constraints(spaces.line(5), epsilon=1.0).z[[3, 0, 4, 1, 2]], rtol=1e-12)
+    assert tight_threshold(space).always_exists
+    assert not tight_threshold(spaces.ring(7)).epsilon_star  # a cycle is no line: ball-size symmetric, exists always
+
+
+def test_the_threshold_search_reaches_below_the_smallest_distance_scale():
+    """Found by a review: a 3×3 grid with a twin of its centre at 1e-6 (ε* about 1) was searched down to
+    (1/1e-6)/512 = 1953 only, and got no ε*."""
+    c = np.array([[i % 3, i // 3] for i in range(9)] + [[1 + 1e-6, 1]], dtype=float)
+    space = MetricSpace(np.sqrt(((c[:, None, :] - c[None, :, :]) ** 2).sum(-1)))
+    r = tight_threshold(space)
+    lo, hi = r.bracket
+    assert r.certified and hi < 10
+    assert not tight_constraints(space, epsilon=lo).exists and tight_constraints(space, epsilon=hi).exists

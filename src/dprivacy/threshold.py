@@ -247,7 +247,9 @@ def tight_threshold(
     pos = d[(d > 0) & np.isfinite(d)]
     start = 1.0 / float(pos.min()) if pos.size else 1.0
     if eps_min is None:
-        eps_min = DEFAULT_EPS_MIN_FACTOR * start
+        # down to the scale of the largest distance, not the smallest: a 3×3 grid with a twin of its centre at 1e-6
+        # (ε* ≈ 2.1) was searched only down to 1953 and got no ε*
+        eps_min = DEFAULT_EPS_MIN_FACTOR / float(pos.max()) if pos.size else DEFAULT_EPS_MIN_FACTOR
     eps_min = check_epsilon(eps_min, name="eps_min")
     return bracket_threshold(_Prober(d), lo=lo, hi=hi, start=start, eps_min=eps_min, tol=tol, scan=scan,
                              scan_factor=scan_factor)

@@ -330,9 +330,29 @@ def path_structure(space: MetricSpace):
         return ("line", 1.0, np.arange(space.n)) if space.delta == 1 or space.n <= 2 else None
     x = space.coordinates
     if x is None or x.ndim != 2 or x.shape[1] != 1:
-        return None
-    found = _line_path(x[:, 0], space.distances)
+        x = _line_embedding(space)
+        if x is None:
+            return None
+    else:
+        x = x[:, 0]
+    found = _line_path(x, space.distances)
     return None if found is None else ("line", found[0], found[1])
+
+
+def _line_embedding(space: MetricSpace):
+    """Positions x on a line with |x_i − x_j| = d(i, j), when the metric is one (a path graph from an edge list, a
+    matrix file of a line), else None: x = d(a, ·) from an end point a (the farthest point from point 0). A path
+    read from a file was not recognised ('threshold graph:path.txt' gave no ε* where line:3 says it always exists)."""
+    d = space.distances
+    n = space.n
+    if n < 2 or not np.isfinite(d).all():
+        return None
+    a = int(np.argmax(d[0]))
+    x = d[a].astype(np.float64)
+    from ..spaces import METRIC_RTOL, distance_floor
+
+    ok = np.abs(np.abs(x[:, None] - x[None, :]) - d) <= METRIC_RTOL * np.maximum(d, distance_floor(d))
+    return x if ok.all() else None
 
 
 def path_diagonal(path, epsilon: float) -> np.ndarray:
