@@ -356,9 +356,10 @@ def test_threshold_line_has_no_lower_end():
     ε* = 0; the bracketing search on a line whose metric is not recognised as a path finds no certified lo."""
     r = tight_threshold(spaces.line(10), scan=4)
     assert r.certified and r.epsilon_star == 0.0 and r.always_exists
-    # the same line without coordinates (so no closed form): the search finds no lower end
+    # the same line without coordinates is recognised from its metric; searched densely, no lower end is found
     anon = spaces.from_matrix(spaces.line(10).distances)
-    r = tight_threshold(anon, scan=4)
+    assert tight_threshold(anon, scan=4).always_exists
+    r = tight_threshold(anon, scan=4, method="dense")
     assert not r.certified and r.bracket[0] is None
     assert tight_constraints(anon, epsilon=r.epsilon_star).exists
 
