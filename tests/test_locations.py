@@ -739,3 +739,22 @@ def test_parquet_row_groups_do_not_follow_the_input(tmp_path, monkeypatch):
     obfuscate_file(tmp_path / "p.csv", tmp_path / "o.parquet", epsilon=1.0, rng=1)
     meta = pq.ParquetFile(tmp_path / "o.parquet").metadata
     assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [1000] * 5
+
+
+def test_geojson_ids_and_non_numeric_positions(tmp_path):
+    """Found by a review: a property called "id" first seen after feature 1000 took the Features' ids' column (the
+    ids were dropped); a position [true, 42.5] was read as longitude 1.0, and ["1.5", "42.5"] stopped the run even
+    with --skip-invalid."""
+    feats = [{"type": "Feature", "id": f"F{k}", "geometry": {"type": "Point", "coordinates": [2.0 + k * 1e-4, 48.0]},
+              "properties": {"name": f"n{k}", **({"id": "PROP"} if k == 1200 else {})}} for k in range(1500)]
+    (tmp_path / "ids.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": feats}))
+    obfuscate_file(tmp_path / "ids.geojson", tmp_path / "o.geojson", epsilon=1.0, rng=1)
+    out = json.loads((tmp_path / "o.geojson").read_text())["features"]
+    assert [f["id"] for f in out] == [f"F{k}" for k in range(1500)] and out[1200]["properties"]["id"] == "PROP"
+    bad = [{"type": "Feature", "geometry": {"type": "Point", "coordinates": c}, "properties": {}}
+           for c in ([2.0, 48.0], [True, 42.5], ["1.5", "42.5"], [2.1, 48.1])]
+    (tmp_path / "bad.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": bad}))
+    with pytest.raises(ValueError, match="row 2: missing or non-numeric coordinate"):
+        obfuscate_file(tmp_path / "bad.geojson", tmp_path / "b.geojson", epsilon=1.0, rng=1)
+    rep = obfuscate_file(tmp_path / "bad.geojson", tmp_path / "b.geojson", epsilon=1.0, rng=1, skip_invalid=True)
+    assert rep.rows_rejected == 2 and rep.rows_written == 2

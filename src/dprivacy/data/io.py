@@ -506,6 +506,10 @@ def _geojson_features(path, header: dict):
             raise ValueError(f"{path} is not a GeoJSON FeatureCollection")
 
 
+def _json_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def _feature_rows(path, header: dict, batch_rows: int):
     """Chunks of (properties, ids, lons, lats) lists from the features of ``path``."""
     props, ids, lons, lats = [], [], [], []
@@ -526,8 +530,10 @@ def _feature_rows(path, header: dict, batch_rows: int):
             raise ValueError(f"{path}: feature {k} has {len(c)} coordinates {c[:3]}: the obfuscation is of longitude and "
                              "latitude only; remove the altitude first (it would be dropped, or locate the point)")
         else:
-            lons.append(c[0])
-            lats.append(c[1])
+            # RFC 7946 positions are numbers: anything else (true, "1.5") is a missing coordinate, a rejected row named
+            # by the validation (true was read as 1.0; a string stopped the run even with --skip-invalid)
+            lons.append(c[0] if _json_number(c[0]) else float("nan"))
+            lats.append(c[1] if _json_number(c[1]) else float("nan"))
         p = f.get("properties") or {}
         if not isinstance(p, dict):
             raise ValueError(f"{path}: feature {k} has properties that are not an object")
@@ -624,17 +630,22 @@ def geojson_batches(path, *, batch_rows: int = BATCH_ROWS):
                 yield from _decode_json_columns(_rows_table(chunk, id_c, lon_c, lat_c, path), schema, path).to_batches(batch_rows)
 
         return schema, written()
-    id_c = "feature_id" if any("id" in p for p in first[0][:1000]) else "id"
     unified = None
     tmp = ("\0longitude", "\0latitude")  # first pass: names no property has
+    tmp_id = "\0id"
     id_kinds: set = set()
+    id_property = False  # a property called "id" in any feature (not only the first 1000: the ids were dropped)
     for chunk in itertools.chain([first], rows):  # first pass: the types of every chunk, unified
         id_kinds |= {type(i) for i in chunk[1] if i is not None}
-        s = _rows_table(chunk, id_c, *tmp, path=path, ids_as_text=True).schema
+        id_property = id_property or any("id" in p for p in chunk[0])
+        s = _rows_table(chunk, tmp_id, *tmp, path=path, ids_as_text=True).schema
         try:
             unified = s if unified is None else pa.unify_schemas([unified, s], promote_options="permissive")
         except (pa.ArrowTypeError, pa.ArrowInvalid) as exc:
             raise ValueError(f"{path}: a property has values of incompatible types across features ({exc})") from None
+    id_c = "feature_id" if id_property else "id"
+    if tmp_id in unified.names:
+        unified = unified.set(unified.get_field_index(tmp_id), unified.field(tmp_id).with_name(id_c))
     ids_as_text = bool(id_kinds - {int, float})
     if id_kinds and not ids_as_text:  # numbers only: integers, or doubles if any id has a fraction part
         ids_type = pa.float64() if float in id_kinds else pa.int64()
