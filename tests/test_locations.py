@@ -758,3 +758,18 @@ def test_geojson_ids_and_non_numeric_positions(tmp_path):
         obfuscate_file(tmp_path / "bad.geojson", tmp_path / "b.geojson", epsilon=1.0, rng=1)
     rep = obfuscate_file(tmp_path / "bad.geojson", tmp_path / "b.geojson", epsilon=1.0, rng=1, skip_invalid=True)
     assert rep.rows_rejected == 2 and rep.rows_written == 2
+
+
+def test_damaged_files_are_named(tmp_path):
+    """Found by a review: a truncated .gz said 'Truncated compressed stream', a .gz that is not one 'zlib inflate
+    failed', a truncated GeoJSON 'Unterminated string ... line 1 column 705339' (a position in a buffer)."""
+    import gzip
+
+    body = "lat,lon\n" + "".join(f"{48 + k * 1e-4},{2 + k * 1e-4}\n" for k in range(20000))
+    (tmp_path / "t.csv.gz").write_bytes(gzip.compress(body.encode())[:5000])
+    (tmp_path / "n.csv.gz").write_text(body)
+    feats = [{"type": "Feature", "geometry": {"type": "Point", "coordinates": [2.0, 48.0]}, "properties": {"n": "x"}}] * 50
+    (tmp_path / "t.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": feats})[:1500])
+    for name in ("t.csv.gz", "n.csv.gz", "t.geojson"):
+        with pytest.raises(ValueError, match=f"cannot read .*{name}"):
+            obfuscate_file(tmp_path / name, tmp_path / ("o." + name.split(".", 1)[1]), epsilon=1.0, rng=1)

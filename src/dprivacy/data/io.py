@@ -322,6 +322,9 @@ def _read_batches(path, *, batch_rows: int, text_columns=()) -> tuple[object, It
                                   convert_options=csv.ConvertOptions(column_types={c: pa.string() for c in text_columns}))
         except pa.ArrowInvalid as exc:
             raise ValueError(f"cannot read {path} as CSV: {str(exc).splitlines()[0]}") from None
+        except (OSError, pa.ArrowException) as exc:  # a truncated gzip, a .gz that is not one (review)
+            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ValueError(f"cannot read {path}: {msg} (a damaged, truncated or mislabelled file?)") from None
         return reader.schema, _csv_batches(reader, path)
     if fmt == "parquet" and path.is_dir():
         # a folder of parts (the Dask engine's output, part-NNNNN.parquet): read in the order of the names
@@ -371,6 +374,9 @@ def _csv_batches(reader, path):
         hint = ("; the column's type was taken from the file's first block (16 MiB), where every value was a number, "
                 "so this one cannot be skipped as a row: correct it" if "conversion error" in msg else "")
         raise ValueError(f"cannot read {path} as CSV: {msg}{hint}") from None
+    except (OSError, pa.ArrowException) as exc:  # a truncated gzip, a .gz that is not one: name the file (review)
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"cannot read {path}: {msg} (a damaged, truncated or mislabelled file?)") from None
 
 
 #: Top-level member of the GeoJSON files written here (a foreign member, RFC 7946 §6.1): the Arrow schema
@@ -466,6 +472,16 @@ class _JsonStream:
 
 def _geojson_features(path, header: dict):
     """Stream the top-level members of a FeatureCollection into ``header`` and yield its features."""
+    import json
+
+    try:
+        yield from _geojson_features_of(path, header)
+    except json.JSONDecodeError as exc:
+        # the decoder's position is within a buffer of the stream, not the file's: name the file and the problem only
+        raise ValueError(f"cannot read {path} as GeoJSON: {exc.msg} (the file is cut short or is not valid JSON)") from None
+
+
+def _geojson_features_of(path, header: dict):
     with open(path, "r", encoding="utf-8-sig") as f:
         js = _JsonStream(f, path)
         js.expect("{")

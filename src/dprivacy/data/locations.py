@@ -102,7 +102,7 @@ def check_sane_epsilon(epsilon_m: float, *, precision_deg: float = DEFAULT_PRECI
                          f"below the {lattice * 100:.2g} cm output lattice: the release would be the true point (use ε ≤ "
                          f"{RADIUS95_EPS / lattice * 1000:.4g} per km)")
     if r95 > HALF_CIRCUMFERENCE_M:
-        raise ValueError(f"{what}: ε = {epsilon_m * 1000:.4g} per km means a 95% displacement radius of {r95 / 1000:,.0f} km, "
+        raise ValueError(f"{what}: ε = {epsilon_m * 1000:.4g} per km means a 95% displacement radius of {r95 / 1000:,.4g} km, "
                          f"beyond half the Earth's circumference ({HALF_CIRCUMFERENCE_M / 1000:,.0f} km): the release would say "
                          f"nothing (use ε ≥ {RADIUS95_EPS / HALF_CIRCUMFERENCE_M * 1000:.3g} per km)")
     return r95
