@@ -773,3 +773,14 @@ def test_damaged_files_are_named(tmp_path):
     for name in ("t.csv.gz", "n.csv.gz", "t.geojson"):
         with pytest.raises(ValueError, match=f"cannot read .*{name}"):
             obfuscate_file(tmp_path / name, tmp_path / ("o." + name.split(".", 1)[1]), epsilon=1.0, rng=1)
+
+
+def test_dictionary_and_view_text_coordinates_are_read(tmp_path):
+    """Found by a review: dictionary-encoded and string_view coordinate columns were refused as not numeric while
+    plain text was parsed."""
+    import pyarrow.parquet as pq
+
+    lat = pa.array(["48.85", "48.86"]).dictionary_encode()
+    pq.write_table(pa.table({"lat": lat, "lon": pa.array([2.35, 2.36]).dictionary_encode()}), tmp_path / "d.parquet")
+    rep = obfuscate_file(tmp_path / "d.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)
+    assert rep.rows_written == 2 and pq.read_schema(tmp_path / "o.parquet").field("lat").type == pa.float64()

@@ -242,6 +242,10 @@ def _as_numbers(col):
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if pa.types.is_dictionary(col.type):  # dictionary-encoded text or numbers (refused as "not numeric": review)
+        col = col.cast(col.type.value_type)
+    if getattr(pa.types, "is_string_view", lambda _: False)(col.type):
+        col = col.cast(pa.string())
     if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
         ok = pc.match_substring_regex(col, _NUMBER_TEXT)
         col = pc.if_else(ok, pc.utf8_trim_whitespace(col), pa.scalar(None, col.type))
@@ -517,6 +521,10 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
         schema, batches = read_batches(input_path, text_columns=text)
     for c in (lat_c, lon_c):
         t = schema.field(c).type
+        if pa.types.is_dictionary(t):  # read through its values (_as_numbers decodes them)
+            t = t.value_type
+        if getattr(pa.types, "is_string_view", lambda _: False)(t):
+            t = pa.string()
         ok = pa.types.is_integer(t) if coords == "semicircles" else (
             pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_null(t) or pa.types.is_decimal(t)
             or pa.types.is_string(t) or pa.types.is_large_string(t))  # text: parsed row by row (_as_numbers)
