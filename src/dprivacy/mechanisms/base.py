@@ -339,7 +339,41 @@ def log_underflows(log_h: np.ndarray) -> bool:
     return bool((np.isfinite(lg) & (lg < np.log(_TINY))).any())
 
 
-class LogMechanism(Mechanism):
+class LogEntries:
+    """The measures of a mechanism from its exact log-entries (:meth:`Mechanism.log_rows`), a block of rows at a
+    time, for mechanisms whose float64 entries underflow: utility for the binary gain with its remap (seed 000
+    §3.4, Eq. 6) and Σ_z max_y K[y, z] for the capacity. Mixed in before :class:`Mechanism`."""
+
+    def _blocks(self):
+        n = self.space.n
+        for a in range(0, n, _BLOCK_ROWS):
+            rows = np.arange(a, min(n, a + _BLOCK_ROWS))
+            yield rows, self.log_rows(rows)
+
+    def _binary_utility(self, prior):
+        """Σ_z max_y π_y K[y, z] with the remap z ↦ argmax_y, from the log-entries (seed 000 §3.4, Eq. 6)."""
+        from ..measures.utility import UtilityResult
+
+        with np.errstate(divide="ignore"):
+            logp = np.log(np.asarray(prior, dtype=np.float64))
+        best = np.full(self._m, -np.inf)
+        arg = np.zeros(self._m, dtype=np.intp)
+        for rows, lg in self._blocks():
+            v = lg + logp[rows, None]
+            i = np.argmax(v, axis=0)
+            top = v[i, np.arange(self._m)]
+            better = top > best
+            best[better], arg[better] = top[better], rows[i[better]]
+        return UtilityResult(float(np.exp(best).sum()), arg)
+
+    def _capacity_sum(self) -> float:
+        best = np.full(self._m, -np.inf)
+        for _, lg in self._blocks():
+            best = np.maximum(best, lg.max(axis=0))
+        return float(np.exp(best).sum())
+
+
+class LogMechanism(LogEntries, Mechanism):
     r"""A mechanism held by the natural logarithms of its entries (n × m, −∞ for 0): for the kernels
     e^{−εd} whose float64 matrix underflows (ε·d above about 708: a ring of 1,600 points at ε = 1, a
     clique at distance 800), where a 0 beside a positive entry makes the stored matrix fail the privacy
@@ -370,31 +404,6 @@ class LogMechanism(Mechanism):
 
     def rows(self, secrets) -> np.ndarray:
         return np.exp(self.log_rows(secrets))
-
-    def _blocks(self):
-        n = self.space.n
-        for a in range(0, n, _BLOCK_ROWS):
-            rows = np.arange(a, min(n, a + _BLOCK_ROWS))
-            yield rows, self._log[rows]
-
-    def _binary_utility(self, prior):
-        """Σ_z max_y π_y K[y, z] with the remap z ↦ argmax_y, from the log-entries (seed 000 §3.4, Eq. 6)."""
-        from ..measures.utility import UtilityResult
-
-        with np.errstate(divide="ignore"):
-            logp = np.log(np.asarray(prior, dtype=np.float64))
-        best = np.full(self._m, -np.inf)
-        arg = np.zeros(self._m, dtype=np.intp)
-        for rows, lg in self._blocks():
-            v = lg + logp[rows, None]
-            i = np.argmax(v, axis=0)
-            top = v[i, np.arange(self._m)]
-            better = top > best
-            best[better], arg[better] = top[better], rows[i[better]]
-        return UtilityResult(float(np.exp(best).sum()), arg)
-
-    def _capacity_sum(self) -> float:
-        return float(np.exp(self._log.max(axis=0)).sum())
 
     def _check_privacy(self, space, epsilon, tol):
         """:func:`~dprivacy.measures.check_privacy_log` on the exact log-entries."""

@@ -32,7 +32,7 @@ from numbers import Integral
 import numpy as np
 
 from .._validate import check_epsilon, check_row_indices
-from .base import DenseMechanism, Mechanism, PrivacyCertificate, built
+from .base import DenseMechanism, LogEntries, Mechanism, PrivacyCertificate, built
 from ..spaces import DENSE_LIMIT_BYTES, MetricSpace, line
 
 #: Relative tolerance when deciding that coordinates are equally spaced.
@@ -41,9 +41,6 @@ SPACING_RTOL = 1e-9
 #: The smallest normal float64: a matrix entry below it has lost bits (subnormal) or is 0, so the
 #: stored matrix no longer has the mechanism's ratios and the mechanism is kept implicit.
 _TINY = float(np.finfo(np.float64).tiny)
-
-#: Rows per block when an implicit mechanism's measures scan all its rows (block × m log-entries).
-_BLOCK_ROWS = 1024
 
 
 def line_coordinates(space: MetricSpace, *, who: str = "this mechanism") -> np.ndarray:
@@ -213,7 +210,7 @@ def _underflows(n: int, step_epsilon: float) -> bool:
     return min(inner, end) - step_epsilon * (n - 1) < np.log(_TINY)
 
 
-class TruncatedGeometricMechanism(Mechanism):
+class TruncatedGeometricMechanism(LogEntries, Mechanism):
     r"""The truncated geometric mechanism on a line, kept implicit, optionally followed by a remap.
 
     H[i, j] = c_j·α^{|k_i − k_j|} with α = e^{−ε'q} (:func:`truncated_geometric`), and, with a remap
@@ -296,35 +293,7 @@ class TruncatedGeometricMechanism(Mechanism):
     def rows(self, secrets) -> np.ndarray:
         return np.exp(self.log_rows(secrets))
 
-    def _blocks(self):
-        n = self.space.n
-        for a in range(0, n, _BLOCK_ROWS):
-            rows = np.arange(a, min(n, a + _BLOCK_ROWS))
-            yield rows, self.log_rows(rows)
-
-    # -- measure hooks --------------------------------------------------------------------------
-    def _binary_utility(self, prior):
-        """Σ_w max_y π_y H[y, w] with the remap w ↦ argmax_y, from the log-entries (seed 000 §3.4)."""
-        from ..measures.utility import UtilityResult
-
-        with np.errstate(divide="ignore"):
-            logp = np.log(np.asarray(prior, dtype=np.float64))
-        best = np.full(self._m, -np.inf)
-        arg = np.zeros(self._m, dtype=np.intp)
-        for rows, lg in self._blocks():
-            v = lg + logp[rows, None]
-            i = np.argmax(v, axis=0)
-            top = v[i, np.arange(self._m)]
-            better = top > best
-            best[better], arg[better] = top[better], rows[i[better]]
-        return UtilityResult(float(np.exp(best).sum()), arg)
-
-    def _capacity_sum(self) -> float:
-        best = np.full(self._m, -np.inf)
-        for _, lg in self._blocks():
-            best = np.maximum(best, lg.max(axis=0))
-        return float(np.exp(best).sum())
-
+    # -- measure hooks: utility and capacity from the log-entries (LogEntries) -------------------
     def _check_privacy(self, space, epsilon, tol):
         """The check of :func:`~dprivacy.measures.check_privacy_log` on the exact log-entries (every
         constraint pair, every output), when the n × m log-matrix fits in memory; else None (the dense
