@@ -107,9 +107,9 @@ def test_world_cities_round_trip_keeps_columns_order_and_types(tmp_path, ext):
 def test_same_seed_same_output_and_release_mode_by_default(tmp_path):
     src = _data("obiszow_mtb_xcm.csv")
     a, b, c = tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "c.csv"
-    obfuscate_file(src, a, epsilon=5, unit="km", rng=7)
-    obfuscate_file(src, b, epsilon=5, unit="km", rng=7)
-    rep = obfuscate_file(src, c, epsilon=5, unit="km")
+    obfuscate_file(src, a, epsilon=5, unit="km", rng=7, keep=["alt"])
+    obfuscate_file(src, b, epsilon=5, unit="km", rng=7, keep=["alt"])
+    rep = obfuscate_file(src, c, epsilon=5, unit="km", keep=["alt"])
     assert a.read_bytes() == b.read_bytes() and a.read_bytes() != c.read_bytes()
     assert rep.random_source["release"] is True
 
@@ -268,7 +268,7 @@ def test_stochastic_privacy_loss_of_the_released_points(broken):
 def test_sidecar_states_the_guarantee_and_refuses_absurd_epsilon(tmp_path):
     src = _data("obiszow_mtb_xcm.csv")
     out = tmp_path / "o.csv"
-    obfuscate_file(src, out, epsilon=2.0, unit="km", rng=1, accuracy=None)
+    obfuscate_file(src, out, epsilon=2.0, unit="km", rng=1, accuracy=None, keep=["alt"])
     side = json.loads(Path(str(out) + ".dprivacy.json").read_text())
     g = side["guarantee_details"]
     assert g["noise"]["lattice_m"] == 2.0**-22 and g["every_output_reachable"]
@@ -276,7 +276,7 @@ def test_sidecar_states_the_guarantee_and_refuses_absurd_epsilon(tmp_path):
     assert "not certified" in side["guarantee"] and "tangent plane" in side["guarantee"]
     for e in (1e300, 1e-300):
         with pytest.raises(ValueError, match="95%"):
-            obfuscate_file(src, tmp_path / "x.csv", epsilon=e, unit="km", rng=1)
+            obfuscate_file(src, tmp_path / "x.csv", epsilon=e, unit="km", rng=1, keep=["alt"])
     assert not (tmp_path / "x.csv").exists()
 
 
@@ -784,3 +784,12 @@ def test_dictionary_and_view_text_coordinates_are_read(tmp_path):
     pq.write_table(pa.table({"lat": lat, "lon": pa.array([2.35, 2.36]).dictionary_encode()}), tmp_path / "d.parquet")
     rep = obfuscate_file(tmp_path / "d.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)
     assert rep.rows_written == 2 and pq.read_schema(tmp_path / "o.parquet").field("lat").type == pa.float64()
+
+
+def test_an_altitude_column_is_refused_unless_kept(tmp_path):
+    """A GPS track's altitudes locate its points (with an elevation model); a GeoJSON position's altitude was refused
+    while an 'alt' column of a CSV (obiszow_mtb_xcm.csv) was released untouched."""
+    src = _data("obiszow_mtb_xcm.csv")
+    with pytest.raises(ValueError, match="'alt' look like locations"):
+        obfuscate_file(src, tmp_path / "o.csv", epsilon=5, unit="km", rng=1)
+    assert obfuscate_file(src, tmp_path / "o.csv", epsilon=5, unit="km", rng=1, keep=["alt"]).rows_written > 0

@@ -25,7 +25,10 @@ GEOMETRY_NAMES = ("geometry", "geom", "the_geom", "wkb_geometry", "wkt", "geogra
 #: Words that make a column name look like a location when they are one of its words (``pickup_latitude``,
 #: ``homeLat``, ``Latitude_2``, ``geom``); "long" is left out (``long_description``).
 LOCATION_WORDS = frozenset({"lat", "latitude", "lon", "lng", "longitude", "geometry", "geom", "wkt", "wkb",
-                            "geography", "geog", "coords", "coordinates"})
+                            "geography", "geog", "coords", "coordinates",
+                            # the third coordinate locates too (with an elevation model, a GPS track's altitudes pin
+                            # its points): refused as a GeoJSON position's altitude is
+                            "alt", "altitude", "elevation"})
 
 
 #: Parts that make a column name look like a location wherever they appear in it (``latlng``, ``homelat``
