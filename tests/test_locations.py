@@ -793,3 +793,53 @@ def test_an_altitude_column_is_refused_unless_kept(tmp_path):
     with pytest.raises(ValueError, match="'alt' look like locations"):
         obfuscate_file(src, tmp_path / "o.csv", epsilon=5, unit="km", rng=1)
     assert obfuscate_file(src, tmp_path / "o.csv", epsilon=5, unit="km", rng=1, keep=["alt"]).rows_written > 0
+
+
+def test_the_copy_check_on_big_ids_lists_and_decimal_commas(tmp_path):
+    """Found by a review of the copy check: a 64-bit id beyond 2^53 made obfuscation fail ('Integer value not in
+    range'); an accelerometer list near longitude 0 was taken for a copy; a decimal-comma copy ("41,41185") passed."""
+    import pyarrow.parquet as pq
+
+    n = 40
+    rng = np.random.default_rng(5)
+    lat, lon = 51.4 + 0.2 * rng.random(n), -0.1 + 0.2 * rng.random(n)
+    base = {"lat": lat, "lon": lon, "tweet_id": pa.array(2**62 + np.arange(n), pa.int64()),
+            "accel": [list(rng.normal(0, 0.05, 8)) for _ in range(n)]}
+    pq.write_table(pa.table(base), tmp_path / "ok.parquet")
+    assert obfuscate_file(tmp_path / "ok.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1).rows_written == n
+    pq.write_table(pa.table({**base, "breite": [f"{a:.5f}".replace(".", ",") for a in lat]}), tmp_path / "c.parquet")
+    with pytest.raises(ValueError, match="'breite' hold a copy of the points"):
+        obfuscate_file(tmp_path / "c.parquet", tmp_path / "o2.parquet", epsilon=1.0, rng=1)
+
+
+def test_a_failure_while_writing_the_last_row_group_leaves_no_output(tmp_path, monkeypatch):
+    """Found by a review: the last row group is written when the writer closes, and an error there (a SIGTERM, a
+    full disk) still renamed the temporary file over OUTPUT: an empty or cut release."""
+    from dprivacy.data import io
+
+    (tmp_path / "p.csv").write_text("lat,lon\n48.8,2.3\n48.9,2.4\n")
+
+    def fail(self, *, final):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(io.AtomicWriter, "_write_groups", fail)
+    with pytest.raises(OSError, match="No space"):
+        obfuscate_file(tmp_path / "p.csv", tmp_path / "o.parquet", epsilon=1.0, rng=1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.csv"]
+
+
+def test_row_groups_are_cut_across_batches(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from dprivacy.data import io
+
+    monkeypatch.setattr(io, "PARQUET_GROUP_ROWS", 1000)
+    schema = pa.schema([("v", pa.int64())])
+    with io.AtomicWriter(tmp_path / "o.parquet", schema) as w:
+        start = 0
+        for size in (777, 1, 555, 1200, 3, 999):  # 3535 rows in batches of uneven sizes
+            w.write(pa.RecordBatch.from_arrays([pa.array(np.arange(start, start + size))], schema=schema))
+            start += size
+    f = pq.ParquetFile(tmp_path / "o.parquet")
+    assert [f.metadata.row_group(i).num_rows for i in range(f.metadata.num_row_groups)] == [1000, 1000, 1000, 535]
+    assert f.read().column("v").to_pylist() == list(range(3535))

@@ -1198,7 +1198,29 @@ class _Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
+#: The signal that asked the command to stop (a KeyboardInterrupt raised from it may come back converted, e.g. by
+#: DuckDB as its own interrupt, and would read as Ctrl-C).
+_SIGNALLED: list = []
+
+#: Seconds a terminated command has for its clean-up before it exits anyway (a solver in C code, HiGHS, only
+#: returns to Python at its next check: `timeout -s TERM 8` took a minute).
+TERMINATE_GRACE = 15.0
+
+
 def _terminate(signum, frame):
+    import threading
+
+    if not _SIGNALLED:
+        _SIGNALLED.append(signum)
+
+        def hard_exit():
+            print(f"dprivacy: terminated (signal {signum}; clean-up not finished in {TERMINATE_GRACE:g} s)", file=sys.stderr,
+                  flush=True)
+            os._exit(128 + signum)
+
+        t = threading.Timer(TERMINATE_GRACE, hard_exit)
+        t.daemon = True
+        t.start()
     raise _Terminated(signum)
 
 
@@ -1206,10 +1228,20 @@ def main(argv=None) -> int:
     import signal
     import threading
 
+    restore = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-            if sig is not None:
-                signal.signal(sig, _terminate)
+            # not over an inherited "ignore" (nohup): such a command must go on when the terminal closes
+            if sig is not None and signal.getsignal(sig) not in (signal.SIG_IGN, None):
+                restore[sig] = signal.signal(sig, _terminate)
+    try:
+        return _main(argv)
+    finally:
+        for sig, handler in restore.items():
+            signal.signal(sig, handler)
+
+
+def _main(argv=None) -> int:
     try:
         parser = make_parser()  # numpy is not imported before the arguments are parsed: --version stays fast
         args = parser.parse_args(_join_negative_values(sys.argv[1:] if argv is None else list(argv)))
@@ -1223,10 +1255,10 @@ def main(argv=None) -> int:
     except CliError as exc:
         print(str(exc).splitlines()[0], file=sys.stderr)
         return EXIT_USAGE
-    except _Terminated as exc:
-        print(f"dprivacy: terminated (signal {exc.signum})", file=sys.stderr)
-        return 128 + exc.signum
     except KeyboardInterrupt:
+        if _SIGNALLED:  # a SIGTERM/SIGHUP, possibly seen through another library's interrupt
+            print(f"dprivacy: terminated (signal {_SIGNALLED[0]})", file=sys.stderr)
+            return 128 + _SIGNALLED[0]
         print("dprivacy: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
@@ -1252,6 +1284,9 @@ def main(argv=None) -> int:
         if isinstance(exc, RuntimeError) and "interrupted" in msg.lower():
             # DuckDB turns Ctrl-C during a scan into RuntimeError("Query interrupted") (seen on `query`
             # over an 8-million-row Parquet file): an interruption, not a bug
+            if _SIGNALLED:
+                print(f"dprivacy: terminated (signal {_SIGNALLED[0]})", file=sys.stderr)
+                return 128 + _SIGNALLED[0]
             print("dprivacy: interrupted", file=sys.stderr)
             return EXIT_INTERRUPTED
         print(f"dprivacy: internal error ({type(exc).__name__}: {msg}); please report it", file=sys.stderr)

@@ -406,19 +406,21 @@ class Obfuscator:
             la, lo = la * SEMICIRCLE_DEG, lo * SEMICIRCLE_DEG
         return la, lo
 
-    def validate(self, batch, row0: int, where: str = ""):
+    def validate(self, batch, row0: int, where: str = "", check_copies: bool | None = None):
         """(batch, lat, lon, rows rejected, first message) with the invalid rows dropped, or ValueError
         naming the first one when ``skip_invalid`` is off. ``row0``: rows before this batch (for the
         message); ``where``: a prefix when the global row number is unknown (a Dask partition)."""
         import pyarrow as pa
 
         la, lo = self.coordinates(batch)
-        if row0 == 0:
-            # another copy of the points under any name (homelat, x, location = "42.55623,1.53319"): checked on the
-            # first batch by value; --keep does not exempt a column whose values are the points
-            from .io import location_copies
+        if check_copies if check_copies is not None else row0 == 0:
+            # another copy of the points under any name (homelat, x, location = "42.55623,1.53319"): checked by value on
+            # the first rows of the file (of its first part on Dask: the same rows either way), a sample that keeps
+            # wide text tables cheap; --keep does not exempt a column whose values are the points
+            from .io import COPY_SAMPLE_ROWS, location_copies
 
-            copies = location_copies(batch, la, lo, skip=(self.lat_c, self.lon_c))
+            k = min(batch.num_rows, COPY_SAMPLE_ROWS)
+            copies = location_copies(batch.slice(0, k), la[:k], lo[:k], skip=(self.lat_c, self.lon_c))
             if copies:
                 raise ValueError(f"{self.input_name}: {where}column(s) {', '.join(map(repr, copies))} hold a copy of the points "
                                  f"(numbers within 0.01° of a row's latitude or longitude, in at least half of the rows "
