@@ -388,3 +388,18 @@ def test_json_group_keys_tell_nan_infinity_and_null_apart(tmp_path):
     keys = [a["group"] for a in r.to_dict()["answers"]]
     assert keys == [0.0, 1.0, "Infinity", "NaN", None]
     json.dumps(r.to_dict(), allow_nan=False)  # strict JSON
+
+
+def test_where_allows_lambda_parameters_and_clock_words_inside_their_scope(tmp_path):
+    """Found by a review: a lambda's parameter and current_date were refused as 'not a column'; a parameter's name
+    must not reach the row outside its lambda."""
+    t = tmp_path / "t.csv"
+    t.write_text("id,v\n1,100\n2,5\n3,7\n")
+    q = parse_query("sum:v")
+    for where in ("len(list_filter([id], lambda x: x > 1)) > 0", "current_date > DATE '2000-01-01'"):
+        run_query(str(t), q, epsilon=1.0, bounds=(0, 1000), where=where, privacy="d1", rng=1)
+    with pytest.raises(ValueError, match="protected column"):
+        run_query(str(t), q, epsilon=1.0, bounds=(0, 1000), where="len(list_filter([v], lambda x: x > 50)) > 0", privacy="d1")
+    with pytest.raises(ValueError, match="'read_csv_auto' is not a column"):
+        run_query(str(t), q, epsilon=1.0, bounds=(0, 1000), privacy="d1",
+                  where="list_filter([1], lambda read_csv_auto: true) = [1] AND read_csv_auto['v'] >= 100")

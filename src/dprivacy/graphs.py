@@ -225,7 +225,9 @@ def _length_classes(lengths: np.ndarray, rtol: float) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     order = np.argsort(lengths)
     s = lengths[order]
-    new = np.concatenate([[False], np.diff(s) > rtol * np.maximum(np.abs(s[1:]), 1.0)])
+    pos = s[s > 0]
+    floor = float(pos.min()) if pos.size else 1.0  # relative to the lengths' own scale, not to 1 (spaces.distance_floor)
+    new = np.concatenate([[False], np.diff(s) > rtol * np.maximum(np.abs(s[1:]), floor)])
     cls = np.empty(lengths.size, dtype=np.int64)
     cls[order] = np.cumsum(new)
     return cls

@@ -31,28 +31,31 @@ LOCATION_WORDS = frozenset({"lat", "latitude", "lon", "lng", "longitude", "geome
                             "alt", "altitude", "elevation"})
 
 
-#: Parts that make a column name look like a location wherever they appear in it (``latlng``, ``homelat``
-#: is not caught this way, see :data:`LOCATION_ENDS`; ``pickuplatitude``, ``dropoff_latlong``, ``geohash``).
-LOCATION_PARTS = ("latitud", "longitud", "latlng", "latlon", "lonlat", "lnglat", "coord", "geohash", "geometr", "wkt", "wkb")
+#: Parts that make a column name look like a location wherever they appear in it (``pickuplatitude``,
+#: ``dropoff_latlong``, ``geohash``); ``coord`` and ``geometr`` only as words of their own (``x_coord``, but not
+#: ``coordinator`` or ``geometric_mean``: a review).
+LOCATION_PARTS = ("latitud", "longitud", "latlng", "latlon", "lonlat", "lnglat", "geohash", "wkt", "wkb")
+LOCATION_WORD_STEMS = ("coord", "coords", "coordinate", "coordinates", "geometry", "geometries")
 
-#: A word that ends with one of these after at least three letters (``homelat``, ``pickuplon``, ``homelng``)
-#: looks like a location, except the common words that end so (``flat``, ``salon``, ``nylon``, ``colon``).
+#: A word made of one of these and lat/lon/lng (``homelat``, ``pickuplon``, ``startlng``) looks like a location; a
+#: list of the usual prefixes rather than any word ending so (``epsilon``, ``semicolon``, ``chocolat``, ``flat``).
 LOCATION_ENDS = ("lat", "lon", "lng")
-NOT_LOCATION_WORDS = frozenset({"flat", "plat", "splat", "salon", "nylon", "colon", "baton", "talon", "felon", "melon",
-                                "etalon", "chiffon", "avalon", "babylon", "marathon", "triathlon", "decathlon",
-                                "pentathlon", "biathlon", "ceylon", "echelon", "gallon", "boston"})
+LOCATION_PREFIXES = ("home", "work", "pickup", "dropoff", "start", "end", "stop", "origin", "orig", "dest",
+                     "destination", "src", "source", "dst", "from", "to", "gps", "device", "user", "event", "cell",
+                     "tower", "begin", "finish", "center", "centre", "mid", "last", "first", "prev", "next", "true", "raw")
 
 
 def _looks_located(name: str) -> bool:
-    """Whether a column name looks like a location: one of its words is a location word (:data:`LOCATION_WORDS`),
-    contains a location part (:data:`LOCATION_PARTS`), or is a longer word ending in lat/lon/lng."""
+    """Whether a column name looks like a location: one of its words is a location word (:data:`LOCATION_WORDS`,
+    :data:`LOCATION_WORD_STEMS`), it contains a location part (:data:`LOCATION_PARTS`), or a word of it is a usual
+    prefix followed by lat/lon/lng (``homelat``)."""
     words = _words(name)
-    if words & LOCATION_WORDS:
+    if words & LOCATION_WORDS or words & set(LOCATION_WORD_STEMS):
         return True
     low = name.lower()
     if any(part in low for part in LOCATION_PARTS):
         return True
-    return any(len(w) > 5 and w.endswith(LOCATION_ENDS) and w not in NOT_LOCATION_WORDS for w in words)
+    return any(w.endswith(LOCATION_ENDS) and w[:-3] in LOCATION_PREFIXES for w in words)
 
 
 def _words(name: str) -> set:

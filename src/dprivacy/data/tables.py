@@ -452,6 +452,9 @@ _WHERE_FORBIDDEN = {"SUBQUERY": "a subquery", "STAR": "'*' or COLUMNS(...)", "WI
                     "POSITIONAL_REFERENCE": "a column by position (#N; name the column)"}
 
 
+_CLOCK_WORDS = ("current_date", "current_time", "current_timestamp", "localtime", "localtimestamp")
+
+
 def check_where(con, where: str, rel: str) -> set:
     """Validate ``where`` as one true/false expression on a row of ``rel``; return the columns it uses.
 
@@ -492,9 +495,28 @@ def check_where(con, where: str, rel: str) -> set:
     except duckdb.Error as exc:
         raise ValueError(f"bad --where {where!r}: {str(exc).splitlines()[0]}") from None
 
-    def walk(x):
+    # names that are not columns but may stand alone: SQL's clock keywords, which DuckDB parses as column
+    # references, and inside a lambda its parameters (list_filter(l, x -> x > 1)); both were refused as "not a
+    # column" (review). A parameter's name counts only inside its lambda: outside it would reach the row again.
+    def lambda_params(lhs) -> set:
+        found, stack = set(), [lhs]
+        while stack:
+            y = stack.pop()
+            if isinstance(y, dict):
+                if y.get("class") == "COLUMN_REF" and len(y.get("column_names") or ()) == 1:
+                    found.add(str(y["column_names"][0]).lower())
+                stack.extend(y.values())
+            elif isinstance(y, list):
+                stack.extend(y)
+        return found
+
+
+    def walk(x, params=frozenset(_CLOCK_WORDS)):
         if isinstance(x, dict):
             cls = x.get("class")
+            if cls == "LAMBDA":
+                walk(x.get("expr"), params | lambda_params(x.get("lhs")))
+                return
             if cls in _WHERE_FORBIDDEN:
                 raise ValueError(f"bad --where {where!r}: {_WHERE_FORBIDDEN[cls]} is not allowed (a condition on the "
                                  "row's own columns only)")
@@ -505,16 +527,19 @@ def check_where(con, where: str, rel: str) -> set:
                 # row itself under the relation's name (read_csv_auto['v'], to_json(read_parquet)) reaches every
                 # column, and hid the protected one from the check of the value metrics
                 first = str(x["column_names"][0])
-                if first.lower() not in columns:
+                if len(x["column_names"]) == 1 and first.lower() in params and first.lower() not in columns:
+                    pass  # a lambda's parameter or a clock keyword
+                elif first.lower() not in columns:
                     raise ValueError(f"bad --where {where!r}: {first!r} is not a column of the table (a condition on the "
                                      "row's own columns, named alone, e.g. \"Region = 'West'\"; the columns are "
                                      f"{', '.join(columns.values())})")
-                used.add(columns[first.lower()])
+                else:
+                    used.add(columns[first.lower()])
             for v in x.values():
-                walk(v)
+                walk(v, params)
         elif isinstance(x, list):
             for v in x:
-                walk(v)
+                walk(v, params)
 
     walk(node["select_list"][0])
     try:

@@ -168,7 +168,8 @@ class TightConstraintsResult(TightResult):
                                       "(seed 000 Prop 6); its constraints towards the diagonal are tight (Def 6)",
                                       smallest_epsilon=self.epsilon, rigorous=rigorous)
             log_h = None
-            if self.space is not None:
+            if self.space is not None and (self.channel.matrix < np.finfo(np.float64).tiny).any():
+                # only then the n×n log-entries (a second matrix): zeros at infinite distance are exact, the rest not
                 with np.errstate(divide="ignore"):
                     log_h = -self.epsilon * self.space.distances + np.log(self.z)[None, :]
             if log_h is not None and log_underflows(log_h):
