@@ -658,7 +658,8 @@ def test_names_that_only_contain_the_letters_are_kept(tmp_path):
     import pyarrow.parquet as pq
 
     cols = {"lat": [48.85], "lon": [2.35], "plate": ["x"], "latency": [3], "long_description": ["y"], "salon": ["z"],
-            "flat": ["2b"], "platform": ["p"], "colony": ["c"]}
+            "flat": ["2b"], "platform": ["p"], "colony": ["c"], "epsilon": [0.1], "coordinator": ["ann"],
+            "geometric_mean": [3.0], "semicolon": [";"], "chocolat": ["yes"]}
     pq.write_table(pa.table(cols), tmp_path / "x.parquet")
     obfuscate_file(tmp_path / "x.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)
     assert pq.read_table(tmp_path / "o.parquet").column_names == list(cols)
