@@ -133,9 +133,12 @@ def test_dask_two_workers_equal_the_local_engine_and_fail_cleanly(tmp_path):
 def test_garmin_semicircles_of_a_real_ride(tmp_path):
     bs = pytest.importorskip("bokeh_sampledata")
     src = Path(os.path.dirname(bs.__file__)) / "_data" / "cycling.csv.gz"
+    with pytest.raises(ValueError, match="'altitude' look like locations"):  # a ride's altitudes locate it
+        obfuscate_file(src, tmp_path / "o.csv", epsilon=0.02, unit="m", coords="semicircles")
     with pytest.raises(ValueError, match="semicircles"):
-        obfuscate_file(src, tmp_path / "o.csv", epsilon=0.02, unit="m")
-    rep = obfuscate_file(src, tmp_path / "ride.parquet", epsilon=0.02, unit="m", coords="semicircles", rng=3)
+        obfuscate_file(src, tmp_path / "o.csv", epsilon=0.02, unit="m", keep=["altitude"])
+    rep = obfuscate_file(src, tmp_path / "ride.parquet", epsilon=0.02, unit="m", coords="semicircles", rng=3,
+                         keep=["altitude"])
     assert rep.rows_written == 4391
     out = pq.read_table(tmp_path / "ride.parquet")
     assert pa.types.is_integer(out.schema.field("position_lat").type)  # written back as integer semicircles
