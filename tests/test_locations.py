@@ -844,3 +844,18 @@ def test_row_groups_are_cut_across_batches(tmp_path, monkeypatch):
     f = pq.ParquetFile(tmp_path / "o.parquet")
     assert [f.metadata.row_group(i).num_rows for i in range(f.metadata.num_row_groups)] == [1000, 1000, 1000, 535]
     assert f.read().column("v").to_pylist() == list(range(3535))
+
+
+def test_a_copy_in_semicircles_is_refused(tmp_path):
+    """Found by a review: under --coords semicircles a copy of the position columns (in semicircles) was released."""
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(3)
+    la = np.round((48 + rng.random(30)) / (180 / 2**31)).astype(np.int64)
+    lo = np.round((2 + rng.random(30)) / (180 / 2**31)).astype(np.int64)
+    pq.write_table(pa.table({"position_lat": la, "position_long": lo, "copy": la}), tmp_path / "s.parquet")
+    with pytest.raises(ValueError, match="'copy' hold a copy of the points"):
+        obfuscate_file(tmp_path / "s.parquet", tmp_path / "o.parquet", epsilon=1.0, coords="semicircles", rng=1)
+    pq.write_table(pa.table({"position_lat": la, "position_long": lo, "speed": rng.random(30)}), tmp_path / "t.parquet")
+    assert obfuscate_file(tmp_path / "t.parquet", tmp_path / "o.parquet", epsilon=1.0, coords="semicircles",
+                          rng=1).rows_written == 30

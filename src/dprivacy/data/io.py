@@ -249,7 +249,7 @@ def _number_leaves(arr, rows, many: bool = False):
                 yield vals, rows_ok, per_row[parents[ok]] > 1
 
 
-def location_copies(batch, lat, lon, skip=()) -> list:
+def location_copies(batch, lat, lon, skip=(), atol: float = COPY_ATOL_DEG) -> list:
     """Columns of ``batch`` (other than ``skip``) that hold a copy of the points (``lat``, ``lon`` in degrees, one per
     row): a number within :data:`COPY_ATOL_DEG` of the row's latitude or longitude, or a text holding numbers
     close to both, in at least :data:`COPY_SHARE` of the rows that have one (and two rows at least). Catches a
@@ -274,8 +274,8 @@ def location_copies(batch, lat, lon, skip=()) -> list:
             vals, rows, several = vals[good], rows[good], several[good]
             has[rows] = True
             with np.errstate(invalid="ignore"):
-                a = np.abs(vals - lat[rows]) <= COPY_ATOL_DEG
-                o = np.abs(vals - lon[rows]) <= COPY_ATOL_DEG
+                a = np.abs(vals - lat[rows]) <= atol
+                o = np.abs(vals - lon[rows]) <= atol
             np.logical_or.at(lat_one, rows[~several], a[~several])
             np.logical_or.at(lon_one, rows[~several], o[~several])
             np.logical_or.at(lat_many, rows[several], a[several])

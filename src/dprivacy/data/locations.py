@@ -417,10 +417,13 @@ class Obfuscator:
             # another copy of the points under any name (homelat, x, location = "42.55623,1.53319"): checked by value on
             # the first rows of the file (of its first part on Dask: the same rows either way), a sample that keeps
             # wide text tables cheap; --keep does not exempt a column whose values are the points
-            from .io import COPY_SAMPLE_ROWS, location_copies
+            from .io import COPY_ATOL_DEG, COPY_SAMPLE_ROWS, location_copies
 
             k = min(batch.num_rows, COPY_SAMPLE_ROWS)
             copies = location_copies(batch.slice(0, k), la[:k], lo[:k], skip=(self.lat_c, self.lon_c))
+            if self.coords == "semicircles" and not copies:  # a copy in the file's own unit (review)
+                copies = location_copies(batch.slice(0, k), la[:k] / SEMICIRCLE_DEG, lo[:k] / SEMICIRCLE_DEG,
+                                         skip=(self.lat_c, self.lon_c), atol=COPY_ATOL_DEG / SEMICIRCLE_DEG)
             if copies:
                 raise ValueError(f"{self.input_name}: {where}column(s) {', '.join(map(repr, copies))} hold a copy of the points "
                                  f"(numbers within 0.01° of a row's latitude or longitude, in at least half of the rows "
