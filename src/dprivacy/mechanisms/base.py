@@ -323,14 +323,6 @@ _TINY = float(np.finfo(np.float64).tiny)
 _BLOCK_ROWS = 1024
 
 
-def underflows(h: np.ndarray) -> bool:
-    """Whether some column of a stored matrix has entries below the smallest normal float64 (0, or
-    subnormal: their relative precision is lost) beside entries above it — for a mechanism whose exact
-    entries are all positive (e^{−εd} kernels), whether its float64 matrix is not private as stored."""
-    small = np.asarray(h) < _TINY
-    return bool((small.any(axis=0) & ~small.all(axis=0)).any())
-
-
 def log_underflows(log_h: np.ndarray) -> bool:
     """Whether a matrix given by its log-entries has a positive entry (finite log) below the smallest normal
     float64, i.e. one its float64 matrix would hold as 0 or without its relative precision (the exact zeros, −∞,
