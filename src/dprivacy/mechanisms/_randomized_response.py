@@ -13,11 +13,11 @@ from numbers import Integral
 import numpy as np
 
 from .._validate import check_epsilon
-from .base import DenseMechanism, built_from_log
+from .base import Mechanism, built_from_log
 from ..spaces import MetricSpace, clique
 
 
-def randomized_response(n_or_space, *, epsilon: float) -> DenseMechanism:
+def randomized_response(n_or_space, *, epsilon: float) -> Mechanism:
     """k-ary randomized response on the points of a space.
 
     Parameters
@@ -30,7 +30,9 @@ def randomized_response(n_or_space, *, epsilon: float) -> DenseMechanism:
 
     Returns
     -------
-    DenseMechanism
+    Mechanism
+        Dense, or a :class:`~dprivacy.mechanisms.base.LogMechanism` (its exact log-entries) where its float64
+        entries would underflow.
         k × k with H[y, y] = e^{ε'}/(k−1+e^{ε'}) and H[y, z] = 1/(k−1+e^{ε'}) for z ≠ y, where
         ε' = ε · min_{y≠y'} d(y, y') (over pairs at finite distance; ∞, giving the identity, when
         there is none).

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import as_rng, check_epsilon
-from .base import DenseMechanism, built, built_from_log
+from .base import Mechanism, built, built_from_log
 from ..spaces import MetricSpace
 from .geometric import line_coordinates, line_epsilon
 
@@ -115,7 +115,7 @@ def _log_cell_masses(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, rate: float)
     return np.where(a >= 0, right, np.where(b <= 0, left, inside))
 
 
-def laplace_channel(space: MetricSpace, *, epsilon: float) -> DenseMechanism:
+def laplace_channel(space: MetricSpace, *, epsilon: float) -> Mechanism:
     """The Laplace mechanism on a line, discretized to the space's points by nearest-point remapping.
 
     Parameters
@@ -127,7 +127,9 @@ def laplace_channel(space: MetricSpace, *, epsilon: float) -> DenseMechanism:
 
     Returns
     -------
-    DenseMechanism
+    Mechanism
+        Dense, or a :class:`~dprivacy.mechanisms.base.LogMechanism` (its exact log-entries) where its float64
+        entries would underflow.
         n × n, H[i, k] = P(x_i + N ∈ C_k) with N ~ Laplace(0, 1/ε') and C_k the Voronoi cell of x_k on
         the line (bounded by the midpoints to its neighbours; the two end cells extend to ±∞ and so
         take the tails). The masses are exact differences of the Laplace CDF, no sampling.
