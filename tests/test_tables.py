@@ -70,7 +70,8 @@ def test_grouped_answers_match_truth_within_the_stated_error():
     truth = dict(duckdb.sql(f"SELECT Region, count(*) FROM read_csv_auto('{path}') GROUP BY 1").fetchall())
     errs = []
     for seed in range(30):
-        res = run_query(path, parse_query("count"), epsilon=0.5, group_by="Region", rng=seed)
+        res = run_query(path, parse_query("count"), epsilon=0.5, group_by="Region", rng=seed,
+                        keys=("Central", "East", "South", "West"))
         assert {a.group for a in res.answers} == set(truth)
         errs += [abs(a.noisy - truth[a.group]) for a in res.answers]
     stated = res.answers[0].expected_abs_error
@@ -136,7 +137,7 @@ def test_a_percentile_of_an_empty_selection_is_answered_as_lo():
                   rng=1)
     assert r.answers[0].noisy == 3 and "LO by convention" in r.theorem
     g = run_query(path, parse_query("percentile:Quantity:50"), epsilon=1000.0, bounds=(3, 9), group_by="Region",
-                  where="Region = 'West'", rng=1)
+                  where="Region = 'West'", rng=1, keys=("Central", "East", "South", "West"))
     assert {a.group: a.noisy for a in g.answers if a.group != "West"} == {"Central": 3, "East": 3, "South": 3}
 
 
@@ -354,8 +355,8 @@ def test_a_query_cannot_group_by_the_column_it_aggregates(tmp_path):
     for q, g in (("sum:v", "v"), ("kcount:f,h", "f"), ("percentile:v:50", "v")):
         with pytest.raises(ValueError, match="cannot group by the column it aggregates"):
             run_query(str(t), parse_query(q), epsilon=1.0, bounds=None if q.startswith("kcount") else (0, 30000), group_by=g)
-    r = run_query(str(t), parse_query("count"), epsilon=1.0, group_by="g", rng=1)
-    assert "group keys (the values of 'g')" in r.neighbours
+    r = run_query(str(t), parse_query("count"), epsilon=1.0, group_by="g", rng=1, keys=["a", "b"])
+    assert "2 declared keys of 'g'" in r.neighbours
 
 
 def test_options_that_do_not_apply_are_refused_not_ignored(tmp_path):
@@ -384,9 +385,12 @@ def test_json_group_keys_tell_nan_infinity_and_null_apart(tmp_path):
 
     t = tmp_path / "g.parquet"
     pq.write_table(pa.table({"g": [0.0, 1.0, float("inf"), float("nan"), None, 1.0]}), t)
-    r = run_query(str(t), parse_query("count"), epsilon=1.0, group_by="g", rng=1)
+    r = run_query(str(t), parse_query("count"), epsilon=1.0, group_by="g", rng=1, keys=["0", "1", "inf", "nan", "-inf"])
     keys = [a["group"] for a in r.to_dict()["answers"]]
-    assert keys == [0.0, 1.0, "Infinity", "NaN", None]
+    assert keys == [0.0, 1.0, "Infinity", "NaN", "-Infinity"]
+    # the declared NaN key is the table's NaN (one row), not an empty group: ε = 1e6 leaves no noise
+    big = run_query(str(t), parse_query("count"), epsilon=1e6, group_by="g", rng=1, keys=["nan", "1", "7"])
+    assert [a.noisy for a in big.answers] == [1, 2, 0]
     json.dumps(r.to_dict(), allow_nan=False)  # strict JSON
 
 

@@ -87,7 +87,7 @@ def test_invalid_values_are_named_or_skipped(tmp_path):
     q = parse_query("sum:x")
     with pytest.raises(ValueError, match=r"1 non-numeric and 1 empty value\(s\) in the table.*the first at row 3 of the file \(1 = first data row\);"):
         run_query(str(t), q, epsilon=1, bounds=(5, 10))
-    r = run_query(str(t), q, epsilon=1, bounds=(5, 10), skip_invalid=True, group_by="g", rng=1)
+    r = run_query(str(t), q, epsilon=1, bounds=(5, 10), skip_invalid=True, group_by="g", rng=1, keys=["a", "b"])
     assert r.rows_skipped_not_private == 2
     # a value turning null changes the sum by up to max(|LO|, |HI|) = 10 > HI − LO = 5
     assert r.sensitivity == 10
@@ -127,7 +127,7 @@ def test_cli_privacy_models_and_kcount(tmp_path):
     assert p.returncode == 0 and rep["sensitivity"] == 1 and rep["answer_range"] == [0, 2000] and "rounded" in rep["theorem"]
     flags = tmp_path / "flags.csv"
     _bool_table(flags)
-    p = _cli("query", str(flags), "--query", "kcount:a,b", "--epsilon", "1", "--group-by", "g", cwd=tmp_path)
+    p = _cli("query", str(flags), "--query", "kcount:a,b", "--epsilon", "1", "--group-by", "g", "--keys", "0,1,2", cwd=tmp_path)
     assert p.returncode == 0 and "kcount:a,b" in p.stdout
     for args, needle in ((["--query", "kcount:a"], "two or more"), (["--query", "kcount:a,zz"], "unknown column"),
                          (["--query", "kcount:a,b", "--mechanism", "tight-constraints"], "design kcount")):

@@ -104,9 +104,10 @@ def test_a_valid_where_gives_one_answer_per_group_key():
     r = run_query(sup, parse_query("count"), epsilon=1.0, where="Region = 'West' AND Quantity >= 2", rng=0)
     assert len(r.answers) == 1
     # every key of the group-by column in the table gets an answer, also those the --where leaves empty
-    r = run_query(sup, parse_query("count"), epsilon=1.0, where="Region = 'West'", group_by="Region", rng=0)
+    r = run_query(sup, parse_query("count"), epsilon=1.0, where="Region = 'West'", group_by="Region", rng=0,
+                  keys=("Central", "East", "South", "West"))
     assert sorted(a.group for a in r.answers) == ["Central", "East", "South", "West"]
-    assert "treated as public" in r.public
+    assert "declared for 'Region' (--keys) are public" in r.public
 
 
 def test_duckdb_reads_the_table_file_and_nothing_else(tmp_path):
@@ -132,7 +133,7 @@ def test_grouped_sum_with_positive_lo_is_not_stuck_at_n_lo():
 
     sup = _data("SampleSuperstore.csv.gz")
     r = run_query(sup, parse_query("sum:Sales"), epsilon=50.0, bounds=(100, 1000), group_by="Region", rng=4,
-                  unit=1)
+                  unit=1, keys=("Central", "East", "South", "West"))
     n = 9994
     assert tuple(r.answer_range) == (0, n * 1000)  # a group has 0..N rows: min(0, N·LO)..max(0, N·HI)
     truth = dict(duckdb.sql(f"SELECT Region, sum(CAST(round(least(greatest(Sales, 100), 1000)) AS BIGINT)) "
@@ -143,7 +144,7 @@ def test_grouped_sum_with_positive_lo_is_not_stuck_at_n_lo():
                   unit=1)
     assert tuple(w.answer_range) == (-50 * n, 1000 * n)
     p = run_query(sup, parse_query("percentile:Sales:50"), epsilon=1.0, bounds=(100, 1000), group_by="Region", rng=1,
-                  unit=1)
+                  unit=1, keys=("Central", "East", "South", "West"))
     assert tuple(p.answer_range) == (100, 1000) and all(100 <= a.noisy <= 1000 for a in p.answers)
 
 
@@ -184,7 +185,7 @@ def _joint(channels_per_group) -> np.ndarray:
 def test_standard_group_by_count_spends_eps_when_a_row_moves_between_groups(tmp_path):
     t = _csv(tmp_path / "t.csv", "g", ["A", "B"])
     eps = 1.0
-    r = run_query(t, parse_query("count"), epsilon=eps, group_by="g", rng=0)
+    r = run_query(t, parse_query("count"), epsilon=eps, group_by="g", rng=0, keys=["A", "B"])
     assert r.epsilon_per_answer == pytest.approx(eps / 2) and r.epsilon_spent == eps
     U = queries.universe(2, 2)  # each row in group A (0) or B (1)
     tg = _tg(r)
@@ -356,7 +357,7 @@ def test_cli_ledger_errors_are_one_line_and_the_ledger_is_unchanged(tmp_path):
 
 def test_the_clamped_count_is_shown_to_the_owner_only_and_an_empty_table_has_no_error(tmp_path):
     args = ("query", _data("SampleSuperstore.csv.gz"), "--query", "sum:Quantity", "--bounds", "0,10", "--epsilon", "1",
-            "--group-by", "Region")
+            "--group-by", "Region", "--keys", "Central,East,South,West")
     p = _cli(*args, "--owner")
     assert p.returncode == 0 and "clamped" in p.stdout and "not private" in p.stdout, p.stdout
     # without --owner the release carries no exact count (a review read the number of a city's rows above a
@@ -386,7 +387,7 @@ def test_outputs_follow_the_truncated_geometric_row_at_both_ends(tmp_path):
     group's output is one draw of TG row a = 1 on 0..4, mass at both clamped ends included."""
     n = 3000
     t = _csv(tmp_path / "t.csv", "g,v", [(i, 1) for i in range(n)])
-    r = run_query(t, parse_query("percentile:v:50"), epsilon=8.0, bounds=(0, 4), group_by="g", rng=11)
+    r = run_query(t, parse_query("percentile:v:50"), epsilon=8.0, bounds=(0, 4), group_by="g", rng=11, keys=range(n))
     assert r.sensitivity == 4 and r.epsilon_per_answer == 4.0 and tuple(r.answer_range) == (0, 4)
     out = np.array([a.noisy for a in r.answers])
     support = np.arange(5)
@@ -400,7 +401,7 @@ def test_grouped_sum_at_the_lower_clamp_follows_the_channel(tmp_path):
     """Groups with no selected row have the true sum 0, the lower end of the public range 0..N·HI."""
     n = 3000
     t = _csv(tmp_path / "t.csv", "g,flag,v", [(i, 0, 5) for i in range(n)])
-    r = run_query(t, parse_query("sum:v"), epsilon=2.0, bounds=(0, 5), where="flag = 1", group_by="g", rng=3)
+    r = run_query(t, parse_query("sum:v"), epsilon=2.0, bounds=(0, 5), where="flag = 1", group_by="g", rng=3, keys=range(n))
     assert r.sensitivity == 5 and tuple(r.answer_range) == (0, 5 * n)
     out = np.array([a.noisy for a in r.answers])
     alpha = math.exp(-1.0 / 5)
@@ -423,7 +424,7 @@ def _sd_abs(alpha: float) -> float:
 def test_stated_error_of_sum_matches_the_empirical_error(tmp_path):
     n = 3000
     t = _csv(tmp_path / "t.csv", "g,v", [(i, 3) for i in range(n)])
-    r = run_query(t, parse_query("sum:v"), epsilon=4.0, bounds=(-10, 10), group_by="g", rng=5)
+    r = run_query(t, parse_query("sum:v"), epsilon=4.0, bounds=(-10, 10), group_by="g", rng=5, keys=range(n))
     err = np.abs(np.array([a.noisy for a in r.answers]) - 3)
     stated = r.answers[0].expected_abs_error
     se = _sd_abs(r.noise_alpha) / math.sqrt(n)
@@ -435,7 +436,8 @@ def test_stated_error_of_percentile_matches_the_empirical_error(tmp_path):
     n = 3000
     for value, exact_is_stated in ((4, True), (1, False)):
         t = _csv(tmp_path / f"t{value}.csv", "g,v", [(i, value) for i in range(n)])
-        r = run_query(t, parse_query("percentile:v:50"), epsilon=8.0, bounds=(0, 8), group_by="g", rng=6 + value)
+        r = run_query(t, parse_query("percentile:v:50"), epsilon=8.0, bounds=(0, 8), group_by="g", rng=6 + value,
+                      keys=range(n))
         err = np.abs(np.array([a.noisy for a in r.answers]) - value)
         exact = truncated_geometric_error(r.noise_alpha, 0, 8, value)
         se = _sd_abs(r.noise_alpha) / math.sqrt(n)
@@ -511,3 +513,56 @@ def test_count_theorem_8_is_the_lp_optimum_with_a_where(tmp_path):
     assert "Thm 8" in r.theorem and tuple(r.answer_range) == (0, 3)
     U = queries.universe(3, 2)
     _assert_lp_optimal(r, queries.count(U, {1}), U.hamming(), eps)
+
+
+# -- group keys: declared, never read from the protected table ---------------------------------------------------
+
+
+def test_standard_group_by_needs_declared_keys_and_the_release_does_not_depend_on_the_keys_in_the_table(tmp_path):
+    """Found by a review: under standard ε-DP `count --group-by Sales` published every distinct value of Sales —
+    a row with a value of its own added a key to the release (one row changed, the output's key set changed:
+    no ε bounds that). Now the keys are declared: two neighbouring tables give answers on the same keys, a
+    declared key absent from the table gets one, and a row with another key is in no group."""
+    a = _csv(tmp_path / "a.csv", "g,v", [("x", 1), ("y", 2), ("y", 3)])
+    b = _csv(tmp_path / "b.csv", "g,v", [("x", 1), ("y", 2), ("secret", 3)])  # one row changed
+    with pytest.raises(ValueError, match="needs its group keys declared with --keys"):
+        run_query(a, parse_query("count"), epsilon=1.0, group_by="g")
+    ra = run_query(a, parse_query("count"), epsilon=1e6, group_by="g", keys=["y", "x", "z"], rng=0)
+    rb = run_query(b, parse_query("count"), epsilon=1e6, group_by="g", keys=["y", "x", "z"], rng=0)
+    assert [x.group for x in ra.answers] == [x.group for x in rb.answers] == ["y", "x", "z"]  # declared order
+    assert [x.noisy for x in ra.answers] == [2, 1, 0] and [x.noisy for x in rb.answers] == [1, 1, 0]  # ε = 1e6: no noise
+    s = run_query(b, parse_query("sum:v"), epsilon=1e6, bounds=(0, 5), group_by="g", keys=["x", "secret"], rng=0)
+    assert [x.noisy for x in s.answers] == [1, 3] and s.epsilon_per_answer == pytest.approx(5e5)
+    # under a metric on values the key column is public: its distinct values may be the keys
+    d = run_query(a, parse_query("sum:v"), epsilon=1.0, bounds=(0, 5), group_by="g", privacy="d1", rng=0)
+    assert [x.group for x in d.answers] == ["x", "y"] and "distinct values of 'g' in the table" in d.public
+
+
+def test_declared_keys_are_read_as_the_column_type_and_bad_ones_are_named(tmp_path):
+    t = _csv(tmp_path / "t.csv", "zip,v", [(10024, 1), (10024, 2), (90210, 3)])
+    r = run_query(t, parse_query("count"), epsilon=1e6, group_by="zip", keys=["90210", "10024", "11111"], rng=0)
+    assert [(x.group, x.noisy) for x in r.answers] == [(90210, 1), (10024, 2), (11111, 0)]
+    for keys, needle in ((["10024", "abc"], "'abc' is not a value of 'zip', whose type is BIGINT"),
+                         (["10024", " 10024"], "declared 2 times"), ([], "--keys is empty")):
+        with pytest.raises(ValueError, match=needle):
+            run_query(t, parse_query("count"), epsilon=1.0, group_by="zip", keys=keys)
+    with pytest.raises(ValueError, match="give --group-by COLUMN too"):
+        run_query(t, parse_query("count"), epsilon=1.0, keys=["1"])
+
+
+def test_cli_keys_from_a_list_or_a_file_and_bad_keys_exit_2(tmp_path):
+    (tmp_path / "t.csv").write_text('g,v\n"a, b",1\nc,2\nc,3\n')
+    t = str(tmp_path / "t.csv")
+    (tmp_path / "keys.txt").write_text("a, b\n\nc\n")
+    p = _cli("query", t, "--query", "count", "--epsilon", "1e6", "--group-by", "g", "--keys", "@keys.txt", "--json",
+             "--seed", "1", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert [(a["group"], a["noisy"]) for a in json.loads(p.stdout)["answers"]] == [("a, b", 1), ("c", 2)]
+    p = _cli("query", t, "--query", "count", "--epsilon", "1e6", "--group-by", "g", "--keys", "c, d", "--json",
+             "--seed", "1", cwd=tmp_path)
+    assert [(a["group"], a["noisy"]) for a in json.loads(p.stdout)["answers"]] == [("c", 2), ("d", 0)]
+    for keys, needle in (("c,,d", "no empty key"), ("@missing.txt", "not found: missing.txt"), ("@", "file name after"),
+                         (None, "--keys")):
+        extra = [] if keys is None else ["--keys", keys]
+        p = _cli("query", t, "--query", "count", "--epsilon", "1", "--group-by", "g", *extra, cwd=tmp_path)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and needle in p.stderr, (keys, p.stderr)

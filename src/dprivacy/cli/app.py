@@ -875,6 +875,31 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def _parse_keys(text: str) -> list:
+    """--keys A,B,C (each stripped of surrounding spaces) or --keys @FILE (one key per line, UTF-8; blank
+    lines skipped): the declared group keys, as text (run_query reads them as the column's type)."""
+    if text.startswith("@"):
+        path = text[1:]
+        if not path:
+            raise CliError("dprivacy query: error: --keys @FILE needs a file name after '@'")
+        try:
+            with open(path, encoding="utf-8") as fh:
+                lines = fh.read().splitlines()
+        except FileNotFoundError:
+            raise CliError(f"dprivacy query: error: --keys file not found: {path}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CliError(f"dprivacy query: error: --keys cannot read {path}: {exc}") from None
+        keys = [ln.strip() for ln in lines if ln.strip()]
+        if not keys:
+            raise CliError(f"dprivacy query: error: --keys file {path} has no key (one per line)")
+        return keys
+    keys = [k.strip() for k in text.split(",")]
+    if any(not k for k in keys):
+        raise CliError(f"dprivacy query: error: --keys must be KEY1,KEY2,... with no empty key, got {text!r} (keys with "
+                       "commas: --keys @FILE, one per line)")
+    return keys
+
+
 def cmd_query(args) -> int:
     from .._validate import check_epsilon
     from ..data.tables import parse_query, run_query
@@ -892,6 +917,7 @@ def cmd_query(args) -> int:
             raise CliError(f"dprivacy query: error: --bounds must be LO,HI (two numbers), got {args.bounds!r}")
     if (args.budget is None) != (args.budget_file is None):
         raise CliError("dprivacy query: error: --budget and --budget-file go together")
+    keys = None if args.keys is None else _parse_keys(args.keys)
 
     def run():
         # a large table or the tight-constraints solve can take a while (31 s were silent): a status line on a
@@ -900,7 +926,7 @@ def cmd_query(args) -> int:
         try:
             return run_query(args.table, q, epsilon=eps, bounds=bounds, where=args.where, group_by=args.group_by,
                              privacy=args.privacy, rng=args.seed, mechanism=args.mechanism,
-                             skip_invalid=args.skip_invalid, prior=args.prior, unit=args.unit)
+                             skip_invalid=args.skip_invalid, prior=args.prior, unit=args.unit, keys=keys)
         finally:
             status.stop()
 
@@ -1110,8 +1136,11 @@ def make_parser() -> argparse.ArgumentParser:
     qy.add_argument("--epsilon", type=_ascii_float, required=True)
     qy.add_argument("--where", help="one true/false condition on a row, e.g. \"Region = 'West'\" (no subquery, comment or ';'); "
                     "under --privacy d1|normalized-d1|dinf its columns are treated as public")
-    qy.add_argument("--group-by", help="answer per value of this column (its distinct values are public; standard: ε/2 per "
-                    "group, as a changed row can move between two groups; dinf: ε/G; d1, normalized-d1: ε per group)")
+    qy.add_argument("--group-by", help="answer per value of this column (standard: ε/2 per group, as a changed row can "
+                    "move between two groups, and the keys must be declared with --keys; dinf: ε/G; d1, normalized-d1: ε "
+                    "per group, the keys by default the column's distinct values, as the column is public there)")
+    qy.add_argument("--keys", metavar="A,B,...|@FILE", help="the public group keys of --group-by (required under standard): "
+                    "each gets an answer, with or without rows; rows with another key are in no group. @FILE: one per line")
     qy.add_argument("--bounds", help="LO,HI: the declared range of the column (values are clamped to it; whole numbers, "
                     "or multiples of --unit); write --bounds=-5,5 for a negative LO")
     qy.add_argument("--unit", type=_ascii_float, help="resolution of the values: they are rounded to multiples of it, and a "

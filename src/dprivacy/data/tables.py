@@ -14,8 +14,10 @@ Neighbouring tables. Two tables of the same size N differ in one row (N is publi
 between two ``group_by`` groups. Under the metrics on values (``normalized-d1``, ``d1``, ``dinf``) the
 distance is on the values of the query's column; every other column — in particular those used by
 ``where`` and ``group_by`` — is treated as public (not protected), and the query's column may not be
-used by them. With ``group_by`` the group keys (the distinct values of the column in the whole table) are
-treated as public: every key gets an answer, whether or not a selected row has it.
+used by them. With ``group_by`` the group keys are public: declared (``keys``; required under ``standard``, where
+the column is protected and the distinct values in the table are not public), or under a metric on values the
+distinct values of the (public) column in the whole table. Every key gets an answer, whether or not a selected row
+has it.
 
 Δ is the sensitivity of the integer answer the noise is added to, R = HI − LO, M = max(|LO|, |HI|):
 
@@ -621,7 +623,8 @@ def _plan_split(q: Query, privacy: str, group_by, groups: int) -> tuple[int, str
 
 def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: str | None = None,
               group_by: str | None = None, privacy: str = "standard", rng=None, confidence: float = 0.95,
-              mechanism: str = "auto", skip_invalid: bool = False, prior=None, unit: float | None = None) -> QueryResult:
+              mechanism: str = "auto", skip_invalid: bool = False, prior=None, unit: float | None = None,
+              keys=None) -> QueryResult:
     """Answer ``query`` on ``table`` with ε-private noise per group (see the module docstring).
 
     ``mechanism``: ``auto``/``truncated-geometric`` (the answer clamped to its public range: the truncated
@@ -636,7 +639,11 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     rounded to multiples of U, the bounds must be multiples of U, and the value metrics' distance 1 is U
     (as in :func:`~dprivacy.data.series.release_series`). Without it the values must be whole numbers:
     values with a fraction are refused (rounding them silently made a sum of discounts 922 where it is
-    1561.09), not rounded.
+    1561.09), not rounded. ``keys``: the group keys of ``group_by``, declared public (a sequence of values,
+    read as the column's type): each gets an answer, in the order given, whether or not a row has it, and rows
+    with another key are in no group. Under ``standard`` they are required with ``group_by``: the column is
+    protected there, and the distinct values found in the table are not public (one row with a value of its own
+    adds a key). Under the metrics on values the column is public and the keys default to its distinct values.
     """
     import duckdb
 
@@ -717,6 +724,13 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         # publish its distinct values (a review got every sale amount, the maximum included)
         raise ValueError(f"--group-by {group_by!r}: the group keys are released exactly (treated as public), so a query "
                          f"cannot group by the column it aggregates ({query.name}); group by a public column")
+    if keys is not None and group_by is None:
+        raise ValueError("--keys declares the group keys of --group-by: give --group-by COLUMN too")
+    if group_by is not None and keys is None and privacy == "standard":
+        raise ValueError(f"--group-by {group_by!r} under --privacy standard needs its group keys declared with --keys (e.g. "
+                         f"--keys A,B,C or --keys @FILE, one key per line): every column of a row is protected there, so "
+                         f"the distinct values of {group_by!r} in the table are not public (one row with a value of its own "
+                         f"adds a key to the release)")
     if query.column is not None and any(t in types[query.column] for t in ("BLOB", "MAP", "STRUCT", "[]", "UNION")):
         raise ValueError(f"column {query.column!r} is a {types[query.column]}, not numeric: {query.name} needs numbers")
     if query.column is not None and rel.startswith("read_csv") and "INT" in types[query.column]:
@@ -735,6 +749,10 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     # the row (seen: "Invalid Input Error: Jacksonville 22638.48"), a free exact read of the table.
     sel = f"coalesce(try({where}), false)" if where else "TRUE"
     gexpr = _quote(group_by) if group_by is not None else None
+    if keys is not None:
+        _declare_keys(con, keys, group_by, types[group_by])
+        # compared in the declared type: the same key whatever the reader made of the column's text
+        gexpr = f"TRY_CAST({gexpr} AS {types[group_by]})"
     # One scan for the table size, the invalid values and the number of group keys. The values are checked
     # on the whole table, whatever --where selects: checked on the selection, the refusal (free, nothing
     # charged) told whoever chose the condition whether a row matched it, how many did and (quoted) a value.
@@ -755,7 +773,8 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         checks += ["0", "0"]
     else:
         checks += ["0", "0", "0"]
-    checks.append(f"count(DISTINCT {gexpr}) + max(CASE WHEN {gexpr} IS NULL THEN 1 ELSE 0 END)" if gexpr else "1")
+    checks.append("1" if not gexpr else str(len(keys)) if keys is not None else
+                  f"count(DISTINCT {gexpr}) + max(CASE WHEN {gexpr} IS NULL THEN 1 ELSE 0 END)")
 
     def scan(sql: str):
         nonlocal rel
@@ -829,15 +848,23 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         aggs = [f"quantile_disc({x}, {query.p / 100.0}) FILTER (WHERE {sel} AND {ok})" if query.kind == "percentile" else
                 f"coalesce(sum({x}) FILTER (WHERE {sel} AND {ok}), 0)"]
         clamped = f"count(*) FILTER (WHERE {sel} AND {ok} AND ({val} < {float(value_bounds[0])!r} OR {val} > {float(value_bounds[1])!r}))"
-    if gexpr:
+    if keys is not None:
+        # one answer per declared key, in the order given (0, or the percentile's convention, where no row has it)
+        names = [f"v{i}" for i in range(len(aggs))]
+        empty = "a.{}" if query.kind == "percentile" else "coalesce(a.{}, 0)"
+        sql = (f"WITH a AS (SELECT {gexpr} AS g, {', '.join(f'{e} AS {n}' for e, n in zip(aggs, names))}, {clamped} AS "
+               f"clamped FROM {rel} WHERE {gexpr} IN (SELECT g FROM dp_keys) GROUP BY 1) "
+               f"SELECT d.g, {', '.join(empty.format(n) for n in names)}, coalesce(a.clamped, 0) FROM dp_keys d "
+               f"LEFT JOIN a ON a.g = d.g ORDER BY d.i")
+    elif gexpr:
         sql = f"SELECT {gexpr} AS g, {', '.join(aggs)}, {clamped} AS clamped FROM {rel} GROUP BY 1 ORDER BY 1 NULLS LAST"
     else:
         sql = f"SELECT NULL AS g, {', '.join(aggs)}, {clamped} AS clamped FROM {rel}"
     rows = scan(sql)
     # One released answer per group key (1 without --group-by): anything else is refused, never released.
-    keys = [r[0] for r in rows]
+    got_keys = [r[0] for r in rows]
     expected = n_groups if gexpr else 1
-    if len(rows) != expected or len(set(map(repr, keys))) != len(keys):
+    if len(rows) != expected or len(set(map(repr, got_keys))) != len(got_keys):
         raise ValueError(f"refused: the query produced {len(rows)} answers where {expected} (one per group) were expected")
     if gexpr and not rows:
         raise ValueError("the table has no rows: there is no group to answer")
@@ -923,7 +950,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     if privacy == "standard":
         neighbours = (f"standard ε-DP (d_h): neighbouring tables differ in one row, any of its columns changed; the table "
                       f"size N = {total} is public" + ("" if group_by is None else
-                                                       f", and so are the group keys (the values of {group_by!r})"))
+                                                       f", and so are the {n_groups} declared keys of {group_by!r}"))
         guarantee = (f"ε = {eps:g} (standard): changing one row changes the probability of every release by at most a "
                      f"factor e^{eps:g}")
     else:
@@ -940,8 +967,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         public.append(f"the columns used by --where/--group-by ({', '.join(public_cols)}) are treated as public: they are "
                       "NOT protected")
     if group_by is not None:
-        public.append(f"the group keys (the {n_groups} distinct values of {group_by!r} in the table) are treated as public; "
-                      "each gets an answer, with or without selected rows")
+        public.append(_keys_public(group_by, n_groups, keys is not None))
     if composition:
         guarantee += "; " + composition
     delivered = params.delivered_epsilon * factor
@@ -958,6 +984,41 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     if privacy in VALUE_METRICS:
         res.protected_column, res.public_columns = query.column, list(public_cols)
     return res
+
+
+def _keys_public(group_by: str, n_groups: int, declared: bool) -> str:
+    if declared:
+        return (f"the {n_groups} group keys declared for {group_by!r} (--keys) are public; each gets an answer, with or "
+                "without rows, and rows with another key are in no group")
+    return (f"the group keys (the {n_groups} distinct values of {group_by!r} in the table) are treated as public; each "
+            "gets an answer, with or without selected rows")
+
+
+#: declared group keys, at most (each is one released answer)
+MAX_KEYS = 100_000
+
+
+def _declare_keys(con, keys, group_by: str, type_: str) -> None:
+    """The declared keys, read as ``group_by``'s type, into the temporary table ``dp_keys(i, g)`` (i their
+    order). Refused, naming the key: none, too many, one that is not a value of the type, one given twice."""
+    import duckdb
+
+    keys = [k if isinstance(k, str) else str(k) for k in keys]
+    if not keys:
+        raise ValueError("--keys is empty: declare at least one group key")
+    if len(keys) > MAX_KEYS:
+        raise ValueError(f"--keys declares {len(keys):,} keys, over the {MAX_KEYS:,} allowed (each is one released answer)")
+    try:
+        con.execute(f"CREATE TEMP TABLE dp_keys AS SELECT i, k, TRY_CAST(k AS {type_}) AS g FROM "
+                    "(SELECT generate_subscripts($k, 1) AS i, unnest($k) AS k)", {"k": keys})
+    except duckdb.Error as exc:
+        raise ValueError(f"--keys cannot be read as the type of {group_by!r} ({type_}): {str(exc).splitlines()[0]}") from None
+    bad = con.execute("SELECT k FROM dp_keys WHERE g IS NULL ORDER BY i LIMIT 1").fetchone()
+    if bad is not None:
+        raise ValueError(f"--keys: {bad[0]!r} is not a value of {group_by!r}, whose type is {type_}")
+    dup = con.execute("SELECT min(k), count(*) FROM dp_keys GROUP BY g HAVING count(*) > 1 ORDER BY min(i) LIMIT 1").fetchone()
+    if dup is not None:
+        raise ValueError(f"--keys: {dup[0]!r} is declared {dup[1]} times (as a value of {group_by!r}, {type_}): each key once")
 
 
 def _on_grid(k, step: float):
@@ -1050,13 +1111,12 @@ def _tight_sum(table, query, rows, src, *, eps, eps_answer, factor, delta, lo_a,
         guarantee += "; " + composition
     public = [f"N = {total} rows"]
     if group_by is not None:
-        public.append(f"the group keys (the {n_groups} distinct values of {group_by!r} in the table) are treated as public; "
-                      "each gets an answer, with or without selected rows")
+        public.append(_keys_public(group_by, n_groups, True))  # standard: always declared
     accuracy = ("worst case over every true answer in the public range, computed exactly from the mechanism's rows (one FFT "
                 "product for all rows): 'expected |error|' = max_y Σ_o H(y, o)·|o − y|, 'within ±' the smallest t with "
                 f"P(|error| > t) ≤ {1 - confidence:g} for every true answer")
     neighbours = (f"standard ε-DP (d_h): neighbouring tables differ in one row, any of its columns changed; the table size "
-                  f"N = {total} is public" + ("" if group_by is None else f", and so are the group keys (the values of {group_by!r})"))
+                  f"N = {total} is public" + ("" if group_by is None else f", and so are the {n_groups} declared keys of {group_by!r}"))
     r = QueryResult(table, query.name, "standard", "tight-constraints", eps, float(delta), bounds, where, group_by, answers,
                     src.to_dict(), guarantee=guarantee, theorem=theorem, epsilon_spent=eps,
                     delivered_epsilon=delivered * factor,
