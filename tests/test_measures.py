@@ -382,6 +382,30 @@ def test_check_privacy_log_sees_the_mechanism_where_float64_underflows():
     assert not measures.check_privacy_log(bad, sp, epsilon=eps).ok
 
 
+@pytest.mark.parametrize("eps", [1e290, 1e299])
+def test_check_privacy_log_at_huge_epsilon_is_the_check_scaled(eps):
+    """Found open in a stop note: the truncated geometric at ε = 1e299 said exists, not private (smallest ε
+    inf): log-entries of −5e299 reached the sentinel that stands for 0. The check is homogeneous in
+    (ln H, ε), so it gives the same verdict as at ε = 1, scaled."""
+    from dprivacy import measures, spaces
+
+    sp = spaces.line(6)
+    x = np.arange(6)
+    unit = -np.abs(x[:, None] - x[None, :]).astype(float)  # ln H / ε of the α → 0 limit, up to normalisation
+    r = measures.check_privacy_log(eps * unit, sp, epsilon=eps)
+    assert r.ok and r.smallest_epsilon == pytest.approx(eps, rel=1e-12) and r.epsilon == eps
+    bad = eps * unit
+    bad[2, 4] += 0.5 * eps  # a log-ratio of 1.5·ε·d on a pair at distance 1
+    rb = measures.check_privacy_log(bad, sp, epsilon=eps)
+    assert not rb.ok and rb.smallest_epsilon == pytest.approx(1.5 * eps, rel=1e-12)
+    zero = eps * unit
+    zero[0, 5] = -np.inf  # 0 beside positive entries: not private at any ε
+    assert measures.check_privacy_log(zero, sp, epsilon=eps).smallest_epsilon == np.inf
+    from dprivacy import truncated_geometric
+
+    assert measures.check_privacy(truncated_geometric(spaces.line(6), epsilon=eps)).ok
+
+
 def test_privacy_tolerance_is_relative_to_epsilon_d_with_a_rounding_floor():
     from dprivacy.measures.privacy import LOG_FLOOR_ULPS, PRIVACY_RTOL, rounding_floor
 

@@ -316,3 +316,59 @@ def test_planar_laplace_is_refused_where_the_metric_is_shorter_than_euclid():
     assert check_privacy(planar_laplace_channel(man, epsilon=1.0), man, epsilon=1.0).ok
     with pytest.raises(ValueError, match="not ε·d-private on a chebyshev grid"):
         planar_laplace_channel(spaces.grid(6, 6, metric="chebyshev"), epsilon=1.0)
+
+
+# -- masses that underflow in float64: their logarithms ----------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(0.05, 40.0), st.floats(-40.0, 40.0), st.floats(0.01, 5.0), st.floats(0.01, 5.0),
+       st.sampled_from(["bounded", "right", "down"]))
+def test_log_masses_equal_the_masses_where_both_are_representable(x0, y0, w, h, kind):
+    """x0 > 0 keeps the rectangle off the centre; the masses (≥ e^-60) are normal doubles. The horizontal
+    sides stay 1e-3 off the line through the centre (a side on it is refused; rectangle_masses loses its
+    precision for sides 1e-260 from it, which grids never have: their sides are half-steps apart)."""
+    from hypothesis import assume
+
+    x1, y1, ylo = x0 + w, y0 + h, y0
+    assume(abs(y0) >= 1e-3 and abs(y1) >= 1e-3)
+    if kind == "right":
+        x1 = np.inf
+    elif kind == "down":
+        ylo = -np.inf
+    m, _ = _quadrature.rectangle_masses(x0, x1, ylo, y1)
+    lm, rel = _quadrature.log_rectangle_masses(x0, x1, ylo, y1)
+    assert m[0] > 0 and rel[0] < 1e-11
+    assert lm[0] == pytest.approx(math.log(m[0]), abs=1e-12)
+
+
+@pytest.mark.parametrize("r", [700.0, 800.0, 5000.0, 1e5])
+def test_log_mass_of_a_far_half_plane_matches_the_bessel_marginal(r):
+    """P(X > R) = (1/π) ∫_R^∞ x K₁(x) dx for the planar Laplace of scale 1 (its marginal density is
+    |x| K₁(|x|)/π), computed with the exponentially scaled Bessel function: no underflow at R = 1e5."""
+    v, _ = integrate.quad(lambda u: (r + u) * special.kve(1, r + u) * np.exp(-u), 0, np.inf, epsabs=0, epsrel=1e-13)
+    lm, rel = _quadrature.log_rectangle_masses(np.array([r]), np.array([np.inf]), np.array([-np.inf]), np.array([np.inf]))
+    assert lm[0] == pytest.approx(-r + math.log(v / math.pi), rel=1e-14, abs=1e-11)
+    assert rel[0] < 1e-10
+    with pytest.raises(ValueError, match="contains the centre"):
+        _quadrature.log_rectangle_masses(-1.0, 1.0, -1.0, 1.0)
+
+
+def test_a_planar_laplace_channel_whose_entries_underflow_is_held_by_its_logarithms():
+    """Found open in a stop note: grid:30x30 at ε = 20 (ε × diameter 820) said exists, not private: its
+    float64 matrix has zeros beside positive entries. The far masses' logarithms make it checkable."""
+    from dprivacy.mechanisms.base import LogMechanism
+
+    g = spaces.grid(30, 30)
+    mech = planar_laplace_channel(g, epsilon=20.0)
+    assert isinstance(mech, LogMechanism)
+    r = check_privacy(mech)
+    assert r.ok and r.smallest_epsilon <= 20.0 * (1 + 1e-9)
+    grid = planar_laplace_grid(g, epsilon=20.0)
+    assert (grid.channel.matrix == 0).any() and not check_privacy(grid.channel.matrix, g, epsilon=20.0).ok
+    lg = mech.log_rows(np.arange(g.n))
+    normal = grid.channel.matrix > np.finfo(np.float64).tiny
+    assert np.allclose(np.exp(lg[normal]), grid.channel.matrix[normal], rtol=1e-12, atol=0)
+    assert np.all(np.isfinite(lg))  # every cell reachable from every cell
+    # a grid whose masses do not underflow stays dense, with no logarithms
+    assert planar_laplace_grid(spaces.grid(6, 6), epsilon=2.0).log_matrix is None

@@ -9,7 +9,7 @@ d_P(H_y, H_y') / d(y, y') over all pairs is attained on an essential pair.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -133,6 +133,9 @@ def multiplicative_distance(p, q) -> float:
 #: value, without NaN passes (the smallest positive double has log ≈ −745).
 _LOG_ZERO = -1e300
 _HUGE = 1e299
+#: log-entries larger in magnitude are checked scaled down to it (:func:`check_privacy_log`), far from
+#: the sentinels above
+_LOG_SCALE_ABOVE = 1e296
 
 
 def _finite_log(a: np.ndarray) -> np.ndarray:
@@ -353,8 +356,21 @@ def check_privacy_log(log_matrix, space: MetricSpace, *, epsilon: float, rtol: f
         raise ValueError(f"log matrix must be 2-D with {space.n} rows (one per point), got shape {lg.shape}")
     if np.isnan(lg).any() or (lg == np.inf).any():
         raise ValueError("log matrix must not contain NaN or +inf")
-    lg[np.isneginf(lg)] = _LOG_ZERO
-    return _check_rows(lg, space, e, rtol, atol)
+    zero = np.isneginf(lg)
+    finite = lg[~zero]
+    big = float(np.abs(finite).max()) if finite.size else 0.0
+    if not big > _LOG_SCALE_ABOVE:
+        lg[zero] = _LOG_ZERO
+        return _check_rows(lg, space, e, rtol, atol)
+    # Log-entries this large (ε·d of 1e299: a truncated geometric at ε = 1e299) reach the sentinel of 0
+    # and the threshold of "0 beside a positive entry": the check is homogeneous (ln H and ε·d scaled by
+    # the same 1/s, atol too), so it runs on ln H / s and ε / s and is reported in the caller's units.
+    scale = big / _LOG_SCALE_ABOVE
+    lg = lg / scale
+    lg[zero] = _LOG_ZERO
+    r = _check_rows(lg, space, e / scale, rtol, None if atol is None else atol / scale)
+    return replace(r, epsilon=e, smallest_epsilon=r.smallest_epsilon * scale, worst_ratio=r.worst_ratio * scale,
+                   atol=r.atol * scale)
 
 
 def smallest_epsilon(channel, space: MetricSpace) -> float:

@@ -129,12 +129,14 @@ def _asinh_difference(b: np.ndarray, a: np.ndarray, b_minus_a: np.ndarray) -> np
     return np.arcsinh(arg)
 
 
-def piece_integrals(h, ya, yb) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def piece_integrals(h, ya, yb, *, shifted: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """K_F and K_G for canonical pieces (a line at distance h > 0, 0 ≤ y_a < y_b ≤ ∞) with error estimates.
 
     Returns ``(kf, kg, err_f, err_g)``; ``err_*`` is the difference between the ``_NODES``-point rule
     (returned) and a ``_NODES_CHECK``-point rule on the same panels: an estimate of the error of the
-    lower-order rule, hence a generous one for the returned higher-order value.
+    lower-order rule, hence a generous one for the returned higher-order value. ``shifted``: K_G and its
+    error are returned multiplied by e^{R_a}, R_a = √(h² + y_a²) the piece's nearest distance (the
+    integrand e^{−(R − R_a)}(1 + R)), so that far pieces do not underflow (:func:`log_rectangle_masses`).
     """
     h = np.asarray(h, dtype=np.float64)
     ya = np.asarray(ya, dtype=np.float64)
@@ -172,6 +174,7 @@ def piece_integrals(h, ya, yb) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     mid = 0.5 * (p_lo + p_hi)
     half = 0.5 * (p_hi - p_lo)
     hp = h[p_id]
+    near = ra[p_id][:, None] if shifted else None
 
     def rule(n):
         x, w = _gauss_legendre(n)
@@ -180,7 +183,8 @@ def piece_integrals(h, ya, yb) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
         r = hp[:, None] * c
         wt = half[:, None] * w[None, :] / c
         kf = np.bincount(p_id, weights=(radial_cdf(r) * wt).sum(axis=1), minlength=m)
-        kg = np.bincount(p_id, weights=(radial_sf(r) * wt).sum(axis=1), minlength=m)
+        sf = radial_sf(r) if near is None else np.exp(-np.maximum(r - near, 0.0)) * (1.0 + r)
+        kg = np.bincount(p_id, weights=(sf * wt).sum(axis=1), minlength=m)
         return kf, kg
 
     kf, kg = rule(_NODES)
@@ -236,6 +240,59 @@ def rectangle_masses(x0, x1, y0, y1) -> tuple[np.ndarray, np.ndarray]:
         mass[bad[better]] = m2[better]
         err[bad[better]] = e2[better]
     return mass, err
+
+
+def log_rectangle_masses(x0, x1, y0, y1) -> tuple[np.ndarray, np.ndarray]:
+    """Natural logarithms of the planar Laplace masses (scaled units, centred at 0) of rectangles
+    [x0, x1] × [y0, y1] that do not contain the origin, to full relative precision where the masses
+    themselves underflow in float64 (a rectangle at distance R has mass about e^{−R}: 0 past R ≈ 745).
+
+    The G form of :func:`rectangle_masses` (mass = −(1/2π) Σ_edges ± K_G, exact cancellation of the
+    angles) with every term taken relative to e^{−R₀}, R₀ the rectangle's nearest distance: each piece's
+    K_G is integrated as e^{R_a}·K_G (``piece_integrals(shifted=True)``), R_a ≥ R₀ its own nearest
+    distance, and log mass = −R₀ + log(−(1/2π) Σ ± e^{−(R_a − R₀)}·e^{R_a}K_G). Returns ``(log_mass,
+    rel_err)``: rel_err the estimated relative error of the mass (quadrature plus rounding, as there).
+    """
+    x0, x1, y0, y1 = (np.asarray(v, dtype=np.float64).ravel() for v in (x0, x1, y0, y1))
+    if np.any((x0 < 0) & (x1 > 0) & (y0 < 0) & (y1 > 0)):
+        raise ValueError("log_rectangle_masses: a rectangle contains the centre of the distribution (its mass does "
+                         "not underflow: use rectangle_masses)")
+    m = x0.size
+    offs = np.concatenate([x1, x0, y1, y0])
+    lo = np.concatenate([y0, y0, x0, x0])
+    hi = np.concatenate([y1, y1, x1, x1])
+    orient = np.repeat([1.0, -1.0, 1.0, -1.0], m)
+    live = np.isfinite(offs)
+    if np.any(offs[live] == 0.0):
+        raise ValueError("a rectangle side passes through the centre of the distribution")
+    idx = np.flatnonzero(live)
+    h = np.abs(offs[idx])
+    sgn = np.sign(offs[idx]) * orient[idx]
+    (h1, a1, b1), (h2, a2, b2), two = _canonical(h, lo[idx], hi[idx])
+    uniq, inv = _unique_rows(np.concatenate([h1, h2]), np.concatenate([a1, a2]), np.concatenate([b1, b2]))
+    _, kg, _, eg = piece_integrals(*uniq, shifted=True)
+    r_a = np.hypot(uniq[0], uniq[1])  # each piece's nearest distance (its K_G came multiplied by e^{R_a})
+    rect = idx % m
+    gap_x = np.maximum(np.maximum(x0, -x1), 0.0)
+    gap_y = np.maximum(np.maximum(y0, -y1), 0.0)
+    near = np.hypot(gap_x, gap_y)
+    n1 = h1.size
+    # each edge's term relative to e^{−R₀} of its rectangle: e^{−(R_a − R₀)} ≤ 1 (the piece is on the edge)
+    rel1 = np.exp(-np.maximum(r_a[inv[:n1]] - near[rect], 0.0))
+    kg1, eg1 = kg[inv[:n1]] * rel1, eg[inv[:n1]] * rel1
+    two_at = np.flatnonzero(two)
+    rel2 = np.exp(-np.maximum(r_a[inv[n1:]] - near[rect[two_at]], 0.0))
+    kg1 = kg1 + np.bincount(two_at, weights=kg[inv[n1:]] * rel2, minlength=n1)
+    eg1 = eg1 + np.bincount(two_at, weights=eg[inv[n1:]] * rel2, minlength=n1)
+    two_pi = 2.0 * np.pi
+    total = -np.bincount(rect, weights=sgn * kg1, minlength=m) / two_pi
+    terms = np.bincount(rect, weights=kg1, minlength=m) / two_pi
+    quad = np.bincount(rect, weights=eg1, minlength=m) / two_pi
+    eps = np.finfo(np.float64).eps
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_mass = np.where(total > 0, -near + np.log(np.maximum(total, 0.0)), -np.inf)
+        rel = (quad + 4 * eps * terms) / total + 2 * eps * near
+    return log_mass, np.where(total > 0, rel, np.inf)
 
 
 def _split_at_box(owner, x0, x1, y0, y1, a):

@@ -36,7 +36,7 @@ from scipy.special import lambertw
 from .._validate import check_epsilon
 from ..channels import Channel
 from ..spaces import GridSpace
-from ._quadrature import radial_cdf, rectangle_masses
+from ._quadrature import log_rectangle_masses, radial_cdf, rectangle_masses
 from .base import Mechanism, by_construction
 
 #: Angular resolution of the sampler: θ = 2π·U with U a float64 uniform on [0, 1) on a 2^-53 lattice.
@@ -225,7 +225,12 @@ class PlanarLaplaceGrid:
         Estimated largest absolute error of an entry (Gauss–Legendre error estimate plus rounding in the
         signed edge sums; see ``_quadrature``).
     max_rel_error : float
-        Estimated largest relative error of a non-zero entry.
+        Estimated largest relative error of a non-zero entry (of every entry, from its logarithm, where
+        ``log_matrix`` is given).
+    log_matrix : ndarray or None
+        n×n natural logarithms of the entries, given when some entry is below the smallest normal float64
+        (ε × distance ≳ 700): the channel then holds them as 0 (or subnormal), and only the logarithms,
+        exact to the quadrature's relative error, show the mechanism private.
     """
 
     channel: Channel
@@ -233,6 +238,7 @@ class PlanarLaplaceGrid:
     epsilon_used: float
     max_abs_error: float
     max_rel_error: float
+    log_matrix: np.ndarray | None = None
 
 
 def _epsilon_used(space: GridSpace, e: float, adjust: str) -> float:
@@ -316,7 +322,8 @@ def planar_laplace_grid(space: GridSpace, *, epsilon: float, adjust: str = "none
     Measured on the shared 2-core machine: 20×20 in ~0.07 s, 50×50 in ~0.4 s, 100×100 (a 10 000 ×
     10 000 matrix, 800 MB) in ~5 s, most of it writing the matrix. Entries whose mass is below the
     smallest double (ε × distance ≳ 700) underflow to 0; such a channel cannot be certified by
-    :func:`dprivacy.measures.check_privacy` in float64, although the mechanism is private.
+    :func:`dprivacy.measures.check_privacy` in float64, although the mechanism is private: their logarithms
+    are then computed too (``log_matrix``), and :func:`planar_laplace_channel` holds the mechanism by them.
 
     References
     ----------
@@ -348,16 +355,31 @@ def planar_laplace_grid(space: GridSpace, *, epsilon: float, adjust: str = "none
         ux[xx.ravel(), 0] * unit, ux[xx.ravel(), 1] * unit, uy[yy.ravel(), 0] * unit, uy[yy.ravel(), 1] * unit
     )
     table = mass.reshape(uy.shape[0], ux.shape[0])
+    small = mass < np.finfo(np.float64).tiny  # 0 or subnormal: the entry's relative precision is lost
+    normal = ~small  # (subnormal masses have no relative precision: their logarithms are computed below)
+    rel = float(np.max(err[normal] / mass[normal])) if normal.any() else 0.0
+    log_table = None
+    if small.any():
+        # far cells whose mass underflows (ε·distance ≳ 700): their logarithms, from the same edge sums taken
+        # relative to e^{−R₀}; a cell that far never contains the centre
+        with np.errstate(divide="ignore"):
+            logm = np.log(mass)
+        sx, sy = xx.ravel()[small], yy.ravel()[small]
+        logm[small], rel_small = log_rectangle_masses(ux[sx, 0] * unit, ux[sx, 1] * unit, uy[sy, 0] * unit, uy[sy, 1] * unit)
+        rel = max(rel, float(rel_small.max()))
+        log_table = logm.reshape(table.shape)
 
     n = w * h
     out = np.empty((h, w, h, w), dtype=np.float64)  # [source row, source col, output row, output col]
+    out_log = None if log_table is None else np.empty((h, w, h, w), dtype=np.float64)
     cols = ix[:, None, :]
     for j in range(h):
         out[j] = table[iy[j][None, :, None], cols]
-    positive = mass > 0
-    rel = float(np.max(err[positive] / mass[positive])) if positive.any() else 0.0
+        if out_log is not None:
+            out_log[j] = log_table[iy[j][None, :, None], cols]
     channel = Channel._trusted(out.reshape(n, n), inputs=space.labels, outputs=space.labels)
-    return PlanarLaplaceGrid(channel, e, e_used, float(err.max()), rel)
+    return PlanarLaplaceGrid(channel, e, e_used, float(err.max()), rel,
+                             None if out_log is None else out_log.reshape(n, n))
 
 
 def planar_laplace_channel(space: GridSpace, *, epsilon: float, adjust: str = "none"):
@@ -376,10 +398,13 @@ def planar_laplace_channel(space: GridSpace, *, epsilon: float, adjust: str = "n
     .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), §6.2.
     """
-    from .base import built
+    from .base import built, built_from_log
 
     g = planar_laplace_grid(space, epsilon=epsilon, adjust=adjust)
-    return built(g.channel.matrix, space, epsilon=epsilon, name="planar-laplace",
+    # where entries underflow, the mechanism is held by their logarithms (a LogMechanism): its float64 matrix
+    # has zeros beside positive entries and is not private as stored, although the mechanism is
+    make = built if g.log_matrix is None else built_from_log
+    return make(g.channel.matrix if g.log_matrix is None else g.log_matrix, space, epsilon=epsilon, name="planar-laplace",
                  reason=("planar Laplace at ε' = {:.12g} (ε·d₂-private, seed 002 §6.2) snapped to the nearest cell "
                          "(post-processing); matrix by quadrature, estimated relative error ≤ {:.2g}").format(g.epsilon_used, g.max_rel_error),
                  details={"quadrature_max_abs_error": g.max_abs_error, "quadrature_max_rel_error": g.max_rel_error})
