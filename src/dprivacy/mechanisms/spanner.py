@@ -301,9 +301,10 @@ def optimal_mechanism_spanner(
         )
     lp_eps = eps * (1.0 - margin) / spanner.dilation
 
-    if time_limit is not None:
-        options = {**(options or {}), "time_limit": float(time_limit)}
-    common = dict(gain=gain, loss=loss, outputs=outputs, method="full", solver=method, repair=repair)
+    # the limit goes to optimal_mechanism itself (not only to linprog's options), so that a solve it stops
+    # returns the best constant channel with an honest bound, as every method does, not a failure
+    common = dict(gain=gain, loss=loss, outputs=outputs, method="full", solver=method, repair=repair,
+                  time_limit=None if time_limit is None else float(time_limit))
     lp = optimal_mechanism(proxy, prior, epsilon=lp_eps, options=options, **common)
     relaxed_bound = float("nan")
     if bound and lp.solved:
