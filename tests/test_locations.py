@@ -566,11 +566,12 @@ def test_a_csv_s_other_columns_are_written_back_as_they_were_read(tmp_path):
     src = tmp_path / "t.csv"
     src.write_text("lat,lon,zip,code,flag,note,big\n48.85,2.35,02134,1e5,TRUE,NA,12345678901234567890\n"
                    "48.86,2.36,\"00,7\",007,false,,1\n")
-    obfuscate_file(src, tmp_path / "p.parquet", epsilon=1.0, rng=1)  # other outputs keep the inferred types
+    # (a zip code locates a row to its area: released only when declared with --keep)
+    obfuscate_file(src, tmp_path / "p.parquet", epsilon=1.0, rng=1, keep=("zip",))  # other outputs keep the inferred types
     import pyarrow.parquet as pq
 
     assert pq.read_schema(tmp_path / "p.parquet").field("big").type == pa.float64()
-    obfuscate_file(src, tmp_path / "o.csv", epsilon=1.0, rng=1)
+    obfuscate_file(src, tmp_path / "o.csv", epsilon=1.0, rng=1, keep=("zip",))
     out = pacsv.read_csv(tmp_path / "o.csv", convert_options=pacsv.ConvertOptions(
         column_types={c: pa.string() for c in ("zip", "code", "flag", "note", "big")}, strings_can_be_null=False))
     assert out.column("zip").to_pylist() == ["02134", "00,7"] and out.column("code").to_pylist() == ["1e5", "007"]
@@ -620,7 +621,7 @@ def _copies_table(n=50, seed=0):
     rng = np.random.default_rng(seed)
     lat, lon = 40 + 10 * rng.random(n), -5 + 20 * rng.random(n)
     return lat, lon, {"lat": lat, "lon": lon, "temp": 15 + 10 * rng.random(n), "id": np.arange(n),
-                      "addr": [f"Route {k}, km {k % 7}.5" for k in range(n)], "city": ["Paris"] * n}
+                      "note": [f"Route {k}, km {k % 7}.5" for k in range(n)], "city": ["Paris"] * n}
 
 
 @pytest.mark.parametrize("name, make", [
@@ -629,6 +630,11 @@ def _copies_table(n=50, seed=0):
     ("shape", lambda lat, lon: [f"POINT ({o:.6f} {a:.6f})" for a, o in zip(lat, lon)]),
     ("pos", lambda lat, lon: [{"y": a, "x": o} for a, o in zip(lat, lon)]),
     ("path", lambda lat, lon: [[o, a] for a, o in zip(lat, lon)]),
+    # other units (a review): radians, E7 integers (Google location history), Garmin semicircles, Web Mercator metres
+    ("phi", lambda lat, lon: np.radians(lat)), ("e_e7", lambda lat, lon: np.round(lon * 1e7).astype(np.int64)),
+    ("sc", lambda lat, lon: np.round(lat * 2.0**31 / 180).astype(np.int64)),
+    ("mx", lambda lat, lon: [f"{6378137.0 * np.radians(o):.2f}" for o in lon]),
+    ("my", lambda lat, lon: 6378137.0 * np.log(np.tan(np.pi / 4 + np.radians(lat) / 2))),
 ])
 def test_a_copy_of_the_points_under_any_name_is_refused_by_its_values(tmp_path, name, make):
     """Found by a review: x/y, Breite/Länge, 'location' = "42.55623,1.53319", a struct<y, x> and a list<double>
@@ -643,6 +649,57 @@ def test_a_copy_of_the_points_under_any_name_is_refused_by_its_values(tmp_path, 
         with pytest.raises(ValueError, match=f"'{name}' hold a copy of the points"):
             obfuscate_file(tmp_path / "x.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1, keep=keep)
     assert not (tmp_path / "o.parquet").exists()
+
+
+def test_the_copy_check_reads_every_batch_and_every_dask_part(tmp_path, monkeypatch):
+    """Found by a review: the check read the first 10,000 rows of the file only (a copy after them was released
+    untouched) and, on Dask, the first part only (a first part of one row: nothing was checked at all)."""
+    import pyarrow.parquet as pq
+
+    lat, lon, cols = _copies_table(n=30_000)
+    raw = np.array([f"{a:.5f} {o:.5f}" for a, o in zip(lat, lon)], dtype=object)
+    raw[:12_000] = ""  # the copy starts after the rows the check used to read
+    pq.write_table(pa.table({**cols, "raw": raw}), tmp_path / "late.parquet")
+    with pytest.raises(ValueError, match="'raw' hold a copy of the points"):
+        obfuscate_file(tmp_path / "late.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)
+    # a copy only in a later batch (batches of 5,000 rows here): refused, and nothing written
+    from dprivacy.data import io as dio
+
+    read = dio.read_batches
+    monkeypatch.setattr(dio, "read_batches", lambda path, **kw: read(path, **{**kw, "batch_rows": 5_000}))
+    raw2 = np.array([""] * 30_000, dtype=object)
+    raw2[20_000:] = raw[20_000:]
+    pq.write_table(pa.table({**cols, "raw": raw2}), tmp_path / "later.parquet")
+    with pytest.raises(ValueError, match="'raw' hold a copy of the points"):
+        obfuscate_file(tmp_path / "later.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)
+    assert not (tmp_path / "o.parquet").exists() and not list(tmp_path.glob("*.partial*"))
+    pytest.importorskip("distributed", reason="the Dask engine is the optional extra dprivacy[dask]")
+    from dprivacy.data.dask_engine import obfuscate_dask
+
+    t = pa.table({"lat": lat[:3000], "lon": lon[:3000], "x": lon[:3000], "y": lat[:3000]})
+    w = pq.ParquetWriter(tmp_path / "rg1.parquet", t.schema)
+    w.write_table(t.slice(0, 1))  # a first part of one row
+    w.write_table(t.slice(1))
+    w.close()
+    with pytest.raises(ValueError, match="'x', 'y' hold a copy of the points"):
+        obfuscate_dask(tmp_path / "rg1.parquet", tmp_path / "d.parquet", workers=1, epsilon=1.0)
+    assert not (tmp_path / "d.parquet").exists()
+
+
+@pytest.mark.parametrize("name", ["Address1", "postcode", "zip_code", "ZIP", "postal_code", "street", "pluscode",
+                                  "easting"])
+def test_an_address_or_a_spatial_index_is_refused_by_its_name(tmp_path, name):
+    """Found by a review: sample_geojson.geojson released Address1-3 and Postcode ("SN15 1JW", about 100 m) beside
+    points moved by 2 km. Such columns need --keep."""
+    import pyarrow.parquet as pq
+
+    lat, lon, cols = _copies_table()
+    cols[name] = ["SN15 1JW"] * len(lat)
+    pq.write_table(pa.table(cols), tmp_path / "x.parquet")
+    with pytest.raises(ValueError, match=f"'{name}' look like locations"):
+        obfuscate_file(tmp_path / "x.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)
+    obfuscate_file(tmp_path / "x.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1, keep=(name,))
+    assert name in pq.read_schema(tmp_path / "o.parquet").names
 
 
 def test_columns_whose_values_are_not_the_points_are_kept(tmp_path):

@@ -28,13 +28,18 @@ LOCATION_WORDS = frozenset({"lat", "latitude", "lon", "lng", "longitude", "geome
                             "geography", "geog", "coords", "coordinates",
                             # the third coordinate locates too (with an elevation model, a GPS track's altitudes pin
                             # its points): refused as a GeoJSON position's altitude is
-                            "alt", "altitude", "elevation"})
+                            "alt", "altitude", "elevation",
+                            # an address or a cell of a spatial index locates the point too (a UK postcode to about
+                            # 100 m: a review found Address1-3 and Postcode released beside the moved point)
+                            "address", "addr", "street", "postcode", "postal", "zip", "zipcode",
+                            "pluscode", "easting", "northing", "utm", "mgrs"})
 
 
 #: Parts that make a column name look like a location wherever they appear in it (``pickuplatitude``,
 #: ``dropoff_latlong``, ``geohash``); ``coord`` and ``geometr`` only as words of their own (``x_coord``, but not
 #: ``coordinator`` or ``geometric_mean``: a review).
-LOCATION_PARTS = ("latitud", "longitud", "latlng", "latlon", "lonlat", "lnglat", "geohash", "wkt", "wkb")
+LOCATION_PARTS = ("latitud", "longitud", "latlng", "latlon", "lonlat", "lnglat", "geohash", "wkt", "wkb", "address",
+                  "postcode", "zipcode")
 LOCATION_WORD_STEMS = ("coord", "coords", "coordinate", "coordinates", "geometry", "geometries")
 
 #: A word made of one of these and lat/lon/lng (``homelat``, ``pickuplon``, ``startlng``) looks like a location; a
@@ -201,8 +206,8 @@ COPY_ATOL_DEG = 0.01
 #: A column is a copy of the location when at least this share of the rows with a value match.
 COPY_SHARE = 0.5
 
-#: The rows the copy check reads (the first of the file): a copy is in every row, and text columns cost about
-#: 0.45 s each per 262,144 rows to split into numbers (measured by a review: 10 of them, 5.4 s against 0.96 s).
+#: The rows of each batch the copy check reads (spread over it): a copy is in most rows, and text columns cost
+#: about 0.45 s each per 262,144 rows to split into numbers (measured by a review: 10 of them, 5.4 s against 0.96 s).
 COPY_SAMPLE_ROWS = 10_000
 
 _NUMBER = r"^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$"
@@ -249,16 +254,40 @@ def _number_leaves(arr, rows, many: bool = False):
                 yield vals, rows_ok, per_row[parents[ok]] > 1
 
 
-def location_copies(batch, lat, lon, skip=(), atol: float = COPY_ATOL_DEG) -> list:
-    """Columns of ``batch`` (other than ``skip``) that hold a copy of the points (``lat``, ``lon`` in degrees, one per
-    row): a number within :data:`COPY_ATOL_DEG` of the row's latitude or longitude, or a text holding numbers
-    close to both, in at least :data:`COPY_SHARE` of the rows that have one (and two rows at least). Catches a
-    copy whatever its name (``homelat``, ``x``, ``location`` = "42.55623,1.53319", ``track`` = [[lon, lat], ...])."""
+#: Web Mercator's sphere radius (EPSG:3857), metres
+_MERCATOR_R = 6378137.0
+
+
+def copy_encodings(lat, lon) -> list:
+    """The forms in which a column may hold the points (``lat``, ``lon`` in degrees): (latitudes, longitudes, their
+    tolerances) for degrees, radians, E7 integers (Google's location history), Garmin semicircles and Web Mercator
+    metres (EPSG:3857, x = Rλ, y = R ln tan(π/4 + φ/2)), each tolerance :data:`COPY_ATOL_DEG` in that unit
+    (Mercator's y: the image of 0.01° of latitude, R/cos φ per radian)."""
     import numpy as np
 
     lat = np.asarray(lat, dtype=np.float64)
     lon = np.asarray(lon, dtype=np.float64)
-    n = lat.size
+    rad = np.pi / 180.0
+    semi = 2.0**31 / 180.0
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        phi = np.clip(lat, -89.9, 89.9) * rad
+        y = _MERCATOR_R * np.log(np.tan(np.pi / 4 + phi / 2))
+        y_tol = _MERCATOR_R * COPY_ATOL_DEG * rad / np.cos(phi)
+    a = COPY_ATOL_DEG
+    return [(lat, lon, a, a), (lat * rad, lon * rad, a * rad, a * rad), (lat * 1e7, lon * 1e7, a * 1e7, a * 1e7),
+            (lat * semi, lon * semi, a * semi, a * semi), (y, _MERCATOR_R * lon * rad, y_tol, _MERCATOR_R * a * rad)]
+
+
+def location_copies(batch, lat, lon, skip=()) -> list:
+    """Columns of ``batch`` (other than ``skip``) that hold a copy of the points (``lat``, ``lon`` in degrees, one per
+    row): a number within :data:`COPY_ATOL_DEG` of the row's latitude or longitude, or a text holding numbers
+    close to both, in at least :data:`COPY_SHARE` of the rows that have one (and two rows at least), in degrees or
+    another unit of :func:`copy_encodings` (radians, E7, semicircles, Web Mercator metres). Catches a copy whatever
+    its name (``homelat``, ``x``, ``location`` = "42.55623,1.53319", ``track`` = [[lon, lat], ...])."""
+    import numpy as np
+
+    encodings = copy_encodings(lat, lon)
+    n = encodings[0][0].size
     found = []
     for name in batch.schema.names:
         if name in skip:
@@ -273,13 +302,14 @@ def location_copies(batch, lat, lon, skip=(), atol: float = COPY_ATOL_DEG) -> li
             good = np.isfinite(vals)
             vals, rows, several = vals[good], rows[good], several[good]
             has[rows] = True
-            with np.errstate(invalid="ignore"):
-                a = np.abs(vals - lat[rows]) <= atol
-                o = np.abs(vals - lon[rows]) <= atol
-            np.logical_or.at(lat_one, rows[~several], a[~several])
-            np.logical_or.at(lon_one, rows[~several], o[~several])
-            np.logical_or.at(lat_many, rows[several], a[several])
-            np.logical_or.at(lon_many, rows[several], o[several])
+            for e_lat, e_lon, t_lat, t_lon in encodings:
+                with np.errstate(invalid="ignore"):
+                    a = np.abs(vals - e_lat[rows]) <= (t_lat[rows] if np.ndim(t_lat) else t_lat)
+                    o = np.abs(vals - e_lon[rows]) <= (t_lon[rows] if np.ndim(t_lon) else t_lon)
+                np.logical_or.at(lat_one, rows[~several], a[~several])
+                np.logical_or.at(lon_one, rows[~several], o[~several])
+                np.logical_or.at(lat_many, rows[several], a[several])
+                np.logical_or.at(lon_many, rows[several], o[several])
         match = lat_one | lon_one | (lat_many & lon_many)
         k = int(has.sum())
         if k >= 2 and int(match.sum()) >= max(2, COPY_SHARE * k):
@@ -312,8 +342,9 @@ def check_no_other_locations(schema, lat_c: str, lon_c: str, path, keep=()) -> N
             continue
         other += [f.name] if f.name.lower() in usual else _located_fields(f)
     if other:
-        raise ValueError(f"{path}: column(s) {', '.join(map(repr, other))} look like locations (a coordinate or a geometry: "
-                         "a name with lat/lon/geometry in it, or binary data such as WKB) besides the obfuscated "
+        raise ValueError(f"{path}: column(s) {', '.join(map(repr, other))} look like locations (a coordinate, a geometry, "
+                         "an altitude or an address: a name with lat/lon/geometry/alt/address/postcode/zip in it, or "
+                         "binary data such as WKB) besides the obfuscated "
                          f"{lat_c!r}/{lon_c!r}: they would be released untouched; drop them (renaming would only hide "
                          "them from this check), or, for a column that holds no location, name it with --keep COL")
 

@@ -252,6 +252,16 @@ def _as_numbers(col):
     return pc.cast(col, pa.float64())
 
 
+def copy_sample(rows: int):
+    """Row indices of a batch the copy check reads: all of them up to :data:`~dprivacy.data.io.COPY_SAMPLE_ROWS`,
+    else that many spread evenly over the batch."""
+    from .io import COPY_SAMPLE_ROWS
+
+    if rows <= COPY_SAMPLE_ROWS:
+        return np.arange(rows)
+    return np.unique(np.linspace(0, rows - 1, COPY_SAMPLE_ROWS).astype(np.int64))
+
+
 def rejection_note(report) -> None:
     """Say in the report that rejected rows are missing from the release: which rows are present depends on
     their true locations (inside the region or not, valid or not), which the guarantee does not cover."""
@@ -413,17 +423,16 @@ class Obfuscator:
         import pyarrow as pa
 
         la, lo = self.coordinates(batch)
-        if check_copies if check_copies is not None else row0 == 0:
-            # another copy of the points under any name (homelat, x, location = "42.55623,1.53319"): checked by value on
-            # the first rows of the file (of its first part on Dask: the same rows either way), a sample that keeps
-            # wide text tables cheap; --keep does not exempt a column whose values are the points
-            from .io import COPY_ATOL_DEG, COPY_SAMPLE_ROWS, location_copies
+        if check_copies is None or check_copies:
+            # another copy of the points under any name (homelat, x, location = "42.55623,1.53319"): checked by value in
+            # every batch (every part on Dask) on rows spread over it, a sample that keeps wide text tables cheap (the
+            # first rows only missed a copy that started after them, and a part of one row was not checked: review);
+            # --keep does not exempt a column whose values are the points
+            from .io import location_copies
 
-            k = min(batch.num_rows, COPY_SAMPLE_ROWS)
-            copies = location_copies(batch.slice(0, k), la[:k], lo[:k], skip=(self.lat_c, self.lon_c))
-            if self.coords == "semicircles" and not copies:  # a copy in the file's own unit (review)
-                copies = location_copies(batch.slice(0, k), la[:k] / SEMICIRCLE_DEG, lo[:k] / SEMICIRCLE_DEG,
-                                         skip=(self.lat_c, self.lon_c), atol=COPY_ATOL_DEG / SEMICIRCLE_DEG)
+            take = copy_sample(batch.num_rows)
+            # in degrees and the other units a copy comes in (radians, E7, semicircles, Web Mercator metres)
+            copies = location_copies(batch.take(pa.array(take)), la[take], lo[take], skip=(self.lat_c, self.lon_c))
             if copies:
                 raise ValueError(f"{self.input_name}: {where}column(s) {', '.join(map(repr, copies))} hold a copy of the points "
                                  f"(numbers within 0.01° of a row's latitude or longitude, in at least half of the rows "
