@@ -306,6 +306,9 @@ def test_cli_evaluate_writes_a_self_contained_page_and_a_figure(tmp_path):
     assert len(g["sweep"]) == 6 and g["at_release"]["mechanism"] == "planar-laplace-grid"
     page = (tmp_path / "page.html").read_text()
     assert "data:image/png;base64," in page and "http://" not in page and "https://" not in page and "<script" not in page
+    # the map draws the true points: the page and the report say it is not for publication (review)
+    assert "CONTAINS THE TRUE LOCATIONS: for the data owner, not for publication" in page
+    assert any("not for publication" in n for n in rep["notes"])
     assert (tmp_path / "fig.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     for extra, needle in ((["--sweep", "4:1:3"], "--sweep"), (["--cell", "1km"], "--region"), (["--html", "nodir/x.html"], "does not exist")):
         args = ["evaluate", str(src), "rel.csv", *extra]

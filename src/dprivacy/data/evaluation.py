@@ -166,7 +166,8 @@ def figure(path, *, original=None, released=None, displacement=None, epsilon_m=N
             ax.set_xlabel("longitude (°)")
             ax.set_ylabel("latitude (°)")
             ax.legend(loc="lower right", fontsize=8)
-            ax.set_title(f"{k:,} of {la0.size:,} points (land/sea: global-land-mask)", fontsize=9)
+            ax.set_title(f"{k:,} of {la0.size:,} points (land/sea: global-land-mask)\nTRUE locations in blue: not for "
+                         "publication", fontsize=9, color="#b00")
         elif kind == "hist":
             d = displacement
             hi = float(np.quantile(d, 0.995))
@@ -196,6 +197,10 @@ def figure(path, *, original=None, released=None, displacement=None, epsilon_m=N
     plt.close(fig)
 
 
+#: What the evaluation's figure and page say of themselves: their map draws the true points.
+OWNER_ONLY = "CONTAINS THE TRUE LOCATIONS: for the data owner, not for publication"
+
+
 def html_page(result: dict, png_bytes: bytes | None, title: str) -> str:
     """A self-contained HTML page: the figure embedded as base64, the figures of ``result`` as tables."""
     import base64
@@ -206,7 +211,8 @@ def html_page(result: dict, png_bytes: bytes | None, title: str) -> str:
                        if not isinstance(v, (list, dict)) or k in ("displacement_m", "predicted_displacement_m"))
         return f"<table>{rows}</table>"
 
-    parts = [f"<h1>{html.escape(title)}</h1>"]
+    parts = [f"<h1>{html.escape(title)}</h1>", f'<p style="color:#b00;font-weight:bold">{html.escape(OWNER_ONLY)}: the map '
+             "draws the original points and joins them to their releases.</p>"]
     if png_bytes:
         parts.append(f'<img alt="figure" src="data:image/png;base64,{base64.b64encode(png_bytes).decode()}">')
     parts.append("<h2>Displacement</h2>" + table({k: v for k, v in result.items() if k != "grid"}))
@@ -325,7 +331,11 @@ def evaluate_release(original, released, *, lat=None, lon=None, key=None, coords
             out["sweep"] = rows
             out["sweep_unit"] = unit
         res["grid"] = out
-    title = f"dprivacy evaluate: {Path(released).name} against {Path(original).name}"
+    # the map shows true points beside released ones: a figure for the data owner, and it says so (review: the
+    # natural attachment to a release carried 1,500 true locations unmarked)
+    title = (f"dprivacy evaluate: {Path(released).name} against {Path(original).name} — {OWNER_ONLY}")
+    if png or html:
+        res["notes"] = res.get("notes", []) + [f"the --png/--html figure shows true locations: {OWNER_ONLY}"]
     png_bytes = None
     if png or html:
         fd, tmp = tempfile.mkstemp(suffix=".png")
