@@ -768,7 +768,8 @@ def _solve_full(ctx: _Context, c: np.ndarray, pairs: str, solver: str, options, 
                 seconds=seconds, build_seconds=build, method="full")
     status, message = int(res.status), str(res.message)
     if status == 1 and time_limit is not None:
-        message = f"time limit of {time_limit:g} s reached ({message})"
+        message = (f"time limit of {time_limit:g} s reached ({message})" if "time" in message.lower() else
+                   f"stopped before the optimum ({message})")
     if res.status != 0 or res.x is None:
         left = _left(time_limit, started)
         if status in (2, 3, 4) and (left is None or left > 1.0):
