@@ -208,7 +208,7 @@ def test_a_table_duckdb_would_read_as_another_is_refused(tmp_path):
     8, 9, 10 (its count answered 0 with 'expected error 0'); duplicate column names were renamed a_1."""
     rag = tmp_path / "rag.csv"
     rag.write_text("a,b\n" + "".join(f"{i},{i}\n" for i in range(20)) + "7\n8,9,10\n")
-    with pytest.raises(ValueError, match="first 22 line.s., header included, do not have the shape"):
+    with pytest.raises(ValueError, match="cannot read .* as one CSV table .* a line of another shape"):
         run_query(str(rag), parse_query("count"), epsilon=1.0)
     dup = tmp_path / "dup.csv"
     dup.write_text("a,a\n1,2\n3,4\n")

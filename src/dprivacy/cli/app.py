@@ -883,7 +883,7 @@ def _parse_keys(text: str) -> list:
         if not path:
             raise CliError("dprivacy query: error: --keys @FILE needs a file name after '@'")
         try:
-            with open(path, encoding="utf-8") as fh:
+            with open(path, encoding="utf-8-sig") as fh:  # (a byte-order mark is not part of the first key: review)
                 lines = fh.read().splitlines()
         except FileNotFoundError:
             raise CliError(f"dprivacy query: error: --keys file not found: {path}") from None

@@ -368,33 +368,65 @@ def _literal(path: str) -> str:
     return "'" + path.replace("'", "''") + "'"
 
 
-def _relation(path: str, *, all_varchar: bool = False, doubles: tuple = ()) -> str:
+def _relation(path: str, *, text=None) -> str:
+    """The table as a DuckDB relation. A CSV is read with a dialect that depends on its header line only
+    (:func:`_csv_delimiter`; the quote and escape ``"``, no comment character, no line skipped) and with column
+    types that depend on public data only: ``text=None`` (standard ε-DP, every column protected) reads every
+    column as text; ``text`` = the protected columns reads those as text and infers the others from every row
+    of the file (``sample_size=-1``). The sniffer's guesses from the rows themselves made the release depend on
+    one row beyond Δ (review): one 'x' among integers turned a numeric --where into a text comparison for every
+    row (108 against 0), a row '12/13/2020' set the date format of the whole column, and a row starting with '#'
+    was dropped as a comment. Casts in the queries (``_as_type``) decide what is a number."""
     low = path.lower()
     lit = _literal(path)
     if low.endswith(".parquet") or low.endswith(".pq"):
         return f"read_parquet({lit})"
     if low.endswith(".csv") or low.endswith(".csv.gz") or low.endswith(".tsv"):
-        # all_varchar: the sniffer's column types came from a sample and a later row did not fit them;
-        # every value is then read as text and the queries' TRY_CASTs decide what is a number.
-        # doubles: columns the sniffer typed as integers from its sample, read as DOUBLE — as BIGINT a later
-        # 1.5 was read as 2 without an error (and the whole-number check saw 2); DOUBLE holds every integer
-        # of a summed column exactly (below 2^53) and compares with numbers in --where like the integer
-        types = (", types={" + ", ".join(f"{_literal(c)}: 'DOUBLE'" for c in doubles) + "}") if doubles and not all_varchar else ""
-        return f"read_csv_auto({lit}, header=true{', all_varchar=true' if all_varchar else ''}{types})"
+        delim, skip = _csv_dialect(path)
+        dialect = (f"delim={_literal(delim)}, quote='\"', escape='\"', comment='', header=true, skip={skip}, "
+                   "auto_detect=true")
+        if text is None:
+            return f"read_csv({lit}, {dialect}, all_varchar=true)"
+        types = (", types={" + ", ".join(f"{_literal(c)}: 'VARCHAR'" for c in text) + "}") if text else ""
+        return f"read_csv({lit}, {dialect}, sample_size=-1{types})"
     raise ValueError(f"cannot tell the format of {path!r}: expected .csv, .csv.gz or .parquet")
 
 
-def _blank_lines(path: str, k: int) -> bool:
-    """Whether the first ``k`` lines of the (possibly gzipped) text file are blank: what the sniffer may
-    skip without changing the table."""
+#: Delimiters a CSV's header line may use: the one that splits it into the most fields is taken.
+CSV_DELIMITERS = (",", ";", "\t", "|")
+
+
+def _csv_delimiter(path: str) -> str:
+    return _csv_dialect(path)[0]
+
+
+def _csv_dialect(path: str) -> tuple[str, int]:
+    """(delimiter, blank lines before the header) of a CSV from its first non-blank line (the header, public):
+    the candidate of :data:`CSV_DELIMITERS` that occurs most often in it outside quotes, ``,`` if none does; a
+    .tsv is tab-separated."""
     import gzip
 
     opener = gzip.open if path.lower().endswith(".gz") else open
+    line, skip = "", 0
     try:
         with opener(path, "rt", encoding="utf-8", errors="replace") as f:
-            return all(not f.readline().strip() for _ in range(k))
-    except OSError:
-        return False
+            for skip in range(1000):
+                line = f.readline()
+                if not line or line.strip():
+                    break
+    except (OSError, EOFError):
+        return ",", 0
+    if path.lower().endswith(".tsv"):
+        return "\t", skip
+    bare, quoted = [], False
+    for ch in line:
+        if ch == '"':
+            quoted = not quoted
+        elif not quoted:
+            bare.append(ch)
+    bare = "".join(bare)
+    best = max(CSV_DELIMITERS, key=lambda d: bare.count(d))
+    return (best if bare.count(best) > 0 else ","), skip
 
 
 def _check_table_shape(con, path: str) -> None:
@@ -403,14 +435,8 @@ def _check_table_shape(con, path: str) -> None:
     columns 8, 9, 10), or duplicate column names (DuckDB renames the second ``a`` to ``a_1``)."""
     import duckdb
 
-    if _relation(path).startswith("read_csv"):
-        try:
-            skip = con.execute(f"SELECT SkipRows FROM sniff_csv({_literal(path)})").fetchone()[0]
-        except duckdb.Error as exc:
-            raise ValueError(f"cannot read {path} as CSV: {str(exc).splitlines()[0]}") from None
-        if skip and not _blank_lines(path, int(skip)):
-            raise ValueError(f"cannot read {path} as one table: its first {skip} line(s), header included, do not have the "
-                             "shape of the lines after them (rows with different numbers of fields?)")
+    # (a CSV is read with skip=0 and its header's dialect, so no line is skipped silently: a line of another
+    # shape is an error when the table is read)
     if _relation(path).startswith("read_parquet"):
         import pyarrow.parquet as pq
 
@@ -421,7 +447,7 @@ def _check_table_shape(con, path: str) -> None:
     else:
         # the header as DuckDB splits it (its own delimiter, quotes): pyarrow's comma split missed 'v;v'
         try:
-            names = list(con.execute(f"SELECT * FROM read_csv_auto({_literal(path)}, header=false, all_varchar=true) "
+            names = list(con.execute(f"SELECT * FROM {_relation(path).replace('header=true', 'header=false')} "
                                      "LIMIT 1").fetchone() or ())
         except duckdb.Error:
             return
@@ -544,11 +570,26 @@ def check_where(con, where: str, rel: str) -> set:
                 walk(v, params)
 
     walk(node["select_list"][0])
+    return used
+
+
+def bind_where(con, where: str, rel: str, text_columns=()) -> None:
+    """Bind ``where`` (checked by :func:`check_where`) against the table: a true/false condition, evaluable as
+    a total one. ``text_columns``: columns read as text (a CSV's protected columns, :func:`_relation`), named in
+    the hint when a comparison needs a cast. The binder's verdict depends on the column types only, which
+    depend on public data only."""
+    import duckdb
+
+    w = where.strip()
     try:
         con.execute(f"DESCRIBE SELECT * FROM {rel} WHERE ({w})").fetchall()  # binds: columns, no aggregate
         typ = str(con.execute(f"DESCRIBE SELECT ({w}) AS __w FROM {rel}").fetchall()[0][1]).upper()
     except duckdb.Error as exc:
         msg = str(exc).splitlines()[0]
+        if text_columns and "VARCHAR" in msg:
+            msg += (f" (column(s) {', '.join(map(repr, text_columns))} of this CSV are read as text: their types, "
+                    "guessed from the rows, would depend on the protected data; compare numbers with a cast, e.g. "
+                    "TRY_CAST(Quantity AS DOUBLE) >= 2, or use a Parquet table, whose types are declared)")
         raise ValueError(f"bad --where {where!r}: {msg}") from None
     if typ != "BOOLEAN":
         raise ValueError(f"bad --where {where!r}: it is a {typ}, not a true/false condition")
@@ -557,7 +598,6 @@ def check_where(con, where: str, rel: str) -> set:
     except duckdb.Error:
         raise ValueError(f"bad --where {where!r}: a function that cannot be evaluated as a total condition (a volatile "
                          "one such as error() or random()) is not allowed: the condition must depend on the row only") from None
-    return used
 
 
 def truncated_geometric_rows(alpha: float, lo: int, hi: int, answers=None) -> np.ndarray:
@@ -709,16 +749,25 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     selected = bool(where) or group_by is not None
     con = _connect(table)
     _check_table_shape(con, table)
-    rel = _relation(table)
     try:
-        described = con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()
-        cols = [r[0] for r in described]
-        types = {r[0]: str(r[1]).upper() for r in described}
+        cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {_relation(table)}").fetchall()]
     except duckdb.Error as exc:
-        raise ValueError(f"cannot read {table}: {str(exc).splitlines()[0]}") from None
+        first = str(exc).splitlines()[0]
+        if _relation(table).startswith("read_csv"):
+            raise ValueError(f"cannot read {table} as one CSV table (delimiter {_csv_delimiter(table)!r} from its header line, "
+                             "quotes \", every line with the header's number of fields: a line of another shape?): "
+                             f"{first}") from None
+        raise ValueError(f"cannot read {table}: {first}") from None
     for c in [query.column, group_by, *query.columns]:
         if c is not None and c not in cols:
             raise ValueError(f"unknown column {c!r}: the table's columns are {', '.join(cols)}")
+    # A CSV's column types from public data only (_relation): under standard every column is protected and read
+    # as text; under a metric on values the protected column is text and the others (public) are inferred.
+    rel = _relation(table, text=None if privacy == "standard" else tuple(c for c in (query.column, *query.columns) if c))
+    try:
+        types = {r[0]: str(r[1]).upper() for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()}
+    except duckdb.Error as exc:
+        raise ValueError(f"cannot read {table}: {str(exc).splitlines()[0]}") from None
     if group_by is not None and group_by in (query.column, *query.columns):
         # the keys are released exactly (treated as public): grouping by the column the query aggregates would
         # publish its distinct values (a review got every sale amount, the maximum included)
@@ -733,9 +782,6 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
                          f"adds a key to the release)")
     if query.column is not None and any(t in types[query.column] for t in ("BLOB", "MAP", "STRUCT", "[]", "UNION")):
         raise ValueError(f"column {query.column!r} is a {types[query.column]}, not numeric: {query.name} needs numbers")
-    if query.column is not None and rel.startswith("read_csv") and "INT" in types[query.column]:
-        rel = _relation(table, doubles=(query.column,))
-        types[query.column] = "DOUBLE"
     where_cols: set = set()
     if where is not None:
         where_cols = check_where(con, where, rel)
@@ -744,6 +790,9 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     if privacy in VALUE_METRICS and query.column is not None and query.column.lower() in {c.lower() for c in public_cols}:
         raise ValueError(f"under --privacy {privacy} the columns of --where/--group-by are treated as public, but "
                          f"{query.column!r} is the protected column: filter or group by other columns, or use --privacy standard")
+    if where is not None:
+        text = [c for c, t in types.items() if "VARCHAR" in t] if rel.startswith("read_csv") else []
+        bind_where(con, where, rel, text_columns=[c for c in text if c in where_cols])
     # The condition is made total: a row on which it cannot be evaluated (a CAST of text that is not a
     # number, an error() call) is not selected, instead of failing the query with a message that quotes
     # the row (seen: "Invalid Input Error: Jacksonville 22638.48"), a free exact read of the table.
@@ -777,13 +826,9 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
                   f"count(DISTINCT {gexpr}) + max(CASE WHEN {gexpr} IS NULL THEN 1 ELSE 0 END)")
 
     def scan(sql: str):
-        nonlocal rel
+        # (no second reading on a conversion error: the types are fixed before any row is read, _relation)
         try:
-            try:
-                return con.execute(sql).fetchall()
-            except duckdb.ConversionException:
-                old, rel = rel, _relation(table, all_varchar=True)
-                return con.execute(sql.replace(old, rel)).fetchall()
+            return con.execute(sql).fetchall()
         except duckdb.InterruptException:
             raise KeyboardInterrupt from None
         except duckdb.Error as exc:
@@ -1016,9 +1061,24 @@ def _declare_keys(con, keys, group_by: str, type_: str) -> None:
     bad = con.execute("SELECT k FROM dp_keys WHERE g IS NULL ORDER BY i LIMIT 1").fetchone()
     if bad is not None:
         raise ValueError(f"--keys: {bad[0]!r} is not a value of {group_by!r}, whose type is {type_}")
-    dup = con.execute("SELECT min(k), count(*) FROM dp_keys GROUP BY g HAVING count(*) > 1 ORDER BY min(i) LIMIT 1").fetchone()
+    # a key the cast changes is refused, not answered under another value (review: 1.5 became 2 in an integer
+    # column, '2020-01-01 23:59:59' the date 2020-01-01, 1.105 the decimal 1.11)
+    same = None
+    if _is_numeric(type_):
+        same = "TRY_CAST(k AS DOUBLE) IS NOT DISTINCT FROM CAST(g AS DOUBLE)"
+    elif any(t in type_ for t in ("DATE", "TIMESTAMP", "TIME")):
+        same = f"TRY_CAST(k AS {'TIME' if type_ == 'TIME' else 'TIMESTAMP_NS'}) IS NOT DISTINCT FROM CAST(g AS " \
+               f"{'TIME' if type_ == 'TIME' else 'TIMESTAMP_NS'})"
+    if same is not None:
+        changed = con.execute(f"SELECT k, CAST(g AS VARCHAR) FROM dp_keys WHERE NOT ({same}) ORDER BY i LIMIT 1").fetchone()
+        if changed is not None:
+            raise ValueError(f"--keys: {changed[0]!r} is not exactly a value of {group_by!r} ({type_}): it would be read as "
+                             f"{changed[1]!r}; give the key as the column holds it")
+    dup = con.execute("SELECT list(k ORDER BY i), count(*) FROM dp_keys GROUP BY g HAVING count(*) > 1 ORDER BY min(i) "
+                      "LIMIT 1").fetchone()
     if dup is not None:
-        raise ValueError(f"--keys: {dup[0]!r} is declared {dup[1]} times (as a value of {group_by!r}, {type_}): each key once")
+        spelled = " and ".join(map(repr, dict.fromkeys(dup[0])))
+        raise ValueError(f"--keys: {spelled} declare the same key of {group_by!r} ({type_}) {dup[1]} times: each key once")
 
 
 def _on_grid(k, step: float):
