@@ -613,3 +613,48 @@ def test_cli_keys_from_a_list_or_a_file_and_bad_keys_exit_2(tmp_path):
         extra = [] if keys is None else ["--keys", keys]
         p = _cli("query", t, "--query", "count", "--epsilon", "1", "--group-by", "g", *extra, cwd=tmp_path)
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and needle in p.stderr, (keys, p.stderr)
+
+
+def test_the_ledger_is_one_file_whatever_its_spelling_and_refuses_seeded_queries(tmp_path):
+    """Found by a review: a symlink to the ledger was replaced by a new ledger on the first write through it (3 ε
+    spent of a budget of 2); a hard link split the same way; --seed with --budget-file charged reproducible noise
+    that two queries shared (their difference was exact)."""
+    t = _csv(tmp_path / "t.csv", "v", [1, 2, 3])
+    real, link = tmp_path / "real.json", tmp_path / "link.json"
+    run = lambda: run_query(t, parse_query("count"), epsilon=1.0)  # noqa: E731
+    charge(real, t, epsilon=1.0, budget=2.0, what="count", run=run)
+    link.symlink_to(real)
+    charge(link, t, epsilon=1.0, budget=2.0, what="count", run=run)
+    assert link.is_symlink() and json.loads(real.read_text())[next(iter(json.loads(real.read_text())))]["spent"] == 2.0
+    with pytest.raises(BudgetExceeded):
+        charge(real, t, epsilon=1.0, budget=2.0, what="count", run=run)
+    hard = tmp_path / "hard.json"
+    os.link(real, hard)
+    with pytest.raises(ValueError, match="2 names .hard links."):
+        charge(hard, t, epsilon=0.5, budget=2.0, what="count", run=run)
+    with pytest.raises(ValueError, match="the folder .* does not exist"):
+        charge(tmp_path / "nodir" / "l.json", t, epsilon=0.5, budget=2.0, what="count", run=run)
+    p = _cli("query", t, "--query", "count", "--epsilon", "1", "--seed", "7", "--budget-file", str(tmp_path / "s.json"),
+             "--budget", "2")
+    assert p.returncode == 2 and "--seed is a research mode" in p.stderr and not (tmp_path / "s.json").exists()
+
+
+def test_kcount_leaves_out_values_that_are_not_flags(tmp_path):
+    """Found by a review: with --skip-invalid a value 2 was reported left out, and counted as true."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    a, b = [2] * 50 + [0] * 50 + [1] * 10, [1] * 50 + [0] * 50 + [1] * 10
+    pq.write_table(pa.table({"a": a, "b": b}), tmp_path / "k.parquet")
+    (tmp_path / "k.csv").write_text("a,b\n" + "".join(f"{x},{y}\n" for x, y in zip(a, b)))
+    for f in ("k.parquet", "k.csv"):
+        r = run_query(str(tmp_path / f), parse_query("kcount:a,b"), epsilon=1e6, skip_invalid=True, rng=0)
+        assert r.answers[0].noisy == [10, 60] and r.rows_skipped_not_private == 50
+
+
+def test_the_guarantee_under_a_unit_says_the_rounding_adds_a_unit():
+    """Found by a review: values 10.49 and 10.51 (0.02 apart) are rounded to 10 and 11, and the release's
+    probabilities differed by e^1, where the printed guarantee said e^(ε·d) for d the given values' distance."""
+    sup = _data("SampleSuperstore.csv.gz")
+    r = run_query(sup, parse_query("percentile:Sales:50"), epsilon=1.0, bounds=(0, 2000), unit=1, privacy="dinf", rng=0)
+    assert "rounded to multiples of --unit 1" in r.guarantee and "e^(ε·(d + 1))" in r.guarantee

@@ -918,6 +918,10 @@ def cmd_query(args) -> int:
     if (args.budget is None) != (args.budget_file is None):
         raise CliError("dprivacy query: error: --budget and --budget-file go together")
     keys = None if args.keys is None else _parse_keys(args.keys)
+    if args.seed is not None and args.budget_file is not None:
+        # seeded noise is reproducible: two seeded queries share their noise, and their difference is exact (review)
+        raise CliError("dprivacy query: error: --seed is a research mode (NOT for release): seeded answers share their "
+                       "noise, so a budget ledger cannot count them; drop --seed or --budget-file")
 
     def run():
         # a large table or the tight-constraints solve can take a while (31 s were silent): a status line on a

@@ -21,9 +21,9 @@ import fcntl
 import hashlib
 import json
 import math
-import zlib
 import os
 import time
+import zlib
 from pathlib import Path
 
 from .tables import PRIVACY_MODELS
@@ -209,9 +209,18 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
     guarantee); a charge that would exceed the budget; under a metric on values, a query whose result
     selects on a column an earlier query protected, or protects one an earlier query selected on
     (:func:`_check_columns`; checked on ``run()``'s result, which is then not returned)."""
-    ledger = Path(ledger)
+    given = ledger
+    # one ledger whatever its spelling: a symlink was replaced by the new ledger on the first write through it,
+    # and the file it pointed to kept the old spending (3 of a budget of 2 spent: review); the lock is the
+    # resolved file's too
+    ledger = Path(os.path.realpath(ledger))
     if ledger.exists() and not ledger.is_file():  # /dev/full was read without end (and would have been replaced)
-        raise ValueError(f"budget ledger {ledger} is not a regular file: give the path of a JSON file (created on first use)")
+        raise ValueError(f"budget ledger {given} is not a regular file: give the path of a JSON file (created on first use)")
+    if ledger.exists() and ledger.stat().st_nlink > 1:
+        raise ValueError(f"budget ledger {given} has {ledger.stat().st_nlink} names (hard links): an update writes a new file "
+                         "under one name and the others keep the old spending; keep one name (remove the other links)")
+    if not ledger.parent.is_dir():
+        raise ValueError(f"budget ledger {given}: the folder {ledger.parent} does not exist")
     key = table_key(table)
     if not _finite(epsilon) or epsilon <= 0:
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
