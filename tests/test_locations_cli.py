@@ -232,6 +232,20 @@ def test_dask_with_no_workers_is_refused_at_once(tmp_path):
     assert sorted(x.name for x in tmp_path.iterdir()) == ["p.parquet"]
 
 
+def test_options_that_would_be_ignored_are_refused(tmp_path):
+    """Found by a review: --workers without --engine dask and --mechanisms without --sweep (or with an unknown name)
+    were accepted and did nothing."""
+    pq.write_table(pa.table({"lat": [48.8, 48.9], "lon": [2.3, 2.4]}), tmp_path / "p.parquet")
+    p = _cli("obfuscate", "p.parquet", "-o", "o.parquet", "--epsilon", "1", "--workers", "3", cwd=tmp_path)
+    _one_line(p)
+    assert "--workers needs --engine dask" in p.stderr and not (tmp_path / "o.parquet").exists()
+    for extra, needle in ((["--mechanisms", "planar-laplace"], "give --sweep"),
+                          (["--sweep", "0.5:4:3", "--mechanisms", "foo"], "expected names among")):
+        p = _cli("evaluate", "p.parquet", "p.parquet", *extra, cwd=tmp_path)
+        _one_line(p)
+        assert needle in p.stderr
+
+
 def test_sigterm_leaves_nothing_and_says_so(tmp_path):
     """Found by a review: `timeout -s TERM 3 dprivacy obfuscate big.csv ...` left a hidden .partial file."""
     n = 3_000_000

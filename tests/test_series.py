@@ -217,3 +217,35 @@ def test_released_readings_are_on_the_unit_grid_and_huge_ones_are_named(tmp_path
     with np.errstate(over="raise"), pytest.raises(ValueError, match="too large for the unit 1e-300"):
         release_series(big, tmp_path / "bo.csv", column="v", epsilon=1.0, unit=1e-300)
     assert not (tmp_path / "bo.csv").exists()
+
+
+def test_a_file_that_grows_between_the_two_passes_is_refused_and_nothing_written(tmp_path, monkeypatch):
+    """Found by a review: a meter log appended to while it was released gave 5,000,000 readings at the ε/n of
+    the 4,000,000 counted in pass 1 (d∞ ε 1.25 stated as 1). Here rows are appended right after pass 1."""
+    from dprivacy.data import io as dio
+
+    src = tmp_path / "m.csv"
+    src.write_text("t,kwh\n" + "".join(f"2020-01-01T{h:02d}:00:00,{h % 5}\n" for h in range(24)))
+    reads = []
+    real = dio.read_batches
+
+    def reading(path, **kw):
+        reads.append(path)
+        if len(reads) == 3:  # the schema, pass 1, then pass 2: the log grows in between
+            with open(src, "a") as fh:
+                fh.write("2020-01-02T00:00:00,7\n")
+        return real(path, **kw)
+
+    monkeypatch.setattr(dio, "read_batches", reading)
+    with pytest.raises(ValueError, match="changed while it was read .24 valid readings counted, 25 read"):
+        release_series(src, tmp_path / "o.csv", column="kwh", time_column="t", epsilon=1.0, metric="dinf")
+    assert not (tmp_path / "o.csv").exists() and not list(tmp_path.glob("o.csv*"))
+
+
+def test_hourly_periods_of_a_date_column_are_refused(tmp_path):
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"day": pa.array([0, 1, 2], pa.date32()), "kwh": [1, 2, 3]}), tmp_path / "d.parquet")
+    with pytest.raises(ValueError, match="dates without times: periods per hour need times"):
+        release_series(tmp_path / "d.parquet", tmp_path / "o.csv", column="kwh", time_column="day", epsilon=1.0, per="hour")
+    assert not (tmp_path / "o.csv").exists()

@@ -804,11 +804,13 @@ def cmd_obfuscate(args) -> int:
                 progress = lambda done, total: bar.update(done, total)  # noqa: E731
             elif plain is not None:
                 progress = lambda done, total: plain.update(f"{done:,} of {total:,} row groups")  # noqa: E731
-            rep = obfuscate_dask(args.input, args.output, scheduler=args.scheduler, workers=args.workers,
-                                 progress=progress, **common)
+            rep = obfuscate_dask(args.input, args.output, scheduler=args.scheduler,
+                                 workers=2 if args.workers is None else args.workers, progress=progress, **common)
         else:
             if args.scheduler is not None:
                 raise CliError("dprivacy obfuscate: error: --scheduler needs --engine dask")
+            if args.workers is not None:  # (was accepted and ignored: review)
+                raise CliError("dprivacy obfuscate: error: --workers needs --engine dask")
             rep = obfuscate_file(args.input, args.output, progress=progress, **common)
     finally:
         if show:
@@ -856,6 +858,14 @@ def cmd_evaluate(args) -> int:
 
     sweep = parse_sweep(args.sweep) if args.sweep is not None else None
     mechanisms = [m.strip() for m in args.mechanisms.split(",") if m.strip()] if args.mechanisms else None
+    if mechanisms is not None:
+        # named before any work (an unknown name passed when no sweep ran: review)
+        if sweep is None:
+            raise CliError("dprivacy evaluate: error: --mechanisms names the mechanisms of --sweep: give --sweep LO:HI:N too")
+        known = ("planar-laplace", "planar-laplace-grid", "tight-constraints", "optimal")
+        bad = [m for m in mechanisms if m not in known]
+        if bad or not mechanisms:
+            raise CliError(f"dprivacy evaluate: error: --mechanisms {args.mechanisms!r}: expected names among {', '.join(known)}")
     status = _SolveStatus(not args.json and sys.stderr.isatty(), True, "evaluating")
     try:
         rep = evaluate_release(args.original, args.released, lat=args.lat, lon=args.lon, key=args.key, coords=args.coords,
@@ -1092,7 +1102,7 @@ def make_parser() -> argparse.ArgumentParser:
     ob.add_argument("--engine", choices=["local", "dask"], default="local", help="dask: one task per Parquet row group "
                     "(pip install 'dprivacy[dask]'); OUTPUT is then a folder of Parquet parts")
     ob.add_argument("--scheduler", metavar="ADDRESS", help="--engine dask: an existing cluster (default: a LocalCluster)")
-    ob.add_argument("--workers", type=int, default=2, help="--engine dask without --scheduler: LocalCluster workers (default 2)")
+    ob.add_argument("--workers", type=int, help="--engine dask without --scheduler: LocalCluster workers (default 2)")
     ob.add_argument("--json", action="store_true")
     ob.set_defaults(func=cmd_obfuscate)
 
