@@ -258,25 +258,12 @@ def log_rectangle_masses(x0, x1, y0, y1) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("log_rectangle_masses: a rectangle contains the centre of the distribution (its mass does "
                          "not underflow: use rectangle_masses)")
     m = x0.size
-    offs = np.concatenate([x1, x0, y1, y0])
-    lo = np.concatenate([y0, y0, x0, x0])
-    hi = np.concatenate([y1, y1, x1, x1])
-    orient = np.repeat([1.0, -1.0, 1.0, -1.0], m)
-    live = np.isfinite(offs)
-    if np.any(offs[live] == 0.0):
-        raise ValueError("a rectangle side passes through the centre of the distribution")
-    idx = np.flatnonzero(live)
-    h = np.abs(offs[idx])
-    sgn = np.sign(offs[idx]) * orient[idx]
-    (h1, a1, b1), (h2, a2, b2), two = _canonical(h, lo[idx], hi[idx])
-    uniq, inv = _unique_rows(np.concatenate([h1, h2]), np.concatenate([a1, a2]), np.concatenate([b1, b2]))
+    rect, sgn, two, uniq, inv, n1 = _edge_pieces(x0, x1, y0, y1)
     _, kg, _, eg = piece_integrals(*uniq, shifted=True)
     r_a = np.hypot(uniq[0], uniq[1])  # each piece's nearest distance (its K_G came multiplied by e^{R_a})
-    rect = idx % m
     gap_x = np.maximum(np.maximum(x0, -x1), 0.0)
     gap_y = np.maximum(np.maximum(y0, -y1), 0.0)
     near = np.hypot(gap_x, gap_y)
-    n1 = h1.size
     # each edge's term relative to e^{−R₀} of its rectangle: e^{−(R_a − R₀)} ≤ 1 (the piece is on the edge)
     rel1 = np.exp(-np.maximum(r_a[inv[:n1]] - near[rect], 0.0))
     kg1, eg1 = kg[inv[:n1]] * rel1, eg[inv[:n1]] * rel1
@@ -328,11 +315,12 @@ def _slot(c, i):
     return left, right
 
 
-def _rectangle_masses(x0, x1, y0, y1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Edge-sum masses, error estimates and the condition number of the chosen form."""
+def _edge_pieces(x0, x1, y0, y1):
+    """The rectangles' edges as canonical pieces: (rectangle of each live edge, its orientation sign, which edges
+    split in two, the distinct pieces (h, y_a, y_b), the inverse index into them, the number of first pieces).
+    Edges: (offset of the line, along-line interval, orientation sign); right and top edges count with
+    +sign(offset), left and bottom with −sign(offset) (counter-clockwise traversal); unbounded sides have none."""
     m = x0.size
-    # Edges: (offset of the line, along-line interval, orientation sign). Right and top edges count
-    # with +sign(offset), left and bottom with −sign(offset) (counter-clockwise traversal).
     offs = np.concatenate([x1, x0, y1, y0])
     lo = np.concatenate([y0, y0, x0, x0])
     hi = np.concatenate([y1, y1, x1, x1])
@@ -345,11 +333,16 @@ def _rectangle_masses(x0, x1, y0, y1) -> tuple[np.ndarray, np.ndarray, np.ndarra
     sgn = np.sign(offs[idx]) * orient[idx]
     (h1, a1, b1), (h2, a2, b2), two = _canonical(h, lo[idx], hi[idx])
     uniq, inv = _unique_rows(np.concatenate([h1, h2]), np.concatenate([a1, a2]), np.concatenate([b1, b2]))
-    n1 = h1.size
+    return idx % m, sgn, two, uniq, inv, h1.size
+
+
+def _rectangle_masses(x0, x1, y0, y1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Edge-sum masses, error estimates and the condition number of the chosen form."""
+    m = x0.size
+    rect, sgn, two, uniq, inv, n1 = _edge_pieces(x0, x1, y0, y1)
     kf, kg, ef, eg = (v[inv[:n1]] + np.bincount(np.flatnonzero(two), weights=v[inv[n1:]], minlength=n1)
                       for v in piece_integrals(*uniq))
 
-    rect = idx % m
     two_pi = 2.0 * np.pi
     sum_f = np.bincount(rect, weights=sgn * kf, minlength=m) / two_pi
     abs_f = np.bincount(rect, weights=kf, minlength=m) / two_pi
