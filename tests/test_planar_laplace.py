@@ -336,10 +336,12 @@ def test_log_masses_equal_the_masses_where_both_are_representable(x0, y0, w, h, 
         x1 = np.inf
     elif kind == "down":
         ylo = -np.inf
-    m, _ = _quadrature.rectangle_masses(x0, x1, ylo, y1)
+    m, err = _quadrature.rectangle_masses(x0, x1, ylo, y1)
     lm, rel = _quadrature.log_rectangle_masses(x0, x1, ylo, y1)
-    assert m[0] > 0 and rel[0] < 1e-11
-    assert lm[0] == pytest.approx(math.log(m[0]), abs=1e-12)
+    # within both error estimates (the G form is the less accurate one close to the centre, where masses never
+    # underflow; CI found a 1.6e-2 square at 0.05 off by 1.1e-12, inside its estimate)
+    assert m[0] > 0 and rel[0] < 1e-10
+    assert abs(lm[0] - math.log(m[0])) <= rel[0] + err[0] / m[0] + 1e-15
 
 
 @pytest.mark.parametrize("r", [700.0, 800.0, 5000.0, 1e5])
