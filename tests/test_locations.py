@@ -617,6 +617,12 @@ def test_names_with_the_location_inside_a_word_are_refused(tmp_path, extra):
         obfuscate_file(tmp_path / "x.parquet", tmp_path / "o.parquet", epsilon=1.0, lat="lat", lon="lon", rng=1)
 
 
+def _dms(x: float, hemi: str) -> str:
+    d = abs(x)
+    m = (d % 1) * 60
+    return f"{int(d)}°{int(m)}'{(m % 1) * 60:.1f}\"{hemi[0] if x >= 0 else hemi[1]}"
+
+
 def _copies_table(n=50, seed=0):
     rng = np.random.default_rng(seed)
     lat, lon = 40 + 10 * rng.random(n), -5 + 20 * rng.random(n)
@@ -635,6 +641,10 @@ def _copies_table(n=50, seed=0):
     ("sc", lambda lat, lon: np.round(lat * 2.0**31 / 180).astype(np.int64)),
     ("mx", lambda lat, lon: [f"{6378137.0 * np.radians(o):.2f}" for o in lon]),
     ("my", lambda lat, lon: 6378137.0 * np.log(np.tan(np.pi / 4 + np.radians(lat) / 2))),
+    # degrees, minutes and seconds (a review)
+    ("dms", lambda lat, lon: [_dms(a, "NS") + " " + _dms(o, "EW") for a, o in zip(lat, lon)]),
+    ("dms2", lambda lat, lon: [f"{int(abs(a))} {abs(a) % 1 * 60:.3f} {'N' if a >= 0 else 'S'}, "
+                               f"{int(abs(o))} {abs(o) % 1 * 60:.3f} {'E' if o >= 0 else 'W'}" for a, o in zip(lat, lon)]),
 ])
 def test_a_copy_of_the_points_under_any_name_is_refused_by_its_values(tmp_path, name, make):
     """Found by a review: x/y, Breite/Länge, 'location' = "42.55623,1.53319", a struct<y, x> and a list<double>

@@ -252,6 +252,40 @@ def _number_leaves(arr, rows, many: bool = False):
             else:  # one number in a row's text counts like a number; several, only with both coordinates
                 per_row = np.bincount(parents[ok], minlength=len(arr))
                 yield vals, rows_ok, per_row[parents[ok]] > 1
+        # degrees, minutes and seconds (40°26'46"N 79°58'56"W, 40 26 46.3 N): their decimal degrees, signed by the
+        # hemisphere letter, count as several numbers of the row (a review found such a column released)
+        dms = np.asarray(pc.fill_null(pc.match_substring_regex(text, _DMS_HINT), False))
+        if dms.any():
+            vals_d, rows_d = [], []
+            for k in np.flatnonzero(dms):
+                for v in _dms_values(text[int(k)].as_py()):
+                    vals_d.append(v)
+                    rows_d.append(rows[k])
+            if vals_d:
+                yield np.asarray(vals_d, dtype=np.float64), np.asarray(rows_d), True
+
+
+#: A text that may hold degrees-minutes-seconds: a degree sign, or a number and minutes/seconds marks.
+_DMS_HINT = r"[°º]|\d\s*['′]|\d\s*[\"″]|\d\s*[NSEWnsew]\b"
+_DMS = None
+
+
+def _dms_values(text: str) -> list:
+    """The angles written in degrees, minutes (and seconds) in ``text``, as signed decimal degrees."""
+    import re
+
+    global _DMS
+    if _DMS is None:
+        _DMS = re.compile(r"([+-]?\d{1,3}(?:\.\d+)?)\s*[°º:\s]\s*(\d{1,2}(?:\.\d+)?)\s*['′:]?\s*"
+                          r"(?:(\d{1,2}(?:\.\d+)?)\s*[\"″]?)?\s*([NSEWnsew])?")
+    out = []
+    for m in _DMS.finditer(text or ""):
+        deg, minutes, seconds, hemi = m.group(1), m.group(2), m.group(3), m.group(4)
+        v = abs(float(deg)) + float(minutes) / 60 + (float(seconds) / 3600 if seconds else 0.0)
+        if deg.startswith("-") or (hemi and hemi.upper() in "SW"):
+            v = -v
+        out.append(v)
+    return out
 
 
 #: Web Mercator's sphere radius (EPSG:3857), metres
