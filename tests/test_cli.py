@@ -394,3 +394,30 @@ def test_design_spot_checks_a_large_mechanism_held_by_its_logarithms(capsys, mon
     assert rep["exists"] is True and rep["is_private"] is True and rep["smallest_epsilon"] is None
     assert "spot check of the exact log-entries of 64 random rows" in rep["privacy_certificate"]
     assert "no violation, largest ratio / distance 19.99" in rep["privacy_certificate"]
+
+
+@pytest.mark.parametrize("spec, mech", [("sum:3,2", "laplace"), ("line:6", "laplace"), ("sum:3,2", "truncated-geometric"),
+                                        ("grid:3x3:manhattan", "planar-laplace")])
+@pytest.mark.parametrize("eps", ["5e-324", "1e-315"])
+def test_design_refuses_an_epsilon_too_small_for_float64(capsys, spec, mech, eps):
+    """Found by a review: the Laplace channel at ε = 5e-324 had NaN end columns and was called private (and saved),
+    at 1e-315 it existed but was not private; other mechanisms failed with internal messages."""
+    assert main(["design", spec, "--epsilon", eps, "--mechanism", mech, "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "float64 cannot carry ε·d that small" in err and "expected --epsilon at least" in err
+
+
+def test_check_privacy_refuses_a_channel_with_nan():
+    from dprivacy import spaces
+    from dprivacy.measures import check_privacy
+
+    from dprivacy.mechanisms.base import built
+
+    h = np.full((3, 3), 1 / 3)
+    h[0, 0] = np.nan
+    with pytest.raises(ValueError, match="contains NaN"):  # a matrix given is validated
+        check_privacy(h, spaces.line(3), epsilon=1.0)
+    # a mechanism the library built is trusted, and a NaN in it passed every constraint (NaN compares false)
+    m = built(h, spaces.line(3), epsilon=1.0, name="broken", reason="(a test)")
+    with pytest.raises(ValueError, match="NaN entries .the first at row 0, column 0.: not a channel"):
+        check_privacy(m)

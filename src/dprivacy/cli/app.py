@@ -267,6 +267,8 @@ def _lp_options(args, space) -> dict:
 #: ε times the largest finite distance may be at most this: float64 overflows near 1.8e308, and the
 #: mechanisms multiply ε·d by small factors (ε·d/2, 2ε·d) on the way.
 MAX_SCALED_DIAMETER = 1e300
+#: The smallest ε times the smallest distance ``design`` takes: masses of order ε·d stay normal float64 numbers.
+MIN_SCALED_DISTANCE = 1e-290
 
 
 def _check_scale(space, eps: float) -> None:
@@ -278,6 +280,20 @@ def _check_scale(space, eps: float) -> None:
 
     if space.n < 2:
         return
+    if isinstance(space, (GridSpace, SumLineSpace)):
+        least = float(space.offset_distance(*((1, 0) if isinstance(space, GridSpace) else (1,))))
+    else:
+        from ..spaces import distance_floor
+
+        least = distance_floor(space.distances)
+    with np.errstate(under="ignore"):
+        small = eps * least
+    if 0 < least < np.inf and small < MIN_SCALED_DISTANCE:
+        # below it the channels' smallest entries (a Laplace cell's mass ε·d/2) are subnormal or 0: a Laplace channel
+        # at ε = 5e-324 had NaN columns and was called private, at 1e-315 exists but not private (review)
+        raise CliError(f"dprivacy: error: --epsilon {eps:g} times the smallest distance of {space.name} ({least:g}) is "
+                       f"{small:.3g}, below {MIN_SCALED_DISTANCE:g}: float64 cannot carry ε·d that small; expected "
+                       f"--epsilon at least {MIN_SCALED_DISTANCE / least:.3g} here")
     if isinstance(space, GridSpace):
         diam = float(space.offset_distance(space.width - 1, space.height - 1))
     elif isinstance(space, SumLineSpace):

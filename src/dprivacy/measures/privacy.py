@@ -332,6 +332,11 @@ def check_privacy(channel, space: MetricSpace | None = None, *, epsilon: float |
     h = dense_matrix(channel)
     if h.shape[0] != space.n:
         raise ValueError(f"channel has {h.shape[0]} rows but the space has {space.n} points")
+    if np.isnan(h).any():
+        # NaN compares false, so it passed every constraint: a Laplace channel at ε = 5e-324 with NaN end columns
+        # was certified private (review)
+        i, j = (int(v[0]) for v in np.nonzero(np.isnan(h)))
+        raise ValueError(f"the channel has NaN entries (the first at row {i}, column {j}): not a channel, so not private")
     return _check_rows(_finite_log(h), space, e, rtol, atol)
 
 
