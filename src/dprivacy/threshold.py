@@ -252,7 +252,33 @@ def tight_threshold(
         eps_min = DEFAULT_EPS_MIN_FACTOR / float(pos.max()) if pos.size else DEFAULT_EPS_MIN_FACTOR
     eps_min = check_epsilon(eps_min, name="eps_min")
     return bracket_threshold(_Prober(d), lo=lo, hi=hi, start=start, eps_min=eps_min, tol=tol, scan=scan,
-                             scan_factor=scan_factor)
+                             scan_factor=scan_factor, certain_above=_dominance_epsilon(d))
+
+
+def _dominance_epsilon(d: np.ndarray) -> float | None:
+    """An ε from which the tight-constraints mechanism certainly exists: where every row of Φ = e^{−εd} has
+    Σ_{j≠i} e^{−εd_ij} < 1/2, Φ = I + E with ‖E‖∞ < 1/2, so z = Φ⁻¹1 = Σ_k (−E)^k 1 has z_i ≥ 1 − ‖E‖/(1 − ‖E‖) > 0,
+    and the sums only decrease as ε grows. None without positive finite distances. (A graph had its mechanism at
+    ε = 0.001–0.003 and at 0.9 but not at 0.6–0.8; the scan of (hi, 3·hi] never saw the gap: review.)"""
+    pos = np.isfinite(d) & (d > 0)
+    if not pos.any():
+        return None
+    dd = np.where(pos, d, np.inf)
+
+    def row_sum(e: float) -> float:
+        with np.errstate(under="ignore"):
+            return float(np.exp(-e * dd).sum(axis=1).max())
+
+    e = 1.0 / float(dd.min())
+    for _ in range(2000):
+        if row_sum(e) < 0.5:
+            return e * (1 + 1e-12)
+        e *= 1.5
+    return None
+
+
+#: At most this many ε in the scan that extends the monotonicity check up to the ε of certain existence.
+EXTENDED_SCAN = 200
 
 
 def check_search(tol, scan, scan_factor, lo, hi):
@@ -278,7 +304,7 @@ def _always_exists(tol: float, note: str, reason: str) -> ThresholdResult:
 
 
 def bracket_threshold(probe, *, lo, hi, start: float, eps_min: float, tol: float, scan: int, scan_factor: float,
-                      suffix=None) -> ThresholdResult:
+                      suffix=None, certain_above: float | None = None) -> ThresholdResult:
     """The threshold search shared by the dense and the grid solvers (seed 000 Prop 8).
 
     ``probe(ε)`` decides existence at ε ("exists", "absent" or "undecided", certified by the solver)
@@ -325,7 +351,7 @@ def bracket_threshold(probe, *, lo, hi, start: float, eps_min: float, tol: float
                 + (f"; at ε = {last.epsilon:.3g} the test could not decide" if last.status == "undecided" else "")
                 + "; no ε with certified non-existence was found, so hi is only an upper bound on ε*"
             )
-            return _finish(probe, None, hi, tol, scan, scan_factor, why, suffix)
+            return _finish(probe, None, hi, tol, scan, scan_factor, why, suffix, certain_above)
 
     lo, hi, stuck = _narrow(probe, lo, hi, tol)
     a, b = _two_numbers(lo, hi)
@@ -337,7 +363,7 @@ def bracket_threshold(probe, *, lo, hi, start: float, eps_min: float, tol: float
                f"decide at ε = {stuck:.{max(len(a), 6)}g} inside it, within rounding of the sign change: bracket wider than tol")
     else:
         why = f"ε* lies in ({a}, {b}]: certified non-existence at lo and existence at hi"
-    return _finish(probe, lo, hi, tol, scan, scan_factor, why, suffix)
+    return _finish(probe, lo, hi, tol, scan, scan_factor, why, suffix, certain_above)
 
 
 def _two_numbers(lo: float, hi: float) -> tuple[str, str]:
@@ -410,10 +436,16 @@ def _narrow(probe, lo: float, hi: float, tol: float) -> tuple[float, float, floa
     return lo, hi, None
 
 
-def _finish(probe, lo, hi, tol, scan, scan_factor, why, suffix=None) -> ThresholdResult:
+def _finish(probe, lo, hi, tol, scan, scan_factor, why, suffix=None, certain_above=None) -> ThresholdResult:
     mono = None
     if hi is not None and scan > 0:
-        grid = np.geomspace(hi, scan_factor * hi, scan + 1)[1:]
+        top = scan_factor * hi
+        count = scan
+        if certain_above is not None and certain_above > top:
+            # up to where existence is certain, with the same density of points per factor (at most EXTENDED_SCAN)
+            top = certain_above
+            count = int(min(EXTENDED_SCAN, max(scan, np.ceil(scan * np.log(top / hi) / np.log(scan_factor)))))
+        grid = np.geomspace(hi, top, count + 1)[1:]
         fails, und = [], []
         for e in grid:
             s = probe(float(e))
@@ -422,15 +454,27 @@ def _finish(probe, lo, hi, tol, scan, scan_factor, why, suffix=None) -> Threshol
             elif s == "undecided":
                 und.append(float(e))
         mono = MonotoneCheck(grid, tuple(fails), tuple(und), not fails and not und)
+        sure = certain_above is not None and top >= certain_above
         if fails:
             why += (
                 f"; NOT monotone: the mechanism does not exist at {len(fails)} scanned ε above hi "
-                f"(first {fails[0][0]:.6g})"
+                f"(first {fails[0][0]:.6g}, last {fails[-1][0]:.6g})"
             )
+            # the threshold from which it exists is above the last failure: bracket it there
+            last = fails[-1][0]
+            above = grid[grid > last]
+            if above.size and not any(u > last for u in und):
+                old_hi = hi
+                lo, hi, _ = _narrow(probe, last, float(above[0]), tol)
+                a, b = _two_numbers(lo, hi)
+                why += (f"; it also exists below, at {old_hi:.4g}, but from ε* in ({a}, {b}] it exists at every scanned ε"
+                        + (f" up to {top:.4g}, and for every ε ≥ {top:.4g} (Φ diagonally dominant: certain)" if sure else ""))
         elif und:
             why += f"; monotonicity scan undecided at {len(und)} ε"
         else:
-            why += f"; exists at all {scan} scanned ε in ({hi:.4g}, {scan_factor * hi:.4g}]"
+            why += f"; exists at all {count} scanned ε in ({hi:.4g}, {top:.4g}]"
+            if sure:
+                why += f", and for every ε ≥ {top:.4g} (Φ diagonally dominant: certain)"
     if suffix is not None:
         why += suffix(probe)
     certified = lo is not None and hi is not None and hi - lo <= tol
