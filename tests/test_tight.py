@@ -548,3 +548,16 @@ def test_threshold_is_above_a_gap_of_non_existence_that_a_short_scan_missed(tmp_
     top = _dominance_epsilon(sp.distances)
     for e in np.geomspace(top, 100 * top, 7):
         assert tight_constraints(sp, epsilon=float(e), method="dense").exists
+
+
+@pytest.mark.parametrize("eps", [1e-14, 1e-100, 1e-300])
+def test_a_phi_that_is_all_ones_to_working_precision_leaves_existence_undecided(eps):
+    """Found by a review: on grid:3x3 non-existence is certified at ε = 1e-12 (z[4] = −0.256), but from 1e-14 on Φ
+    is 11ᵀ to working precision and the linear program on its null space returned the constant channel as an
+    existing mechanism ("numerical"), although z tends to D⁻¹1/(1ᵀD⁻¹1), negative at the centre, as ε → 0."""
+    g = spaces.grid(3, 3)
+    r = tight_constraints(g, epsilon=eps, method="dense")
+    assert not r.exists and r.certainty == "undecided" and not r.decided
+    w = np.linalg.solve(g.distances, np.ones(9))
+    assert (w / w.sum()).min() < 0 and "whose smallest entry is" in r.reason and "negative" in r.reason
+    assert tight_constraints(g, epsilon=1e-12, method="dense").decided  # where float64 still decides, it does

@@ -286,7 +286,40 @@ def tight_constraints(space: MetricSpace, *, epsilon: float, method: str = "auto
         raise ValueError(f"method='exact' is limited to {_ps.EXACT_LIMIT} points; the space has {space.n}")
     phi = _constraints(space.distances, e)
     sol = _ps.solve_phi(phi, exact=(method == "exact"))
-    return _result(space, phi, e, sol)
+    res = _result(space, phi, e, sol)
+    return _undecided_near_zero(space, e, res) if sol.singular and sol.status == "exists" else res
+
+
+#: Below this ε·(largest distance) a Φ singular to working precision is the all-ones matrix plus rounding, not a
+#: singular Φ of the space: its numerical null space decides nothing about the true, non-singular Φ.
+NEAR_ZERO_SCALE = 1e-6
+
+
+def _undecided_near_zero(space: MetricSpace, e: float, res: "TightConstraintsResult") -> "TightConstraintsResult":
+    """At ε·d this small, Φ = e^{−εd} = 11ᵀ − εD + O(ε²) is 11ᵀ to working precision, and the linear program on its
+    numerical null space found the constant channel (z = 1/n) for any space: grid:3x3 at ε = 1e-14 and 1e-300
+    "existed" where z tends to D⁻¹1/(1ᵀD⁻¹1), with a negative centre entry, as ε → 0 (review). Undecided, with
+    that limit's smallest entry named."""
+    from dataclasses import replace
+
+    d = space.distances
+    fin = d[np.isfinite(d)]
+    if not (fin.size and e * float(fin.max()) < NEAR_ZERO_SCALE):
+        return res
+    limit = ""
+    if np.isfinite(d).all():
+        try:
+            w = np.linalg.solve(d, np.ones(space.n))
+            if abs(w.sum()) > 0:
+                w = w / w.sum()
+                limit = (f"; as ε → 0, z tends to D⁻¹1/(1ᵀD⁻¹1), whose smallest entry is {w.min():.4g}"
+                         + (" (negative: the mechanism does not exist for every small enough ε)" if w.min() < 0 else ""))
+        except np.linalg.LinAlgError:
+            pass
+    reason = (f"undecided: ε·(largest distance) = {e * float(fin.max()):.3g} is below {NEAR_ZERO_SCALE:g}, where Φ = e^(−εd) "
+              "is the all-ones matrix to working precision: float64 cannot tell the sign of z = Φ⁻¹1" + limit)
+    return replace(res, exists=False, channel=None, certainty="undecided", reason=reason, margin=0.0,
+                   error_bound=float("inf"))
 
 
 def _line_path(x: np.ndarray, d: np.ndarray):
