@@ -270,3 +270,19 @@ def test_empty_paths_header_only_files_and_the_prior_keyword_are_named(tmp_path)
     p = subprocess.run([sys.executable, "-m", "dprivacy.cli", "prior", "line:3", "--epsilon", "1", "--prior", "UNIFORM"],
                        capture_output=True, text=True, cwd=tmp_path)
     assert p.returncode == 2 and "the keyword is 'uniform'" in p.stderr and p.stderr.count("\n") == 1
+
+
+def test_library_refusals_name_sizes_and_missing_priors():
+    """Found by a review: spaces.line(10**9) failed with numpy's "Unable to allocate 6.94 EiB", hamming:30,10 printed a
+    52-digit GiB figure, and a missing prior said "prior must be 1-D, got an array of shape ()"."""
+    import pytest
+
+    from dprivacy import spaces
+    from dprivacy.mechanisms.optimal import optimal_mechanism
+
+    with pytest.raises(MemoryError, match=r"line:1000000000 needs a dense 1,000,000,000x1,000,000,000 float64 matrix \(7.45e\+09 GiB\)"):
+        spaces.line(10**9)
+    with pytest.raises(MemoryError, match=r"\(7.45e\+51 GiB\)"):
+        spaces.hamming(30, 10)
+    with pytest.raises(TypeError, match="prior is required"):
+        optimal_mechanism(spaces.line(3), None, epsilon=1.0)

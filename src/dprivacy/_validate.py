@@ -85,6 +85,9 @@ def as_prior(prior, n: int | None = None, *, name: str = "prior", atol: float = 
     A prior must be 1-D, finite, non-negative and sum to 1 within ``atol``; it is never renormalized
     silently.
     """
+    if prior is None:
+        raise TypeError(f"{name} is required: a 1-D array of probabilities" + (f", one per point ({n})" if n else "")
+                        + " (np.full(n, 1/n) for the uniform prior)")
     try:
         p = np.asarray(prior, dtype=np.float64)
     except (TypeError, ValueError) as exc:

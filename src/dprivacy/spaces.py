@@ -32,7 +32,7 @@ def _check_dense_fits(n: int, what: str, alternative: str | None = None) -> None
     need = 8 * n * n
     if need > DENSE_LIMIT_BYTES:
         msg = (
-            f"{what} needs a dense {n}x{n} float64 matrix ({need / 2**30:.1f} GiB), over the "
+            f"{what} needs a dense {n:,}x{n:,} float64 matrix ({need / 2**30:.3g} GiB), over the "
             f"{DENSE_LIMIT_BYTES / 2**30:.0f} GiB limit"
         )
         if alternative:
@@ -305,6 +305,7 @@ def line(n: int, *, step: float = 1.0, name: str | None = None) -> MetricSpace:
     """The points {0, …, n−1}·step with d(i, j) = step·|i − j| (a line graph when step = 1)."""
     n = check_positive_int(n, name="n")
     step = check_epsilon(step, name="step")
+    _check_dense_fits(n, f"line:{n}", "a sum or count space (sum:N,D, count:N) is held without its matrix")
     x = np.arange(n, dtype=np.float64)
     d = step * np.abs(x[:, None] - x[None, :])
     i = np.arange(n - 1)
@@ -317,6 +318,7 @@ def clique(n: int, *, distance: float = 1.0, name: str | None = None) -> MetricS
     """The discrete metric on n points: every two distinct points at ``distance``."""
     n = check_positive_int(n, name="n")
     distance = check_epsilon(distance, name="distance")
+    _check_dense_fits(n, f"clique:{n}")
     d = distance * (1.0 - np.eye(n))
     return MetricSpace(d, name=name or f"clique:{n}", essential_pairs=np.triu_indices(n, k=1), validate=False)
 
