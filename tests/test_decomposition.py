@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import metric_matrices, plane_metrics, priors
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, given, reject, settings
 from hypothesis import strategies as st
 from test_lp_engine import LP_TOL, SCALED_EPS_D, gain_form, reference_optimum
 
@@ -544,7 +544,14 @@ def test_decomposition_reaches_the_optimum_when_far_pairs_are_beyond_the_pricing
     # optimum confirmed in rational arithmetic by a review)
     i, j = spaces.from_matrix(d).essential_pairs()
     assume(eps * float(d[i, j].max(initial=0.0)) <= SCALED_EPS_D)
-    out, opt = _against_reference(d, prior=data.draw(priors(d.shape[0])), eps=eps, kind=kind)
+    from test_lp_engine import ReferenceFailed
+
+    try:
+        out, opt = _against_reference(d, prior=data.draw(priors(d.shape[0])), eps=eps, kind=kind)
+    except ReferenceFailed:
+        # the comparison needs the reference optimum: a draw whose dense LP no HiGHS algorithm solves (seen locally:
+        # "HiGHS Status 0: Not Set" on a 7-point metric at coefficients e^-40) is not a test of the engine
+        reject()
     # the bracket always holds: the master's channel is private, the bound valid
     assert out.objective <= opt + LP_TOL
     assert out.bound >= opt - 1e-9

@@ -365,8 +365,8 @@ def test_a_time_limited_spanner_lp_returns_a_certified_mechanism_with_an_honest_
     r = optimal_mechanism_spanner(g, p, epsilon=1.0, dilation=1.2, time_limit=600.0, exact=False,
                                   options={"maxiter": 1})
     assert r.status == 1 and r.solved and r.private
-    h = r.channel.matrix if hasattr(r.channel, "matrix") else np.asarray(r.channel)
-    assert np.allclose(h, h[0])  # every row the same: 0·d-private
-    assert r.value == pytest.approx(p.max(), rel=1e-12)  # the constant channel's guess: the most likely point
+    # the best of the constant channel (the most likely point, p.max()) and the exponential mechanism at ε/2 with
+    # the prior's best remap, certified on the space
+    assert r.value >= p.max() * (1 - 1e-12)
     # every channel's binary gain is at most 1 (no privacy), and the constant channel's is at most OPT
     assert r.value < r.bound <= 1 + 1e-12 and r.gap == pytest.approx((r.bound - r.value) / r.bound)

@@ -1028,6 +1028,34 @@ def _fallback_or_failed(ctx: _Context, status: int, message: str, size: dict, ti
                    already_full=True, lenient=True, constant=True)
 
 
+#: The exponential fallback is tried up to this many points (its n×n matrix and its check).
+EXPONENTIAL_FALLBACK_POINTS = 3000
+
+
+def _exponential_fallback(ctx: _Context, constant_value: float):
+    """The exponential mechanism at ε/2, H[y, z] ∝ e^{−(ε/2)·d(y, z)} (ε·d-private: the row sums differ by at most
+    e^{(ε/2)d(y,y')}), followed by the remap z ↦ argmax_w Σ_y c[y, w]·H[y, z] that is best for the prior and the gain
+    (post-processing): an n × m channel, or None when it is not better than the best constant channel, when its
+    entries underflow, or beyond :data:`EXPONENTIAL_FALLBACK_POINTS` points."""
+    n = ctx.space.n
+    if n > EXPONENTIAL_FALLBACK_POINTS:
+        return None
+    d = ctx.space.distances
+    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+        e = np.exp(-(ctx.eps / 2) * d)
+    e /= e.sum(axis=1, keepdims=True)
+    pos = e > 0
+    if (pos.any(axis=0) & ~pos.all(axis=0) & np.isfinite(d).all()).any():  # a 0 beside a positive entry: underflow
+        return None
+    score = e.T @ ctx.c_all  # [z, w]: the gain of guessing w on output z
+    guess = score.argmax(axis=1)
+    if float(score[np.arange(n), guess].sum()) <= constant_value:
+        return None
+    h = np.zeros((n, ctx.m))
+    np.add.at(h.T, guess, e.T)
+    return h
+
+
 def _finish(ctx: _Context, raw: np.ndarray, objective_gain: float, bound_gain: float, status: int, message: str,
             size: dict, *, already_full: bool = False, lenient: bool = False, constant: bool = False) -> "OptimalResult":
     space, eps, n = ctx.space, ctx.eps, ctx.space.n
@@ -1073,13 +1101,19 @@ def _finish(ctx: _Context, raw: np.ndarray, objective_gain: float, bound_gain: f
         h, _ = _constant_channel(ctx)
         message = f"{message}; the last round's channel could not be certified, the best constant channel is returned"
         check = check_privacy(h, space, epsilon=eps)
-    channel = Channel._trusted(h, space.labels, ctx.labels)
-    if ctx.kind == "loss":
-        measured = expected_loss(channel, ctx.p, ctx.g)
-        value_gain = -measured.value
-    else:
-        measured = utility(channel, ctx.p, None if ctx.binary else ctx.g)
-        value_gain = measured.value
+    channel, measured, value_gain = _measured(ctx, h)
+    if status in (1, STALLED):
+        # a stopped solve returns what it has; where the exponential mechanism with the prior's best remap does
+        # better, that is returned instead (a time limit before the first round gave the constant channel, 1/225 on
+        # grid:15x15, where private channels reach 0.05: review)
+        expo = _exponential_fallback(ctx, value_gain if check.ok else -np.inf)
+        if expo is not None:
+            expo_check = check_privacy(expo, space, epsilon=eps)
+            if expo_check.ok:
+                h, check = expo, expo_check
+                channel, measured, value_gain = _measured(ctx, h)
+                message += ("; the exponential mechanism at ε/2 with the best remap for the prior does better than the "
+                            "solver's channel and is returned")
     sign = 1.0 if ctx.kind == "gain" else -1.0
     rel = _relative_gap(bound_gain, value_gain) if check.ok else float("inf")
     return OptimalResult(
@@ -1089,6 +1123,16 @@ def _finish(ctx: _Context, raw: np.ndarray, objective_gain: float, bound_gain: f
         raw_smallest_epsilon=raw_eps, repair_mass=repair_mass, epsilon_checked=eps, space=space,
         bound=sign * bound_gain, gap=rel, **size,
     )
+
+
+def _measured(ctx: _Context, h: np.ndarray):
+    """(channel, its measure, its value in gain units) of an n × m channel for the problem ``ctx``."""
+    channel = Channel._trusted(h, ctx.space.labels, ctx.labels)
+    if ctx.kind == "loss":
+        measured = expected_loss(channel, ctx.p, ctx.g)
+        return channel, measured, -measured.value
+    measured = utility(channel, ctx.p, None if ctx.binary else ctx.g)
+    return channel, measured, measured.value
 
 
 def _failed(status, message, kind, size, *, row_sum_error=float("nan"), min_entry=float("nan"), space=None,
