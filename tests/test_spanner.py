@@ -370,3 +370,22 @@ def test_a_time_limited_spanner_lp_returns_a_certified_mechanism_with_an_honest_
     assert r.value >= p.max() * (1 - 1e-12)
     # every channel's binary gain is at most 1 (no privacy), and the constant channel's is at most OPT
     assert r.value < r.bound <= 1 + 1e-12 and r.gap == pytest.approx((r.bound - r.value) / r.bound)
+
+
+def test_without_time_for_the_bound_lp_the_spanner_reports_the_bound_without_privacy(monkeypatch):
+    """The limit bounds the whole call: the bound LP is skipped when under 5% of it is left, and the bound is then
+    the one without privacy (each secret guessed at its best: 1 for the binary gain), still valid. The clock of the
+    spanner module is made to jump 400 s per reading so that nothing is left after the first solve."""
+    import types
+
+    from dprivacy.mechanisms import spanner as sp_mod
+
+    clock = iter(range(0, 10**7, 400))
+    monkeypatch.setattr(sp_mod, "time", types.SimpleNamespace(perf_counter=lambda: float(next(clock))))
+    g = spaces.grid(6, 6)
+    p = np.random.default_rng(1).dirichlet(np.ones(g.n))
+    r = optimal_mechanism_spanner(g, p, epsilon=1.0, dilation=1.2, time_limit=600.0, exact=False)
+    assert r.private and r.bound == pytest.approx(1.0) and r.value < r.bound
+    loss = g.distances
+    r = optimal_mechanism_spanner(g, p, epsilon=1.0, dilation=1.2, time_limit=600.0, exact=False, loss=loss)
+    assert r.bound == pytest.approx(0.0) and r.value >= 0  # a loss: the bound without privacy is Σ π min loss = 0
