@@ -941,3 +941,8 @@ def test_a_file_sorted_by_location_is_named_in_the_report(tmp_path):
     assert any("ordered by latitude" in n for n in r.notes)
     r = obfuscate_file(tmp_path / "u.parquet", tmp_path / "o2.parquet", epsilon=1.0, rng=1)
     assert not any("ordered by" in n for n in r.notes)
+    pytest.importorskip("distributed", reason="the Dask engine is the optional extra dprivacy[dask]")
+    from dprivacy.data.dask_engine import obfuscate_dask
+
+    r = obfuscate_dask(tmp_path / "s.parquet", tmp_path / "d.parquet", workers=1, epsilon=1.0)
+    assert any("ordered by latitude" in n for n in r.notes)

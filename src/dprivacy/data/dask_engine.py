@@ -68,8 +68,10 @@ def _run_piece(ob, piece: tuple[str, int], index: int, folder: str, release: boo
         schema = schema.with_metadata({**(schema.metadata or {}), NOTICE_KEY: NOT_FOR_RELEASE.encode()})
     pq.write_table(pa.Table.from_batches([out], schema=ob.out_schema).replace_schema_metadata(schema.metadata),
                    os.path.join(folder, f"part-{index:05d}.parquet"))
+    from .locations import sorted_by
+
     return {"rows_read": n, "rows_written": out.num_rows, "rows_rejected": rejected, "first_rejected": msg, "keys": keys,
-            "seconds": time.perf_counter() - t0, "started": t0}
+            "seconds": time.perf_counter() - t0, "started": t0, "sorted": sorted_by(la, lo) if index == 0 else None}
 
 
 def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, workers: int = 2, force: bool = False,
@@ -179,9 +181,12 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
             shutil.rmtree(tmp)
         raise
     report.seconds = time.perf_counter() - t0
-    from .locations import rejection_note
+    from .locations import rejection_note, sorted_note_text
 
     rejection_note(report)
+    found = next((r["sorted"] for r in results if r.get("sorted")), None)
+    if found is not None:  # (read on the first part: the order of the parts is the input's)
+        report.notes.append(sorted_note_text(*found))
     report.notes.append(f"Dask engine: {len(pieces)} row groups, " + (f"scheduler {scheduler}" if scheduler else f"LocalCluster of {workers} workers"))
     if not src.release:
         report.notes.append("reproducible run (seeded): NOT for release")

@@ -272,21 +272,32 @@ def sorted_note(report, lat, lon) -> None:
     keeps the row order, which then tells the true locations apart (a review estimated each row's latitude from
     its rank to 1.2 km where the released points were 9.4 km off). A time-ordered track heading one way is
     flagged too: its order is public only if its times are."""
+    found = sorted_by(lat, lon)
+    if found is not None:
+        report.notes.append(sorted_note_text(*found))
+
+
+def sorted_note_text(name: str, rho: float) -> str:
+    return (f"the rows are ordered by {name} (Spearman ρ = {rho:.2f} between row number and {name} in the first rows): "
+            "the release keeps the row order, which then tells the true locations apart; unless that order is public (a "
+            "time order with its times released), shuffle the file before obfuscating it")
+
+
+def sorted_by(lat, lon):
+    """("latitude" or "longitude", Spearman ρ) when the rows (up to 10,000 spread over them) are ordered by that
+    coordinate, |ρ| ≥ :data:`SORTED_RHO`; else None."""
     from scipy.stats import spearmanr
 
     take = copy_sample(lat.size)
     if take.size < 20:
-        return
+        return None
     for name, v in (("latitude", lat[take]), ("longitude", lon[take])):
         if np.ptp(v) == 0:
             continue
         rho = float(spearmanr(np.arange(v.size), v).statistic)
         if abs(rho) >= SORTED_RHO:
-            report.notes.append(f"the rows are ordered by {name} (Spearman ρ = {rho:.2f} between row number and {name} "
-                                "in the first rows): the release keeps the row order, which then tells the true locations "
-                                "apart; unless that order is public (a time order with its times released), shuffle the "
-                                "file before obfuscating it")
-            return
+            return name, rho
+    return None
 
 
 def rejection_note(report) -> None:
