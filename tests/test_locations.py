@@ -946,3 +946,23 @@ def test_a_file_sorted_by_location_is_named_in_the_report(tmp_path):
 
     r = obfuscate_dask(tmp_path / "s.parquet", tmp_path / "d.parquet", workers=1, epsilon=1.0)
     assert any("ordered by latitude" in n for n in r.notes)
+
+
+def test_shuffle_releases_the_rows_in_a_random_order_each_with_its_own_noise(tmp_path):
+    """--shuffle: the rows in a uniform random order from the random source (a sorted file's order gave its rows'
+    latitudes away); each row keeps its own columns and its own noisy point; seeded runs repeat."""
+    import pyarrow.parquet as pq
+    from scipy.stats import spearmanr
+
+    n = 3000
+    lat = np.sort(np.random.default_rng(0).uniform(40, 50, n))
+    pq.write_table(pa.table({"id": np.arange(n), "lat": lat, "lon": np.full(n, 5.0)}), tmp_path / "s.parquet")
+    r = obfuscate_file(tmp_path / "s.parquet", tmp_path / "o.parquet", epsilon=10.0, unit="km", rng=3, shuffle=True)
+    assert not any("ordered by" in x for x in r.notes) and any("random order" in x for x in r.notes)
+    out = pq.read_table(tmp_path / "o.parquet").to_pandas()
+    ids = out["id"].to_numpy()
+    assert sorted(ids) == list(range(n)) and (ids != np.arange(n)).mean() > 0.99
+    assert abs(spearmanr(np.arange(n), out["lat"]).statistic) < 0.1
+    assert np.abs(out["lat"].to_numpy() - lat[ids]).max() < 0.1  # ε = 10/km: each row within a few km of its own point
+    again = obfuscate_file(tmp_path / "s.parquet", tmp_path / "o2.parquet", epsilon=10.0, unit="km", rng=3, shuffle=True)
+    assert again.rows_written == n and pq.read_table(tmp_path / "o2.parquet").equals(pq.read_table(tmp_path / "o.parquet"))

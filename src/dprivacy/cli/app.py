@@ -830,6 +830,9 @@ def cmd_obfuscate(args) -> int:
         if args.engine == "dask":
             from ..data.dask_engine import obfuscate_dask
 
+            if args.shuffle:
+                raise CliError("dprivacy obfuscate: error: --shuffle is for the local engine (the Dask parts keep the "
+                               "input's order): shuffle the file first, or drop --engine dask")
             if show:
                 bar.update("obfuscating on Dask (row groups)")
                 progress = lambda done, total: bar.update(done, total)  # noqa: E731
@@ -842,7 +845,7 @@ def cmd_obfuscate(args) -> int:
                 raise CliError("dprivacy obfuscate: error: --scheduler needs --engine dask")
             if args.workers is not None:  # (was accepted and ignored: review)
                 raise CliError("dprivacy obfuscate: error: --workers needs --engine dask")
-            rep = obfuscate_file(args.input, args.output, progress=progress, **common)
+            rep = obfuscate_file(args.input, args.output, progress=progress, shuffle=args.shuffle, **common)
     finally:
         if show:
             bar.stop()
@@ -1128,6 +1131,8 @@ def make_parser() -> argparse.ArgumentParser:
                     help="unit of the coordinate columns: degrees (default) or Garmin/FIT semicircles (2^31 per 180°), read and written as such")
     ob.add_argument("--key", metavar="COL", help="with --seed: each record's noise depends only on the seed and its (unique) key, "
                     "so any batching, partitioning or engine gives the same output")
+    ob.add_argument("--shuffle", action="store_true", help="release the rows in a random order (a file sorted by "
+                    "location gives each row's location away by its rank); holds the release in memory")
     ob.add_argument("--keep", metavar="COL[,COL]", help="columns that hold no location although their name or type looks "
                     "like one (lat_err, LatAm, a binary id): released as they are; every other such column is refused")
     ob.add_argument("--engine", choices=["local", "dask"], default="local", help="dask: one task per Parquet row group "

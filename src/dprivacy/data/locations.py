@@ -277,10 +277,14 @@ def sorted_note(report, lat, lon) -> None:
         report.notes.append(sorted_note_text(*found))
 
 
+#: --shuffle holds the release in memory: at most this many rows.
+SHUFFLE_MAX_ROWS = 20_000_000
+
+
 def sorted_note_text(name: str, rho: float) -> str:
     return (f"the rows are ordered by {name} (Spearman ρ = {rho:.2f} between row number and {name} in the first rows): "
             "the release keeps the row order, which then tells the true locations apart; unless that order is public (a "
-            "time order with its times released), shuffle the file before obfuscating it")
+            "time order with its times released), release them with --shuffle")
 
 
 def sorted_by(lat, lon):
@@ -676,9 +680,13 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
                    lon: str | None = None, rng=None, force: bool = False, skip_invalid: bool = False,
                    precision: float = DEFAULT_PRECISION_DEG, progress=None, release=None,
                    user: str | None = None, budget: float | None = None, key: str | None = None,
-                   coords: str = "degrees", accuracy: str | None = None, keep=()) -> ObfuscationReport:
+                   coords: str = "degrees", accuracy: str | None = None, keep=(), shuffle: bool = False) -> ObfuscationReport:
     """Obfuscate every point of a CSV/Parquet/GeoJSON file and write OUTPUT (same format family by its
     extension) and ``OUTPUT.dprivacy.json``.
+
+    ``shuffle``: the released rows in an order drawn from the random source (a uniform permutation, integer
+    draws), not the file's: a file sorted by location gives each row's location away by its rank. The release is
+    then held in memory (at most :data:`SHUFFLE_MAX_ROWS` rows).
 
     The mechanism is geodesic planar Laplace, or, with ``release`` (a
     :class:`~dprivacy.data.grid_release.GridRelease`), a mechanism on a grid of cells: the released
@@ -714,6 +722,9 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
                          "rule": "sequential composition: a user's first ⌊budget/ε⌋ rows (file order) are released, the rest suppressed"}
         spent: dict = {}
     seen_keys = _KeyCheck(key) if key is not None else None
+    shuffled = [] if shuffle else None
+    if shuffle:
+        report.notes.append("rows released in a random order (--shuffle: a uniform permutation from the random source)")
     row0 = 0
     geo = (ob.lat_c, ob.lon_c) if out_fmt == "geojson" else None
     # Batch k is encoded and written in a background thread while batch k+1 is drawn (pyarrow releases
@@ -726,7 +737,7 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
         for batch in batches:
             n = batch.num_rows
             batch, la, lo, rejected, msg = ob.validate(batch, row0)
-            if row0 == 0:
+            if row0 == 0 and not shuffle:
                 sorted_note(report, la, lo)
             if rejected:
                 report.rows_rejected += rejected
@@ -741,11 +752,27 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
                     la, lo = la[keep], lo[keep]
             if seen_keys is not None:
                 seen_keys.add(batch.column(key), row0)
-            writes.put(ob.apply(batch, la, lo, ob.generator(batch, src)))
+            out = ob.apply(batch, la, lo, ob.generator(batch, src))
             report.rows_read += n
             row0 += n
+            if shuffled is not None:
+                shuffled.append(out)
+                if report.rows_read > SHUFFLE_MAX_ROWS:
+                    raise ValueError(f"--shuffle holds the release in memory: {input_path} has more than "
+                                     f"{SHUFFLE_MAX_ROWS:,} rows; shuffle the file first, or split it")
+            else:
+                writes.put(out)
             if progress is not None:
                 progress(report.rows_read)
+        if shuffled is not None:
+            import pyarrow as pa
+
+            table = pa.Table.from_batches(shuffled, schema=ob.out_schema)
+            shuffled.clear()
+            order = src.generator.permutation(table.num_rows)
+            for part in table.take(pa.array(order)).to_batches(max_chunksize=1 << 18):
+                writes.put(part)
+            del table
         writes.flush()
         report.rows_written = w.rows
         if report.rows_read == 0:
