@@ -53,7 +53,7 @@ def _run_piece(ob, piece: tuple[str, int], index: int, folder: str, release: boo
     batch = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=ob.schema)
     n = batch.num_rows
     where = f"{Path(f).name} row group {g}: "
-    batch, la, lo, rejected, msg = ob.validate(batch, 0, where=where, check_copies=True)
+    batch, la, lo, rejected, msg = ob.validate(batch, 0, where=where)
     keys = None
     if ob.key is not None:
         from ..sampling.keyed import record_keys

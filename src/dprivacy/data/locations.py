@@ -458,28 +458,27 @@ class Obfuscator:
             la, lo = la * SEMICIRCLE_DEG, lo * SEMICIRCLE_DEG
         return la, lo
 
-    def validate(self, batch, row0: int, where: str = "", check_copies: bool | None = None):
+    def validate(self, batch, row0: int, where: str = ""):
         """(batch, lat, lon, rows rejected, first message) with the invalid rows dropped, or ValueError
         naming the first one when ``skip_invalid`` is off. ``row0``: rows before this batch (for the
         message); ``where``: a prefix when the global row number is unknown (a Dask partition)."""
         import pyarrow as pa
 
         la, lo = self.coordinates(batch)
-        if check_copies is None or check_copies:
-            # another copy of the points under any name (homelat, x, location = "42.55623,1.53319"): checked by value in
-            # every batch (every part on Dask) on rows spread over it, a sample that keeps wide text tables cheap (the
-            # first rows only missed a copy that started after them, and a part of one row was not checked: review);
-            # --keep does not exempt a column whose values are the points
-            from .io import location_copies
+        # another copy of the points under any name (homelat, x, location = "42.55623,1.53319"): checked by value in
+        # every batch (every part on Dask) on rows spread over it, a sample that keeps wide text tables cheap (the
+        # first rows only missed a copy that started after them, and a part of one row was not checked: review);
+        # --keep does not exempt a column whose values are the points
+        from .io import location_copies
 
-            take = copy_sample(batch.num_rows)
-            # in degrees and the other units a copy comes in (radians, E7, semicircles, Web Mercator metres)
-            copies = location_copies(batch.take(pa.array(take)), la[take], lo[take], skip=(self.lat_c, self.lon_c))
-            if copies:
-                raise ValueError(f"{self.input_name}: {where}column(s) {', '.join(map(repr, copies))} hold a copy of the points "
-                                 f"(numbers within 0.01° of a row's latitude or longitude, in at least half of the rows "
-                                 f"that have one): they would be released untouched beside the obfuscated "
-                                 f"{self.lat_c!r}/{self.lon_c!r}; drop them from the file")
+        take = copy_sample(batch.num_rows)
+        # in degrees and the other units a copy comes in (radians, E7, semicircles, Web Mercator metres)
+        copies = location_copies(batch.take(pa.array(take)), la[take], lo[take], skip=(self.lat_c, self.lon_c))
+        if copies:
+            raise ValueError(f"{self.input_name}: {where}column(s) {', '.join(map(repr, copies))} hold a copy of the points "
+                             f"(numbers within 0.01° of a row's latitude or longitude, in at least half of the rows "
+                             f"that have one): they would be released untouched beside the obfuscated "
+                             f"{self.lat_c!r}/{self.lon_c!r}; drop them from the file")
         bad = validate_coordinates(la, lo)
         outside = None
         if self.release is not None:
@@ -767,10 +766,12 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
         if shuffled is not None:
             import pyarrow as pa
 
+            from .io import BATCH_ROWS
+
             table = pa.Table.from_batches(shuffled, schema=ob.out_schema)
             shuffled.clear()
             order = src.generator.permutation(table.num_rows)
-            for part in table.take(pa.array(order)).to_batches(max_chunksize=1 << 18):
+            for part in table.take(pa.array(order)).to_batches(max_chunksize=BATCH_ROWS):
                 writes.put(part)
             del table
         writes.flush()

@@ -370,7 +370,7 @@ def _literal(path: str) -> str:
 
 def _relation(path: str, *, text=None) -> str:
     """The table as a DuckDB relation. A CSV is read with a dialect that depends on its header line only
-    (:func:`_csv_delimiter`; the quote and escape ``"``, no comment character, no line skipped) and with column
+    (:func:`_csv_dialect`; the quote and escape ``"``, no comment character, no line skipped) and with column
     types that depend on public data only: ``text=None`` (standard ε-DP, every column protected) reads every
     column as text; ``text`` = the protected columns reads those as text and infers the others from every row
     of the file (``sample_size=-1``). The sniffer's guesses from the rows themselves made the release depend on
@@ -394,10 +394,6 @@ def _relation(path: str, *, text=None) -> str:
 
 #: Delimiters a CSV's header line may use: the one that splits it into the most fields is taken.
 CSV_DELIMITERS = (",", ";", "\t", "|")
-
-
-def _csv_delimiter(path: str) -> str:
-    return _csv_dialect(path)[0]
 
 
 def _csv_dialect(path: str) -> tuple[str, int]:
@@ -759,7 +755,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     except duckdb.Error as exc:
         first = str(exc).splitlines()[0]
         if _relation(table).startswith("read_csv"):
-            raise ValueError(f"cannot read {table} as one CSV table (delimiter {_csv_delimiter(table)!r} from its header line, "
+            raise ValueError(f"cannot read {table} as one CSV table (delimiter {_csv_dialect(table)[0]!r} from its header line, "
                              "quotes \", every line with the header's number of fields: a line of another shape?): "
                              f"{first}") from None
         raise ValueError(f"cannot read {table}: {first}") from None
@@ -821,8 +817,10 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         fraction = f"NOT ({bad}) AND {clamped_val} <> round({clamped_val})"
         checks.append(f"count(*) FILTER (WHERE {fraction})" if unit is None else "0")
     elif query.kind == "kcount":
-        bad = " OR ".join(f"({_quote(c)} IS NULL OR {_as_type(_quote(c), types[c], 'BOOLEAN')} IS NULL"
-                          + (f" OR {_quote(c)} NOT IN (0, 1))" if _is_numeric(types[c]) else ")") for c in query.columns)
+        # a flag: true/false, or 0/1 in a numeric column (a 2 was counted as true: review); the rest is invalid
+        flag_ok = {c: f"({_as_type(_quote(c), types[c], 'BOOLEAN')} IS NOT NULL"
+                      + (f" AND {_quote(c)} IN (0, 1))" if _is_numeric(types[c]) else ")") for c in query.columns}
+        bad = " OR ".join(f"NOT coalesce({flag_ok[c]}, false)" for c in query.columns)
         checks.append(f"count(*) FILTER (WHERE {bad})")
         checks += ["0", "0"]
     else:
@@ -889,10 +887,9 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         aggs = [f"count(*) FILTER (WHERE {sel})"]
         clamped = "0"
     elif query.kind == "kcount":
-        # a value that is not a flag counts as null (not as true): 2 was cast to true (review)
-        flag = {c: _as_type(_quote(c), types[c], "BOOLEAN") + (f" AND {_quote(c)} IN (0, 1)" if _is_numeric(types[c]) else "")
-                for c in query.columns}
-        aggs = [f"count(*) FILTER (WHERE {sel} AND coalesce({flag[c]}, false))" for c in query.columns]
+        # a value that is not a flag counts as null, not as true
+        aggs = [f"count(*) FILTER (WHERE {sel} AND coalesce({flag_ok[c]} AND {_as_type(_quote(c), types[c], 'BOOLEAN')}, "
+                "false))" for c in query.columns]
         clamped = "0"
     else:
         lo, hi = bounds
