@@ -127,19 +127,25 @@ FULL_CHECK_WORK = 3e9
 SPOT_ROWS = 64
 
 
-def _privacy_figures(ch, space, epsilon) -> dict:
+def _spot_rows(space):
+    """(SPOT_ROWS rows at random, sorted; the space on them) for a spot check of privacy (fixed seed: the same
+    rows every run)."""
     import numpy as np
 
-    from .. import measures
     from ..spaces import MetricSpace
+
+    rows = np.sort(np.random.default_rng(0).choice(space.n, size=SPOT_ROWS, replace=False))
+    return rows, MetricSpace(space.distances_from(rows)[:, rows], validate=False)
+
+
+def _privacy_figures(ch, space, epsilon) -> dict:
+    from .. import measures
 
     pairs = space.constraint_pairs()[0].size
     if pairs * ch.n_outputs <= FULL_CHECK_WORK:
         pc = measures.check_privacy(ch, space, epsilon=epsilon)
         return {"is_private": pc.ok, "smallest_epsilon": pc.smallest_epsilon, "_result": pc}
-    rng = np.random.default_rng(0)
-    rows = np.sort(rng.choice(space.n, size=SPOT_ROWS, replace=False))
-    sub = MetricSpace(space.distances_from(rows)[:, rows], validate=False)
+    rows, sub = _spot_rows(space)
     pc = measures.check_privacy(ch.matrix[rows], sub, epsilon=epsilon)
     return {
         # A spot check can refute privacy but not certify it: is_private stays unknown unless it fails.
@@ -194,13 +200,7 @@ def _implicit_figures(mech, prior_arg, prior) -> dict:
     elif mech.space.constraint_pairs()[0].size * mech.n_outputs > FULL_CHECK_WORK and hasattr(mech, "log_rows"):
         # as for a dense channel: beyond FULL_CHECK_WORK comparisons, rows at random (a 60×60 planar Laplace held by
         # its logarithms took 92 s, silent, for the full check)
-        import numpy as np
-
-        from ..spaces import MetricSpace
-
-        space = mech.space
-        rows = np.sort(np.random.default_rng(0).choice(space.n, size=SPOT_ROWS, replace=False))
-        sub = MetricSpace(space.distances_from(rows)[:, rows], validate=False)
+        rows, sub = _spot_rows(mech.space)
         spot = measures.check_privacy_log(mech.log_rows(rows), sub, epsilon=mech.epsilon)
         private, smallest = bool(cert.ok and spot.ok), None
         how = (cert.reason + f"; spot check of the exact log-entries of {SPOT_ROWS} random rows (all pairs among them × "

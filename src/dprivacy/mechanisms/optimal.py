@@ -1033,20 +1033,20 @@ EXPONENTIAL_FALLBACK_POINTS = 3000
 
 
 def _exponential_fallback(ctx: _Context, constant_value: float):
-    """The exponential mechanism at ε/2, H[y, z] ∝ e^{−(ε/2)·d(y, z)} (ε·d-private: the row sums differ by at most
-    e^{(ε/2)d(y,y')}), followed by the remap z ↦ argmax_w Σ_y c[y, w]·H[y, z] that is best for the prior and the gain
+    """The exponential mechanism (:func:`~dprivacy.mechanisms._exponential.exponential`, H[y, z] ∝ e^{−(ε/2)·d(y, z)},
+    ε·d-private), followed by the remap z ↦ argmax_w Σ_y c[y, w]·H[y, z] that is best for the prior and the gain
     (post-processing): an n × m channel, or None when it is not better than the best constant channel, when its
     entries underflow, or beyond :data:`EXPONENTIAL_FALLBACK_POINTS` points."""
+    from ._exponential import exponential
+    from .base import LogMechanism
+
     n = ctx.space.n
     if n > EXPONENTIAL_FALLBACK_POINTS:
         return None
-    d = ctx.space.distances
-    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
-        e = np.exp(-(ctx.eps / 2) * d)
-    e /= e.sum(axis=1, keepdims=True)
-    pos = e > 0
-    if (pos.any(axis=0) & ~pos.all(axis=0) & np.isfinite(d).all()).any():  # a 0 beside a positive entry: underflow
+    mech = exponential(ctx.space, epsilon=ctx.eps)
+    if isinstance(mech, LogMechanism):  # its float64 entries underflow: not private as a stored matrix
         return None
+    e = np.asarray(mech.matrix, dtype=np.float64)
     score = e.T @ ctx.c_all  # [z, w]: the gain of guessing w on output z
     guess = score.argmax(axis=1)
     if float(score[np.arange(n), guess].sum()) <= constant_value:
