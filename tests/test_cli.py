@@ -391,8 +391,9 @@ def test_design_spot_checks_a_large_mechanism_held_by_its_logarithms(capsys, mon
     monkeypatch.setattr(app, "FULL_CHECK_WORK", 1e6)
     assert main(["design", "grid:30x30", "--mechanism", "planar-laplace", "--epsilon", "20", "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
-    assert rep["exists"] is True and rep["is_private"] is True and rep["smallest_epsilon"] is None
-    assert "spot check of the exact log-entries of 64 random rows" in rep["privacy_certificate"]
+    # a spot check refutes privacy or leaves it unknown, as for a dense channel
+    assert rep["exists"] is True and rep["is_private"] is None and rep["smallest_epsilon"] is None
+    assert "spot check of the log-entries of 64 random rows" in rep["privacy_certificate"]
     assert "no violation, largest ratio / distance 19.99" in rep["privacy_certificate"]
 
 

@@ -202,9 +202,11 @@ def _implicit_figures(mech, prior_arg, prior) -> dict:
         # its logarithms took 92 s, silent, for the full check)
         rows, sub = _spot_rows(mech.space)
         spot = measures.check_privacy_log(mech.log_rows(rows), sub, epsilon=mech.epsilon)
-        private, smallest = bool(cert.ok and spot.ok), None
-        how = (cert.reason + f"; spot check of the exact log-entries of {SPOT_ROWS} random rows (all pairs among them × "
-               f"{mech.n_outputs} outputs): " + ("no violation" if spot.ok else f"VIOLATION at {spot.worst}") +
+        # as for a dense channel, a spot check can refute privacy but not certify it
+        private, smallest = (None if spot.ok else False) if cert.ok else False, None
+        where = "" if spot.ok else f"VIOLATION at rows {rows[spot.worst[0]]}, {rows[spot.worst[1]]}, output {spot.worst[2]}"
+        how = (cert.reason + f"; spot check of the log-entries of {SPOT_ROWS} random rows (all pairs among them × "
+               f"{mech.n_outputs} outputs): " + (where or "no violation") +
                f", largest ratio / distance {spot.smallest_epsilon:.12g}")
     else:
         check = measures.check_privacy(mech)
@@ -267,8 +269,7 @@ def _lp_options(args, space) -> dict:
 #: ε times the largest finite distance may be at most this: float64 overflows near 1.8e308, and the
 #: mechanisms multiply ε·d by small factors (ε·d/2, 2ε·d) on the way.
 MAX_SCALED_DIAMETER = 1e300
-#: The smallest ε times the smallest distance ``design`` takes: masses of order ε·d stay normal float64 numbers.
-MIN_SCALED_DISTANCE = 1e-290
+from .._validate import MIN_SCALED_DISTANCE  # noqa: E402 (the smallest ε·d design takes, as the builders)
 
 
 def _check_scale(space, eps: float) -> None:
@@ -286,8 +287,7 @@ def _check_scale(space, eps: float) -> None:
         from ..spaces import distance_floor
 
         least = distance_floor(space.distances)
-    with np.errstate(under="ignore"):
-        small = eps * least
+    small = eps * least
     if 0 < least < np.inf and small < MIN_SCALED_DISTANCE:
         # below it the channels' smallest entries (a Laplace cell's mass ε·d/2) are subnormal or 0: a Laplace channel
         # at ε = 5e-324 had NaN columns and was called private, at 1e-315 exists but not private (review)
@@ -830,6 +830,9 @@ def cmd_obfuscate(args) -> int:
         if args.engine == "dask":
             from ..data.dask_engine import obfuscate_dask
 
+            if args.scheduler is not None and args.workers is not None:  # (the cluster's own workers are used)
+                raise CliError("dprivacy obfuscate: error: --workers sizes a LocalCluster: with --scheduler the cluster's "
+                               "own workers are used; drop --workers")
             if args.shuffle:
                 raise CliError("dprivacy obfuscate: error: --shuffle is for the local engine (the Dask parts keep the "
                                "input's order): shuffle the file first, or drop --engine dask")

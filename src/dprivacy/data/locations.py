@@ -290,15 +290,16 @@ def sorted_note_text(name: str, rho: float) -> str:
 def sorted_by(lat, lon):
     """("latitude" or "longitude", Spearman ρ) when the rows (up to 10,000 spread over them) are ordered by that
     coordinate, |ρ| ≥ :data:`SORTED_RHO`; else None."""
-    from scipy.stats import spearmanr
-
     take = copy_sample(lat.size)
     if take.size < 20:
         return None
+    index = np.arange(take.size, dtype=np.float64)
     for name, v in (("latitude", lat[take]), ("longitude", lon[take])):
-        if np.ptp(v) == 0:
+        if not np.isfinite(v).all() or np.ptp(v) == 0:
             continue
-        rho = float(spearmanr(np.arange(v.size), v).statistic)
+        # Spearman's ρ: the correlation of the row numbers with the values' ranks (numpy alone: scipy.stats doubled
+        # the start-up of a small obfuscate, review; ties ranked in order, which changes ρ by O(ties/n))
+        rho = float(np.corrcoef(index, np.argsort(np.argsort(v, kind="stable")).astype(np.float64))[0, 1])
         if abs(rho) >= SORTED_RHO:
             return name, rho
     return None

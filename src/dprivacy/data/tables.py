@@ -368,7 +368,7 @@ def _literal(path: str) -> str:
     return "'" + path.replace("'", "''") + "'"
 
 
-def _relation(path: str, *, text=None) -> str:
+def _relation(path: str, *, text=None, header: bool = True) -> str:
     """The table as a DuckDB relation. A CSV is read with a dialect that depends on its header line only
     (:func:`_csv_dialect`; the quote and escape ``"``, no comment character, no line skipped) and with column
     types that depend on public data only: ``text=None`` (standard ε-DP, every column protected) reads every
@@ -383,7 +383,7 @@ def _relation(path: str, *, text=None) -> str:
         return f"read_parquet({lit})"
     if low.endswith(".csv") or low.endswith(".csv.gz") or low.endswith(".tsv"):
         delim, skip = _csv_dialect(path)
-        dialect = (f"delim={_literal(delim)}, quote='\"', escape='\"', comment='', header=true, skip={skip}, "
+        dialect = (f"delim={_literal(delim)}, quote='\"', escape='\"', comment='', header={str(header).lower()}, skip={skip}, "
                    "auto_detect=true")
         if text is None:
             return f"read_csv({lit}, {dialect}, all_varchar=true)"
@@ -443,7 +443,7 @@ def _check_table_shape(con, path: str) -> None:
     else:
         # the header as DuckDB splits it (its own delimiter, quotes): pyarrow's comma split missed 'v;v'
         try:
-            names = list(con.execute(f"SELECT * FROM {_relation(path).replace('header=true', 'header=false')} "
+            names = list(con.execute(f"SELECT * FROM {_relation(path, header=False)} "
                                      "LIMIT 1").fetchone() or ())
         except duckdb.Error:
             return

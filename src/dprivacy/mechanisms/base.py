@@ -440,6 +440,11 @@ def built(matrix: np.ndarray, space: MetricSpace, *, epsilon: float, name: str, 
           outputs=None, details: dict | None = None) -> DenseMechanism:
     """A DenseMechanism from a matrix the library built itself, private by construction (``reason``
     cites the theorem). The matrix is trusted: rows sum to 1 up to rounding."""
+    if np.isnan(matrix).any():
+        # a construction that broke down in float64 (the Laplace channel at ε = 5e-324 had NaN columns and a
+        # certificate "by construction": review); the builders' ε·d is below what float64 carries
+        raise ValueError(f"{name} at ε = {epsilon:g} on {space.name}: the channel's entries are not numbers in float64 "
+                         "(ε·d too small or too large for float64); use an ε nearer the scale of the distances")
     obj = DenseMechanism.__new__(DenseMechanism)
     ch = Channel._trusted(matrix, space.labels, outputs if outputs is not None else (space.labels if matrix.shape[1] == space.n else None))
     Mechanism.__init__(obj, space, epsilon=epsilon, name=name, certificate=by_construction(epsilon=epsilon, reason=reason),
@@ -453,6 +458,9 @@ def built_from_log(log_matrix: np.ndarray, space: MetricSpace, *, epsilon: float
     """A mechanism the library built from its exact log-entries, private by construction (``reason``):
     dense when its float64 matrix is private as stored, else a :class:`LogMechanism` (:func:`underflows`)."""
     lg = np.asarray(log_matrix, dtype=np.float64)
+    if np.isnan(lg).any():
+        raise ValueError(f"{name} at ε = {epsilon:g} on {space.name}: the channel's log-entries are not numbers in float64 "
+                         "(ε·d too small or too large for float64); use an ε nearer the scale of the distances")
     if not log_underflows(lg):
         with np.errstate(under="ignore"):
             h = np.exp(lg)

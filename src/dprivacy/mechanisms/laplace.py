@@ -154,6 +154,10 @@ def laplace_channel(space: MetricSpace, *, epsilon: float) -> Mechanism:
     x = line_coordinates(space, who="laplace_channel")
     rate = line_epsilon(space, epsilon=e, coordinates=x)
     n = x.size
+    if n > 1 and np.isfinite(rate):
+        from .._validate import check_scaled_epsilon
+
+        check_scaled_epsilon(rate * float(np.diff(np.sort(x)).min()), what=f"laplace_channel at ε = {e:g}")
     if n == 1 or np.isinf(rate):
         h = np.eye(n)
     else:

@@ -346,6 +346,10 @@ def planar_laplace_grid(space: GridSpace, *, epsilon: float, adjust: str = "none
     w, h, step = space.width, space.height, space.step
     e_used = _epsilon_used(space, e, adjust)
     unit = e_used * step  # lengths in steps → scaled units (density (1/2π)e^{−‖z‖})
+    if space.n > 1:
+        from .._validate import check_scaled_epsilon
+
+        check_scaled_epsilon(unit, what=f"planar Laplace at ε = {e:g}")
 
     ux, ix = _axis_intervals(w)
     uy, iy = _axis_intervals(h)
