@@ -661,6 +661,35 @@ def test_a_copy_of_the_points_under_any_name_is_refused_by_its_values(tmp_path, 
     assert not (tmp_path / "o.parquet").exists()
 
 
+@pytest.mark.parametrize("form", ["{a:.4f}° {ns}, {o:.4f}° {ew}", "{ns} {a:.5f} {ew} {o:.5f}", "{a:.4f}{ns} {o:.4f}{ew}"])
+def test_decimal_degrees_with_hemisphere_letters_are_a_copy(tmp_path, form):
+    """Found by a review: "40.4461° N, 79.9822° W" was read as the numbers 40.4461 and 79.9822, and west of Greenwich
+    the second never matched the longitude, so the column was released with the true points."""
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(3)
+    lat, lon = 35 + 10 * rng.random(60), -80 + 10 * rng.random(60)
+    text = [form.format(a=abs(a), o=abs(o), ns="N" if a >= 0 else "S", ew="E" if o >= 0 else "W")
+            for a, o in zip(lat, lon)]
+    pq.write_table(pa.table({"lat": lat, "lon": lon, "where": text}), tmp_path / "x.parquet")
+    with pytest.raises(ValueError, match="'where' hold a copy of the points"):
+        obfuscate_file(tmp_path / "x.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1, keep=("where",))
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_times_are_not_read_as_degrees_minutes_seconds():
+    """A match separated by colons or spaces only is an angle only with a hemisphere letter (a review found
+    "09:51:00" decoded as 9.85°)."""
+    from dprivacy.data.io import _dms_values
+
+    assert _dms_values("09:51:00") == []
+    assert _dms_values("left 09 51 00, arrived 10 02") == []
+    assert _dms_values("40:26:46N") == pytest.approx([40 + 26 / 60 + 46 / 3600])
+    assert _dms_values("40°26'46\"N 79°58'56\"W") == pytest.approx([40.446111, -79.982222], abs=1e-6)
+    assert _dms_values("40.4461° N, 79.9822° W") == pytest.approx([40.4461, -79.9822])
+    assert _dms_values("S 33.9, E 151.2") == pytest.approx([-33.9, 151.2])
+
+
 def test_the_copy_check_reads_every_batch_and_every_dask_part(tmp_path, monkeypatch):
     """Found by a review: the check read the first 10,000 rows of the file only (a copy after them was released
     untouched) and, on Dask, the first part only (a first part of one row: nothing was checked at all)."""

@@ -266,22 +266,36 @@ def _number_leaves(arr, rows, many: bool = False):
                 yield np.asarray(vals_d, dtype=np.float64), np.asarray(rows_d), True
 
 
-#: A text that may hold degrees-minutes-seconds: a degree sign, or a number and minutes/seconds marks.
-_DMS_HINT = r"[°º]|\d\s*['′]|\d\s*[\"″]|\d\s*[NSEWnsew]\b"
-_DMS = re.compile(r"([+-]?\d{1,3}(?:\.\d+)?)\s*[°º:\s]\s*(\d{1,2}(?:\.\d+)?)\s*['′:]?\s*"
-                  r"(?:(\d{1,2}(?:\.\d+)?)\s*[\"″]?)?\s*([NSEWnsew])?")
+#: A text that may hold degrees-minutes-seconds or degrees with a hemisphere letter: a degree sign, a number and
+#: minutes/seconds marks, or a number next to a hemisphere letter.
+_DMS_HINT = r"[°º]|\d\s*['′]|\d\s*[\"″]|\d\s*[NSEWnsew]\b|\b[NSEWnsew]\s*\d"
+_DMS = re.compile(r"([+-]?\d{1,3}(?:\.\d+)?)\s*([°º:\s])\s*(\d{1,2}(?:\.\d+)?)\s*(['′:])?\s*"
+                  r"(?:(\d{1,2}(?:\.\d+)?)\s*([\"″])?)?\s*([NSEWnsew])?")
+#: Decimal degrees with a hemisphere letter after or before them: 40.4461° N, 79.9822 W, N 40.4461
+_DEGREES_HEMISPHERE = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s*[°º]?\s*([NSEWnsew])\b"
+                                 r"|\b([NSEWnsew])\s*(\d{1,3}(?:\.\d+)?)(?![\d.])")
 
 
 def _dms_values(text: str) -> list:
-    """The angles written in degrees, minutes (and seconds) in ``text``, as signed decimal degrees (a Python pass
-    over the sample's rows that look like such text: about 50 ms per 10,000 rows, only for such columns)."""
+    """The angles written in degrees, minutes (and seconds), or in decimal degrees with a hemisphere letter, in
+    ``text``, as signed decimal degrees (a Python pass over the sample's rows that look like such text: about 50 ms
+    per 10,000 rows, only for such columns). A match whose parts are separated by colons or spaces only counts with a
+    hemisphere letter ("09:51:00" is a time, "40 26 46 N" an angle)."""
     out = []
-    for m in _DMS.finditer(text or ""):
-        deg, minutes, seconds, hemi = m.group(1), m.group(2), m.group(3), m.group(4)
+    text = text or ""
+    rest = text
+    for m in _DMS.finditer(text):
+        deg, sep, minutes, mark, seconds, smark, hemi = m.groups()
+        if not (sep in "°º" or (mark and mark != ":") or smark or hemi):
+            continue
         v = abs(float(deg)) + float(minutes) / 60 + (float(seconds) / 3600 if seconds else 0.0)
         if deg.startswith("-") or (hemi and hemi.upper() in "SW"):
             v = -v
         out.append(v)
+        rest = rest[:m.start()] + " " * (m.end() - m.start()) + rest[m.end():]
+    for m in _DEGREES_HEMISPHERE.finditer(rest):
+        number, hemi = (m.group(1), m.group(2)) if m.group(1) is not None else (m.group(4), m.group(3))
+        out.append(-float(number) if hemi.upper() in "SW" else float(number))
     return out
 
 
