@@ -389,3 +389,23 @@ def test_without_time_for_the_bound_lp_the_spanner_reports_the_bound_without_pri
     loss = g.distances
     r = optimal_mechanism_spanner(g, p, epsilon=1.0, dilation=1.2, time_limit=600.0, exact=False, loss=loss)
     assert r.bound == pytest.approx(0.0) and r.value >= 0  # a loss: the bound without privacy is Σ π min loss = 0
+
+
+@pytest.mark.parametrize("kind", ["gain", "loss"])
+def test_the_spanner_reports_its_bracket_as_it_goes(kind):
+    """Found open in a stop note: the spanner's progress line showed seconds only. It now reports a round after the
+    spanner LP (bound: the one without privacy) and one after the bound LP, in the engines' gain form (a loss negated),
+    each bracket holding the returned value and tightening."""
+    g = spaces.grid(5, 5)
+    p = np.random.default_rng(4).dirichlet(np.ones(g.n))
+    loss = np.asarray(g.distances) if kind == "loss" else None
+    rounds = []
+    r = optimal_mechanism_spanner(g, p, epsilon=1.0, dilation=1.2, loss=loss, exact=False, progress=rounds.append)
+    assert [x.round for x in rounds] == [1, 2]
+    sign = 1.0 if kind == "gain" else -1.0
+    free = float(p @ (np.ones(g.n) if kind == "gain" else np.zeros(g.n)))
+    assert sign * rounds[0].bound == pytest.approx(free)
+    assert sign * rounds[1].bound == pytest.approx(r.bound)
+    assert rounds[0].bound >= rounds[1].bound >= sign * r.value
+    assert all(x.certified == pytest.approx(sign * r.value) for x in rounds)
+    assert rounds[1].gap == pytest.approx(r.gap) and rounds[0].gap >= rounds[1].gap

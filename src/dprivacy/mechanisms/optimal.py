@@ -543,7 +543,7 @@ def optimal_mechanism(
 
         return optimal_mechanism_spanner(space, p, epsilon=eps, dilation=dilation, gain=gain, loss=loss,
                                          outputs=outputs, method=solver, options=options, repair=repair,
-                                         exact=False, time_limit=time_limit)
+                                         exact=False, time_limit=time_limit, progress=progress)
 
     # Gain form: maximise Σ c·H, c = π·g (gain) or −π·l (loss).
     c_all = p[:, None] * g if kind == "gain" else -(p[:, None] * g)
@@ -1004,8 +1004,14 @@ def _constant_channel(ctx: _Context) -> tuple[np.ndarray, float]:
     return h, float(col[w])
 
 
+def no_privacy_bound(c_all: np.ndarray) -> float:
+    """Σ_y max_w c[y, w] for the gain form c = π·g (or −π·l): every channel, private or not, earns at most each
+    secret's best guess, so this bounds the optimum whatever ε (the bound when no LP bound could be had)."""
+    return float(np.asarray(c_all).max(axis=1).sum())
+
+
 def _no_privacy_bound(ctx: _Context) -> float:
-    return float(ctx.c_all.max(axis=1).sum())
+    return no_privacy_bound(ctx.c_all)
 
 
 def _relative_gap(bound_gain: float, value_gain: float) -> float:

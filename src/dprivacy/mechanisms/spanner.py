@@ -33,7 +33,8 @@ from .._validate import as_prior, check_epsilon
 from ..measures.privacy import check_privacy
 from ..spaces import MetricSpace
 from ..spanners import SpannerResult, build_spanner, spanner_space
-from .optimal import OptimalResult, _objective_matrix, optimal_mechanism
+from .lp_engine import Round
+from .optimal import OptimalResult, _objective_matrix, no_privacy_bound, optimal_mechanism
 
 #: ``exact="auto"`` solves the exact LP for comparison only when its worst-case size (all ordered pairs,
 #: n(n−1)·|W| privacy constraints) is at most this (n ≤ 37 when W = Y; about a second on a 6×6 grid).
@@ -209,6 +210,7 @@ def optimal_mechanism_spanner(
     margin: float = DEFAULT_MARGIN,
     bound: bool = True,
     time_limit: float | None = None,
+    progress=None,
 ) -> SpannerOptimalResult:
     r"""A near-optimal ε·d-private mechanism by the LP restricted to a spanner's edges (CCS 2014).
 
@@ -265,6 +267,10 @@ def optimal_mechanism_spanner(
     time_limit : float, optional
         Seconds for the whole call: each LP solve gets what is left of it, and the bound LP and the exact LP are
         skipped when less than 5% is left (``bound`` is then the bound without privacy, Σ_y π_y max_w gain(y, w)).
+    progress : callable, optional
+        Called with a :class:`~dprivacy.mechanisms.lp_engine.Round` (in gain form: a loss negated, as the other
+        methods report) after the spanner LP is solved and certified (round 1, bound: the one without privacy)
+        and after the bound LP (round 2).
 
     Returns
     -------
@@ -312,17 +318,6 @@ def optimal_mechanism_spanner(
 
     common = dict(gain=gain, loss=loss, outputs=outputs, method="full", solver=method, repair=repair)
     lp = optimal_mechanism(proxy, prior, epsilon=lp_eps, options=options, time_limit=left(), **common)
-    relaxed_bound = float("nan")
-    if bound and lp.solved and (time_limit is None or left() > 0.05 * float(time_limit)):
-        # ε on the spanner's edges: implied by ε·d-privacy (each edge is a pair of the space), so a relaxation.
-        relaxed = optimal_mechanism(proxy, prior, epsilon=eps, options=options, time_limit=left(), **common)
-        if relaxed.solved:
-            relaxed_bound = relaxed.bound
-    elif bound and lp.solved:
-        # no time left for the bound LP: the bound without privacy (each secret guessed at its best) still holds
-        p = as_prior(prior, n)
-        relaxed_bound = float(p @ (g.max(axis=1) if kind == "gain" else g.min(axis=1)))
-
     t1 = time.perf_counter()
     if lp.solved:
         check = check_privacy(lp.channel, space, epsilon=eps)
@@ -330,6 +325,27 @@ def optimal_mechanism_spanner(
     else:
         smallest, private = float("nan"), False
     certify_seconds = time.perf_counter() - t1
+    sign = 1.0 if kind == "gain" else -1.0
+    # no privacy: each secret guessed at its best (valid whatever happens next; the bound LP tightens it)
+    free_bound = sign * no_privacy_bound(sign * as_prior(prior, n)[:, None] * g)
+
+    def report(k: int, bound_now: float) -> None:
+        if progress is not None and lp.solved:
+            value = sign * lp.value if private else float("nan")
+            progress(Round(round=k, rows=int(lp.n_constraints), objective=sign * lp.value, bound=sign * bound_now,
+                           certified=value, gap=_spanner_gap(lp, bound_now, private), violated=0,
+                           seconds=time.perf_counter() - started, columns=m))
+
+    report(1, free_bound)
+    relaxed_bound = float("nan")
+    if bound and lp.solved and (time_limit is None or left() > 0.05 * float(time_limit)):
+        # ε on the spanner's edges: implied by ε·d-privacy (each edge is a pair of the space), so a relaxation.
+        relaxed = optimal_mechanism(proxy, prior, epsilon=eps, options=options, time_limit=left(), **common)
+        if relaxed.solved:
+            relaxed_bound = relaxed.bound
+            report(2, relaxed_bound)
+    elif bound and lp.solved:
+        relaxed_bound = free_bound
 
     run_exact = exact is True or (exact == "auto" and n * (n - 1) * m <= EXACT_AUTO_CONSTRAINTS
                                   and (time_limit is None or left() > 0.05 * float(time_limit)))
