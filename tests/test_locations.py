@@ -995,3 +995,42 @@ def test_shuffle_releases_the_rows_in_a_random_order_each_with_its_own_noise(tmp
     assert np.abs(out["lat"].to_numpy() - lat[ids]).max() < 0.1  # ε = 10/km: each row within a few km of its own point
     again = obfuscate_file(tmp_path / "s.parquet", tmp_path / "o2.parquet", epsilon=10.0, unit="km", rng=3, shuffle=True)
     assert again.rows_written == n and pq.read_table(tmp_path / "o2.parquet").equals(pq.read_table(tmp_path / "o.parquet"))
+
+
+def test_shuffle_on_dask_releases_the_rows_in_a_random_order_over_all_parts(tmp_path):
+    """Found open in a stop note: --shuffle was refused with --engine dask, whose parts kept the input's order. The
+    rows now go to parts by 128-bit keys from the random source and are sorted by them in each part: read in order,
+    the parts are a random permutation over all parts (rows move between parts), each row with its own noisy point.
+    Seeded with a key, the order is a function of the seed and the keys only: the same over any partitioning."""
+    pytest.importorskip("distributed", reason="the Dask engine is the optional extra dprivacy[dask]")
+    import pyarrow.parquet as pq
+    from scipy.stats import spearmanr
+
+    from dprivacy.data.dask_engine import obfuscate_dask
+
+    n = 4000
+    lat = np.sort(np.random.default_rng(0).uniform(40, 50, n))
+    t = pa.table({"id": np.arange(n), "lat": lat, "lon": np.full(n, 5.0)})
+    pq.write_table(t, tmp_path / "s.parquet", row_group_size=1000)
+    r = obfuscate_dask(tmp_path / "s.parquet", tmp_path / "d.parquet", workers=1, epsilon=10.0, unit="km", shuffle=True)
+    assert not any("ordered by" in x for x in r.notes) and any("random order" in x for x in r.notes)
+    parts = sorted((tmp_path / "d.parquet").glob("part-*.parquet"))
+    assert len(parts) == 4 and not (tmp_path / "d.parquet" / "stage").exists()
+    out = pa.concat_tables([pq.read_table(p) for p in parts]).to_pandas()
+    ids = out["id"].to_numpy()
+    assert sorted(ids) == list(range(n)) and r.rows_written == n
+    assert abs(spearmanr(np.arange(n), ids).statistic) < 0.1
+    first = pq.read_table(parts[0]).column("id").to_numpy()
+    assert (first >= 1000).mean() > 0.5  # the first part holds rows of every input row group
+    assert np.abs(out["lat"].to_numpy() - lat[ids]).max() < 0.1
+    # research mode: the order depends on the seed and the keys only, not on the row groups (the parts are ranges of
+    # the keys, so their concatenation is the same)
+    a = obfuscate_dask(tmp_path / "s.parquet", tmp_path / "k1.parquet", workers=1, epsilon=10.0, unit="km", shuffle=True,
+                       rng=5, key="id")
+    pq.write_table(t, tmp_path / "s2.parquet", row_group_size=1500)  # 3 parts instead of 4
+    obfuscate_dask(tmp_path / "s2.parquet", tmp_path / "k2.parquet", workers=1, epsilon=10.0, unit="km", shuffle=True,
+                   rng=5, key="id")
+    read = [pa.concat_tables([pq.read_table(p) for p in sorted((tmp_path / f).glob("part-*.parquet"))])
+            for f in ("k1.parquet", "k2.parquet")]
+    assert a.rows_written == n and read[0].equals(read[1])
+    assert abs(spearmanr(np.arange(n), read[0].column("id").to_numpy()).statistic) < 0.1

@@ -833,15 +833,12 @@ def cmd_obfuscate(args) -> int:
             if args.scheduler is not None and args.workers is not None:  # (the cluster's own workers are used)
                 raise CliError("dprivacy obfuscate: error: --workers sizes a LocalCluster: with --scheduler the cluster's "
                                "own workers are used; drop --workers")
-            if args.shuffle:
-                raise CliError("dprivacy obfuscate: error: --shuffle is for the local engine (the Dask parts keep the "
-                               "input's order): shuffle the file first, or drop --engine dask")
             if show:
                 bar.update("obfuscating on Dask (row groups)")
                 progress = lambda done, total: bar.update(done, total)  # noqa: E731
             elif plain is not None:
-                progress = lambda done, total: plain.update(f"{done:,} of {total:,} row groups")  # noqa: E731
-            rep = obfuscate_dask(args.input, args.output, scheduler=args.scheduler,
+                progress = lambda done, total: plain.update(f"{done:,} of {total:,} tasks")  # noqa: E731
+            rep = obfuscate_dask(args.input, args.output, scheduler=args.scheduler, shuffle=args.shuffle,
                                  workers=2 if args.workers is None else args.workers, progress=progress, **common)
         else:
             if args.scheduler is not None:
@@ -1135,7 +1132,8 @@ def make_parser() -> argparse.ArgumentParser:
     ob.add_argument("--key", metavar="COL", help="with --seed: each record's noise depends only on the seed and its (unique) key, "
                     "so any batching, partitioning or engine gives the same output")
     ob.add_argument("--shuffle", action="store_true", help="release the rows in a random order (a file sorted by "
-                    "location gives each row's location away by its rank); holds the release in memory")
+                    "location gives each row's location away by its rank); the local engine holds the release in memory, "
+                    "--engine dask sorts the rows by random keys over all its parts")
     ob.add_argument("--keep", metavar="COL[,COL]", help="columns that hold no location although their name or type looks "
                     "like one (lat_err, LatAm, a binary id): released as they are; every other such column is refused")
     ob.add_argument("--engine", choices=["local", "dask"], default="local", help="dask: one task per Parquet row group "

@@ -11,6 +11,12 @@ worker's OS). With ``--seed S --key COL`` each record's noise is a function of S
 (:mod:`dprivacy.sampling.keyed`), so the output equals the local engine's record for record whatever
 the partitioning; a seed without a key is refused here, because the output would then depend on how
 the file is split.
+
+Row order (``shuffle``): each released row gets a 128-bit sort key — from the task's cryptographic
+source, or in research mode from (seed, record key) only — and goes to the part whose range of keys
+holds it (the parts split the key range evenly, as many as row groups); a second task per part sorts
+its rows by key. The release, read part by part, is the rows sorted by iid uniform keys: a uniform
+random permutation of them, whatever the input order (ties have probability below n²/2^129).
 """
 
 from __future__ import annotations
@@ -37,8 +43,11 @@ def _parquet_pieces(path: Path) -> list[tuple[str, int]]:
     return [(f, g) for f in files for g in range(pq.ParquetFile(f).num_row_groups)]
 
 
-def _run_piece(ob, piece: tuple[str, int], index: int, folder: str, release: bool) -> dict:
-    """One task: obfuscate row group ``piece`` and write it as part ``index``; return its counts."""
+def _run_piece(ob, piece: tuple[str, int], index: int, folder: str, release: bool, buckets: int = 0,
+               seed: int | None = None) -> dict:
+    """One task: obfuscate row group ``piece`` and write it as part ``index``; return its counts. With ``buckets``
+    (> 0, a shuffled release) the rows go instead to ``folder/stage/bNNNNN/pIIIII.parquet`` by their sort keys
+    (:func:`_order_keys`), with the keys beside them (``.npy``), for :func:`_merge_bucket`."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -60,27 +69,95 @@ def _run_piece(ob, piece: tuple[str, int], index: int, folder: str, release: boo
 
         keys = record_keys(batch.column(ob.key))
     out = ob.apply(batch, la, lo, ob.generator(batch, random_source(None) if release else None))
-    schema = ob.out_schema
-    if not release:  # a seeded part says so itself (a part read without the sidecar looked like a release)
-        from ..sampling.source import NOT_FOR_RELEASE
-        from .io import NOTICE_KEY
+    table = pa.Table.from_batches([out], schema=ob.out_schema).replace_schema_metadata(_part_metadata(ob, release))
+    if buckets:
+        import numpy as np
 
-        schema = schema.with_metadata({**(schema.metadata or {}), NOTICE_KEY: NOT_FOR_RELEASE.encode()})
-    pq.write_table(pa.Table.from_batches([out], schema=ob.out_schema).replace_schema_metadata(schema.metadata),
-                   os.path.join(folder, f"part-{index:05d}.parquet"))
+        k0, k1 = _order_keys(out, ob, seed, release)
+        where_to = _bucket_of(k0, buckets)
+        order = np.argsort(where_to, kind="stable")
+        cuts = np.searchsorted(where_to[order], np.arange(buckets + 1))
+        for b in np.flatnonzero(np.diff(cuts)):
+            sel = order[cuts[b]:cuts[b + 1]]
+            d = os.path.join(folder, "stage", f"b{b:05d}")
+            os.makedirs(d, exist_ok=True)
+            pq.write_table(table.take(pa.array(sel)), os.path.join(d, f"p{index:05d}.parquet"))
+            np.save(os.path.join(d, f"p{index:05d}.npy"), np.stack([k0[sel], k1[sel]]))
+    else:
+        pq.write_table(table, os.path.join(folder, f"part-{index:05d}.parquet"))
     from .locations import sorted_by
 
     return {"rows_read": n, "rows_written": out.num_rows, "rows_rejected": rejected, "first_rejected": msg, "keys": keys,
-            "seconds": time.perf_counter() - t0, "started": t0, "sorted": sorted_by(la, lo) if index == 0 else None}
+            "seconds": time.perf_counter() - t0, "started": t0,
+            "sorted": sorted_by(la, lo) if index == 0 and not buckets else None}
+
+
+def _part_metadata(ob, release: bool):
+    """The parts' schema metadata: a seeded part says so itself (a part read without the sidecar looked like a
+    release)."""
+    meta = ob.out_schema.metadata
+    if not release:
+        from ..sampling.source import NOT_FOR_RELEASE
+        from .io import NOTICE_KEY
+
+        meta = {**(meta or {}), NOTICE_KEY: NOT_FOR_RELEASE.encode()}
+    return meta
+
+
+def _order_keys(out, ob, seed: int | None, release: bool):
+    """Two uint64 words per released row: iid uniform from a fresh cryptographic source (release), or from
+    (seed, record key) only in research mode (:func:`dprivacy.sampling.keyed.record_order_keys`), so that the order
+    does not depend on the partitioning."""
+    import numpy as np
+
+    if release:
+        from ..sampling import random_source
+
+        g = random_source(None).generator
+        k = g.integers(0, np.iinfo(np.uint64).max, size=(2, out.num_rows), dtype=np.uint64, endpoint=True)
+        return k[0], k[1]
+    from ..sampling.keyed import record_keys, record_order_keys
+
+    return record_order_keys(seed, record_keys(out.column(ob.key)))
+
+
+def _bucket_of(k0, buckets: int):
+    """The part of each key: ⌊k0·B / 2^64⌋, monotone in the key, so that parts read in order are the rows sorted by
+    key (computed on the top 32 bits: B < 2^32)."""
+    import numpy as np
+
+    return ((k0 >> np.uint64(32)) * np.uint64(buckets)) >> np.uint64(32)
+
+
+def _merge_bucket(folder: str, b: int, meta) -> int:
+    """Second task of a shuffled release: the rows of part ``b`` from every first task, sorted by their keys
+    (lexicographic on the two words), written as ``part-b``; returns its row count."""
+    import glob
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    d = os.path.join(folder, "stage", f"b{b:05d}")
+    files = sorted(glob.glob(os.path.join(d, "p*.parquet")))
+    if not files:
+        return 0
+    table = pa.concat_tables([pq.read_table(f) for f in files])
+    keys = np.concatenate([np.load(f[:-len(".parquet")] + ".npy") for f in files], axis=1)
+    order = np.lexsort((keys[1], keys[0]))
+    pq.write_table(table.take(pa.array(order)).replace_schema_metadata(meta), os.path.join(folder, f"part-{b:05d}.parquet"))
+    shutil.rmtree(d)
+    return table.num_rows
 
 
 def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, workers: int = 2, force: bool = False,
-                   progress=None, **kwargs):
+                   progress=None, shuffle: bool = False, **kwargs):
     """:func:`dprivacy.data.locations.obfuscate_file` on Dask: ``scheduler`` is the address of an
     existing cluster (``tcp://host:8786``); without it a LocalCluster of ``workers`` processes is
     started and closed. OUTPUT is a folder of Parquet parts (name it ``*.parquet``). ``kwargs`` as for
     ``obfuscate_file`` (no ``user``/``budget``: a user's reports are counted in file order, which
-    parallel tasks do not have)."""
+    parallel tasks do not have). ``shuffle``: the rows released in a uniform random order over all parts
+    (module docstring), in two stages of tasks; ``progress(done, total)`` counts the tasks of both."""
     import numpy as np
 
     from .io import check_sidecar, commit_sidecar, file_format
@@ -137,16 +214,30 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
                     client = Client(cluster)
             else:
                 client = Client(scheduler)
-            tasks = [dask.delayed(_run_piece)(ob, p, i, str(tmp), src.release) for i, p in enumerate(pieces)]
+            buckets = len(pieces) if shuffle else 0
+            seed = None if src.release else src.seed
+            tasks = [dask.delayed(_run_piece)(ob, p, i, str(tmp), src.release, buckets, seed) for i, p in enumerate(pieces)]
             futures = client.compute(tasks)
             from distributed import as_completed
 
+            total = len(futures) + buckets
             done = 0
             for _ in as_completed(futures):
                 done += 1
                 if progress is not None:
-                    progress(done, len(futures))
+                    progress(done, total)
             results = client.gather(futures)
+            if buckets:
+                meta = _part_metadata(ob, src.release)
+                merges = client.compute([dask.delayed(_merge_bucket)(str(tmp), b, meta) for b in range(buckets)])
+                for _ in as_completed(merges):
+                    done += 1
+                    if progress is not None:
+                        progress(done, total)
+                merged = sum(client.gather(merges))
+                if merged != sum(r["rows_written"] for r in results):  # (every staged row is in one part)
+                    raise RuntimeError(f"the shuffle wrote {merged:,} rows of {sum(r['rows_written'] for r in results):,}")
+                shutil.rmtree(tmp / "stage", ignore_errors=True)
         except KeyboardInterrupt:
             interrupted = True
             raise
@@ -184,6 +275,10 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
     from .locations import rejection_note, sorted_note_text
 
     rejection_note(report)
+    if shuffle:
+        report.notes.append("rows released in a random order (--shuffle: sorted by 128-bit keys " +
+                            ("from each task's cryptographic source" if src.release else "from the seed and the record key")
+                            + "; the parts are ranges of the keys)")
     found = next((r["sorted"] for r in results if r.get("sorted")), None)
     if found is not None:  # (read on the first part: the order of the parts is the input's)
         report.notes.append(sorted_note_text(*found))

@@ -67,6 +67,15 @@ def record_keys(values) -> np.ndarray:
                         for v in arr.to_pylist()), dtype=np.uint64, count=len(arr))
 
 
+def record_order_keys(seed: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two uint64 words per record, a function of (seed, record key) only, for a release order that does not depend
+    on the partitioning (sort by them): Philox4x32-10 at counter (low 32 bits of the key, high 32 bits, 0, 1), a
+    counter the noise stream (fourth word 0) never uses."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    w = philox4x32((keys & _MASK, keys >> _S32, 0, 1), seed_key(seed))
+    return (w[0] << _S32) | w[1], (w[2] << _S32) | w[3]
+
+
 class KeyedStream:
     """A stand-in for a numpy Generator that gives each record its own stream: call j of
     :meth:`random` (or :meth:`integers`) returns draw j of every record, in record order. Samplers
