@@ -174,6 +174,35 @@ def test_a_prior_from_the_input_itself_is_refused(pts):
     assert "is the input file (or a copy of it)" in p.stderr and not (pts / "pf.csv").exists()
 
 
+def test_a_prior_from_the_same_points_in_another_form_is_refused(pts):
+    """Found open in a stop note: only a byte-identical copy was refused; the same points as Parquet, gzip-compressed or
+    in another row order were accepted as a "public" prior. The points are now compared as multisets (rounded to
+    1e-5°): an overlap of 90% of the larger set is refused, while a public list of places, each once, that the data
+    repeats is accepted."""
+    import gzip
+
+    import pyarrow.csv as pc
+    import pyarrow.parquet as pq
+
+    t = pc.read_csv(pts / "pts.csv")
+    pq.write_table(t.take(np.random.default_rng(1).permutation(t.num_rows)), pts / "same.parquet")
+    (pts / "same.csv.gz").write_bytes(gzip.compress((pts / "pts.csv").read_bytes()))
+    grid = ["--cell", "2km", "--region", "2.2,48.7,2.5,48.95", "--remap"]
+    for other in ("same.parquet", "same.csv.gz"):
+        p = _cli("obfuscate", "pts.csv", "-o", "pf.csv", "--epsilon", "1", "--mechanism", "tight-constraints", *grid,
+                 "--prior-from", other, cwd=pts)
+        _one_line(p)
+        assert f"--prior-from {other} holds the input's points (100% of them" in p.stderr and not (pts / "pf.csv").exists()
+    # data snapped to 30 public places (each place 100 times in the data, once in the public list): accepted
+    lat = np.repeat(48.8 + 0.1 * np.random.default_rng(2).random(30), 100)
+    lon = np.repeat(2.25 + 0.2 * np.random.default_rng(3).random(30), 100)
+    (pts / "snapped.csv").write_text("lat,lon\n" + "".join(f"{a:.6f},{o:.6f}\n" for a, o in zip(lat, lon)))
+    (pts / "places.csv").write_text("lat,lon\n" + "".join(f"{a:.6f},{o:.6f}\n" for a, o in zip(lat[::100], lon[::100])))
+    p = _cli("obfuscate", "snapped.csv", "-o", "sn.csv", "--epsilon", "1", "--mechanism", "tight-constraints", *grid,
+             "--prior-from", "places.csv", "--seed", "1", cwd=pts)
+    assert p.returncode == 0, p.stderr
+
+
 def test_evaluate_models_the_remap_the_release_applied(pts):
     """A tight-constraints release with --remap was evaluated as the bare mechanism (3,137 m predicted
     beside 475 km measured on world cities): the prediction now follows the release's remap."""

@@ -752,6 +752,24 @@ def _same_bytes(a, b) -> bool:
         return False
 
 
+def _refuse_prior_from_the_same_points(args) -> None:
+    """--prior-from holding the input's points in another format, order or compression (the byte comparison misses
+    those) is refused like the input itself."""
+    from ..data.grid_release import PRIOR_OVERLAP_SHARE, point_keys, prior_overlap
+
+    try:
+        mine = point_keys(args.input, lat=args.lat, lon=args.lon, semicircles=args.coords == "semicircles")
+        theirs = point_keys(args.prior_from, lat=args.lat, lon=args.lon)
+    except (ValueError, OSError, KeyError):
+        return  # an unreadable file is reported by the step that needs it, with its own message
+    share = prior_overlap(mine, theirs)
+    if share >= PRIOR_OVERLAP_SHARE:
+        raise CliError(f"dprivacy obfuscate: error: --prior-from {args.prior_from} holds the input's points ({share:.0%} of them, "
+                       "as a multiset): a prior estimated from the points being released makes the remap and the optimal "
+                       "mechanism depend on them, outside the ε guarantee; estimate it from public data (e.g. another "
+                       "period or a public dataset)")
+
+
 def cmd_obfuscate(args) -> int:
     from ..data.locations import check_sane_epsilon, epsilon_for_accuracy, epsilon_per_metre, obfuscate_file, parse_accuracy
 
@@ -772,6 +790,8 @@ def cmd_obfuscate(args) -> int:
         raise CliError(f"dprivacy obfuscate: error: --prior-from {args.prior_from} is the input file (or a copy of it): a prior estimated from "
                        "the points being released makes the remap and the optimal mechanism depend on them, outside "
                        "the ε guarantee; estimate it from public data (e.g. another period or a public dataset)")
+    if args.prior_from is not None:
+        _refuse_prior_from_the_same_points(args)
     check_sane_epsilon(epsilon_per_metre(eps, unit), what="--accuracy" if args.accuracy is not None else "--epsilon")
     show = not args.json and sys.stderr.isatty()
     grid_flags = [f for f, v in (("--cell", args.cell), ("--region", args.region), ("--prior", args.prior),
