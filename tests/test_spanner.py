@@ -409,3 +409,25 @@ def test_the_spanner_reports_its_bracket_as_it_goes(kind):
     assert rounds[0].bound >= rounds[1].bound >= sign * r.value
     assert all(x.certified == pytest.approx(sign * r.value) for x in rounds)
     assert rounds[1].gap == pytest.approx(r.gap) and rounds[0].gap >= rounds[1].gap
+
+
+def test_a_failed_bound_lp_leaves_the_bound_without_privacy(monkeypatch):
+    """A review: when the bound LP ran but failed, the bound was NaN and the gap infinite, though the bound without
+    privacy (Σ_y π_y max_w gain) still holds."""
+    import types
+
+    from dprivacy.mechanisms import spanner as sp_mod
+
+    real = sp_mod.optimal_mechanism
+    calls = []
+
+    def second_fails(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs) if len(calls) == 1 else types.SimpleNamespace(solved=False, bound=float("nan"))
+
+    monkeypatch.setattr(sp_mod, "optimal_mechanism", second_fails)
+    g = spaces.grid(5, 5)
+    p = np.random.default_rng(2).dirichlet(np.ones(g.n))
+    r = optimal_mechanism_spanner(g, p, epsilon=1.0, dilation=1.2, exact=False)
+    assert len(calls) == 2 and r.private and r.bound == pytest.approx(1.0)
+    assert r.gap == pytest.approx((1.0 - r.value) / 1.0)

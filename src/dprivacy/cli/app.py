@@ -854,7 +854,7 @@ def cmd_obfuscate(args) -> int:
                 raise CliError("dprivacy obfuscate: error: --workers sizes a LocalCluster: with --scheduler the cluster's "
                                "own workers are used; drop --workers")
             if show:
-                bar.update("obfuscating on Dask (row groups)")
+                bar.update("obfuscating on Dask (tasks)")
                 progress = lambda done, total: bar.update(done, total)  # noqa: E731
             elif plain is not None:
                 progress = lambda done, total: plain.update(f"{done:,} of {total:,} tasks")  # noqa: E731

@@ -269,8 +269,10 @@ def _number_leaves(arr, rows, many: bool = False):
 #: A text that may hold degrees-minutes-seconds or degrees with a hemisphere letter: a degree sign, a number and
 #: minutes/seconds marks, or a number next to a hemisphere letter.
 _DMS_HINT = r"[°º]|\d\s*['′]|\d\s*[\"″]|\d\s*[NSEWnsew]\b|\b[NSEWnsew]\s*\d"
-_DMS = re.compile(r"([+-]?\d{1,3}(?:\.\d+)?)\s*([°º:\s])\s*(\d{1,2}(?:\.\d+)?)\s*(['′:])?\s*"
-                  r"(?:(\d{1,2}(?:\.\d+)?)\s*([\"″])?)?\s*([NSEWnsew])?")
+# an optional hemisphere letter before the degrees (N 40° 26.767, the geocaching form) or after the last part (a letter
+# followed by a number is the next coordinate's prefix, not this one's suffix)
+_DMS = re.compile(r"(?:(?<![A-Za-z])([NSEWnsew])\s*)?([+-]?\d{1,3}(?:\.\d+)?)\s*([°º:\s])\s*(\d{1,2}(?:\.\d+)?)\s*(['′:])?\s*"
+                  r"(?:(\d{1,2}(?:\.\d+)?)\s*([\"″])?)?(?:\s*([NSEWnsew])\b(?!\s*\d))?")
 #: Decimal degrees with a hemisphere letter after or before them: 40.4461° N, 79.9822 W, N 40.4461
 _DEGREES_HEMISPHERE = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s*[°º]?\s*([NSEWnsew])\b"
                                  r"|\b([NSEWnsew])\s*(\d{1,3}(?:\.\d+)?)(?![\d.])")
@@ -285,7 +287,8 @@ def _dms_values(text: str) -> list:
     text = text or ""
     rest = text
     for m in _DMS.finditer(text):
-        deg, sep, minutes, mark, seconds, smark, hemi = m.groups()
+        before, deg, sep, minutes, mark, seconds, smark, after = m.groups()
+        hemi = after or before
         if not (sep in "°º" or (mark and mark != ":") or smark or hemi):
             continue
         v = abs(float(deg)) + float(minutes) / 60 + (float(seconds) / 3600 if seconds else 0.0)

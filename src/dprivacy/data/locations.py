@@ -771,7 +771,17 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
 
             table = pa.Table.from_batches(shuffled, schema=ob.out_schema)
             shuffled.clear()
-            order = src.generator.permutation(table.num_rows)
+            if key is not None and not src.release:
+                # research mode with record keys: the order is a function of the seed and the keys, the same as the
+                # Dask engine's over any partitioning (--key promises the same output whatever the engine)
+                import numpy as np
+
+                from ..sampling.keyed import record_keys, record_order_keys
+
+                k0, k1 = record_order_keys(ob.seed, record_keys(table.column(key)))
+                order = np.lexsort((k1, k0))
+            else:
+                order = src.generator.permutation(table.num_rows)
             for part in table.take(pa.array(order)).to_batches(max_chunksize=BATCH_ROWS):
                 writes.put(part)
             del table

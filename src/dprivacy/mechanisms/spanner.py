@@ -329,23 +329,23 @@ def optimal_mechanism_spanner(
     # no privacy: each secret guessed at its best (valid whatever happens next; the bound LP tightens it)
     free_bound = sign * no_privacy_bound(sign * as_prior(prior, n)[:, None] * g)
 
-    def report(k: int, bound_now: float) -> None:
+    def report(k: int, bound_now: float, rows: int) -> None:
         if progress is not None and lp.solved:
             value = sign * lp.value if private else float("nan")
-            progress(Round(round=k, rows=int(lp.n_constraints), objective=sign * lp.value, bound=sign * bound_now,
+            progress(Round(round=k, rows=int(rows), objective=sign * lp.value, bound=sign * bound_now,
                            certified=value, gap=_spanner_gap(lp, bound_now, private), violated=0,
                            seconds=time.perf_counter() - started, columns=m))
 
-    report(1, free_bound)
+    report(1, free_bound, lp.n_constraints)
     relaxed_bound = float("nan")
+    if bound and lp.solved:
+        relaxed_bound = free_bound  # unless the bound LP below does better
     if bound and lp.solved and (time_limit is None or left() > 0.05 * float(time_limit)):
         # ε on the spanner's edges: implied by ε·d-privacy (each edge is a pair of the space), so a relaxation.
         relaxed = optimal_mechanism(proxy, prior, epsilon=eps, options=options, time_limit=left(), **common)
-        if relaxed.solved:
-            relaxed_bound = relaxed.bound
-            report(2, relaxed_bound)
-    elif bound and lp.solved:
-        relaxed_bound = free_bound
+        if relaxed.solved and np.isfinite(relaxed.bound):
+            relaxed_bound = min(relaxed.bound, free_bound) if kind == "gain" else max(relaxed.bound, free_bound)
+            report(2, relaxed_bound, relaxed.n_constraints)
 
     run_exact = exact is True or (exact == "auto" and n * (n - 1) * m <= EXACT_AUTO_CONSTRAINTS
                                   and (time_limit is None or left() > 0.05 * float(time_limit)))

@@ -46,9 +46,10 @@ def philox4x32(counter, key: tuple[int, int]) -> list[np.ndarray]:
     return c
 
 
-def seed_key(seed: int) -> tuple[int, int]:
-    """The Philox key of a seed (first 64 bits of SHA-256("dprivacy-keyed-v1" ‖ seed))."""
-    h = hashlib.sha256(b"dprivacy-keyed-v1" + str(int(seed)).encode()).digest()
+def seed_key(seed: int, domain: bytes = b"dprivacy-keyed-v1") -> tuple[int, int]:
+    """The Philox key of a seed (first 64 bits of SHA-256(domain ‖ seed)); the noise uses the domain
+    "dprivacy-keyed-v1", other streams their own."""
+    h = hashlib.sha256(domain + str(int(seed)).encode()).digest()
     return int.from_bytes(h[:4], "little"), int.from_bytes(h[4:8], "little")
 
 
@@ -69,10 +70,10 @@ def record_keys(values) -> np.ndarray:
 
 def record_order_keys(seed: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two uint64 words per record, a function of (seed, record key) only, for a release order that does not depend
-    on the partitioning (sort by them): Philox4x32-10 at counter (low 32 bits of the key, high 32 bits, 0, 1), a
-    counter the noise stream (fourth word 0) never uses."""
+    on the partitioning or the engine (sort by them): Philox4x32-10 at counter (low 32 bits of the key, high 32 bits,
+    0, 0) under a key of its own (domain "dprivacy-order-v1"), so no word of it is a word of the noise stream."""
     keys = np.asarray(keys, dtype=np.uint64)
-    w = philox4x32((keys & _MASK, keys >> _S32, 0, 1), seed_key(seed))
+    w = philox4x32((keys & _MASK, keys >> _S32, 0, 0), seed_key(seed, b"dprivacy-order-v1"))
     return (w[0] << _S32) | w[1], (w[2] << _S32) | w[3]
 
 
