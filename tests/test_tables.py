@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -95,7 +96,8 @@ def test_sum_and_percentile_on_real_table_clamp_and_report():
     (dict(query="sum:Sales"), "needs --bounds"),
     (dict(query="avg:Sales", bounds=(0, 9), group_by="Region"), "ask for sum and count"),
     (dict(query="count", where="Nope > 1"), "bad --where"),
-    (dict(query="sum:Sales", bounds=(0, 9)), r"1198 value.s. in the table \(checked whatever --where selects\) that are not whole numbers, the first at row 7 of the file \(1 = first data row\):"),
+    (dict(query="sum:Sales", bounds=(0, 9), owner=True), r"9866 value.s. in the table \(checked whatever --where and --bounds select\) that are not whole numbers, the first at row 1 of the file \(1 = first data row\):"),
+    (dict(query="sum:Sales", bounds=(0, 9)), r"has value.s. in the table \(checked whatever --where and --bounds select\) that are not whole numbers: "),
     (dict(query="sum:Quantity", bounds=(0, 9.5)), "two integers"),
     (dict(query="sum:Quantity", bounds=(0, 9.5), unit=0.2), "multiples of --unit 0.2"),
     (dict(query="sum:Quantity", bounds=(0, 9), unit=-1), "--unit must be a positive number"),
@@ -265,7 +267,7 @@ def test_review_findings_on_units_types_and_headers(tmp_path):
     late = tmp_path / "late.csv"
     late.write_text("v\n" + "".join(f"{i % 7}\n" for i in range(50_000)) + "1.5\n")
     with pytest.raises(ValueError, match="1 value.s. in the table .* not whole numbers, the first at row 50001"):
-        run_query(str(late), parse_query("sum:v"), epsilon=1.0, bounds=(0, 10))
+        run_query(str(late), parse_query("sum:v"), epsilon=1.0, bounds=(0, 10), owner=True)
     r = run_query(str(late), parse_query("sum:v"), epsilon=1e4, bounds=(0, 10), unit=0.5, rng=1)
     assert r.answers[0].noisy == sum(i % 7 for i in range(50_000)) + 1.5
     for text, name in (("a,A\n1,60\n", "'a' and 'A'"), ("v;v\n1;2\n", "'v'")):
@@ -323,13 +325,17 @@ def test_value_checks_do_not_depend_on_where_nor_quote_values(tmp_path):
         msgs.add(str(e.value))
     assert len(msgs) == 1  # the same refusal whatever --where selects
     (msg,) = msgs
-    assert "2249" not in msg and "1 value(s) in the table" in msg and "row 2" in msg
+    assert "2249" not in msg and "has value(s) in the table" in msg and "row 2" not in msg
+    with pytest.raises(ValueError, match=r"1 value\(s\) in the table.*row 2") as e:  # the owner's diagnostics
+        run_query(str(t), parse_query("sum:v"), epsilon=1.0, bounds=(0, 5000), privacy="d1", owner=True)
+    assert "2249" not in str(e.value)
     n = tmp_path / "n.csv"
     n.write_text("city,v\nA,3\nB,oops\nC,5\n")
     for where in ("city = 'B'", "city = 'Z'"):
-        with pytest.raises(ValueError, match="1 non-numeric value.s. in the table") as e:
-            run_query(str(n), parse_query("sum:v"), epsilon=1.0, bounds=(0, 10), where=where)
-        assert "oops" not in str(e.value)
+        for owner in (False, True):
+            with pytest.raises(ValueError, match=f"has {'1 ' if owner else ''}non-numeric value.s. in the table") as e:
+                run_query(str(n), parse_query("sum:v"), epsilon=1.0, bounds=(0, 10), where=where, owner=owner)
+            assert "oops" not in str(e.value)
 
 
 @pytest.mark.parametrize("where", ["read_csv_auto['v'] >= 100", "struct_extract(read_csv_auto, 'v') >= 100",
@@ -407,3 +413,28 @@ def test_where_allows_lambda_parameters_and_clock_words_inside_their_scope(tmp_p
     with pytest.raises(ValueError, match="'read_csv_auto' is not a column"):
         run_query(str(t), q, epsilon=1.0, bounds=(0, 1000), privacy="d1",
                   where="list_filter([1], lambda read_csv_auto: true) = [1] AND read_csv_auto['v'] >= 100")
+
+
+def test_a_refusal_depends_neither_on_the_bounds_nor_on_the_selection_and_counts_nothing(tmp_path):
+    """Found by a review: the fraction check ran on the values clamped to --bounds, so --bounds 41,42 refused with the
+    number of values strictly inside (41, 42) and the first such row, for free — an analyst could read each row's
+    whole part by narrowing the bounds; and every refusal gave the exact number of invalid values. The check now runs
+    on the values as they are, and the refusal is the same text for every --bounds and --where; counts and rows only
+    for the owner."""
+    t = tmp_path / "p.csv"
+    t.write_text("profit,region\n41.9136,W\n219.582,E\n-383.031,W\n3,E\n7,W\n")
+    q = parse_query("sum:profit")
+    texts = set()
+    for bounds in ((41, 42), (219, 220), (0, 1), (-400, 400)):
+        for where in (None, "region = 'W'", "region = 'nowhere'"):
+            with pytest.raises(ValueError) as e:
+                run_query(str(t), q, epsilon=0.1, bounds=bounds, where=where)
+            texts.add(str(e.value))
+    assert len(texts) == 1 and not re.search(r"\d+ value|row \d", texts.pop())
+    with pytest.raises(ValueError, match=r"has 3 value.s. .* the first at row 1 "):
+        run_query(str(t), q, epsilon=0.1, bounds=(0, 1), owner=True)
+    e = tmp_path / "e.csv"
+    e.write_text("x\n1\n\noops\n4\n")
+    with pytest.raises(ValueError) as got:
+        run_query(str(e), parse_query("sum:x"), epsilon=1, bounds=(0, 5))
+    assert "non-numeric and empty value(s)" in str(got.value) and not re.search(r"\d+ (non|empty)|row \d", str(got.value))

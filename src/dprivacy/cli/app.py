@@ -994,7 +994,8 @@ def cmd_query(args) -> int:
         try:
             return run_query(args.table, q, epsilon=eps, bounds=bounds, where=args.where, group_by=args.group_by,
                              privacy=args.privacy, rng=args.seed, mechanism=args.mechanism,
-                             skip_invalid=args.skip_invalid, prior=args.prior, unit=args.unit, keys=keys)
+                             skip_invalid=args.skip_invalid, prior=args.prior, unit=args.unit, keys=keys,
+                             owner=args.owner)
         finally:
             status.stop()
 

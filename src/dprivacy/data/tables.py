@@ -660,7 +660,7 @@ def _plan_split(q: Query, privacy: str, group_by, groups: int) -> tuple[int, str
 def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: str | None = None,
               group_by: str | None = None, privacy: str = "standard", rng=None, confidence: float = 0.95,
               mechanism: str = "auto", skip_invalid: bool = False, prior=None, unit: float | None = None,
-              keys=None) -> QueryResult:
+              keys=None, owner: bool = False) -> QueryResult:
     """Answer ``query`` on ``table`` with ε-private noise per group (see the module docstring).
 
     ``mechanism``: ``auto``/``truncated-geometric`` (the answer clamped to its public range: the truncated
@@ -680,6 +680,8 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     with another key are in no group. Under ``standard`` they are required with ``group_by``: the column is
     protected there, and the distinct values found in the table are not public (one row with a value of its own
     adds a key). Under the metrics on values the column is public and the keys default to its distinct values.
+    ``owner``: a refusal for invalid or fractional values also gives their number and the first such row (exact, not
+    private: for the data owner); otherwise it names the column and the kind of value only.
     """
     import duckdb
 
@@ -813,8 +815,9 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         bad = f"{col} IS NULL OR {val} IS NULL OR isnan({val})"
         checks.append(f"count(*) FILTER (WHERE {col} IS NOT NULL AND ({val} IS NULL OR isnan({val})))")
         checks.append(f"count(*) FILTER (WHERE {col} IS NULL)")
-        clamped_val = f"least(greatest({val}, {float(value_bounds[0])!r}), {float(value_bounds[1])!r})"
-        fraction = f"NOT ({bad}) AND {clamped_val} <> round({clamped_val})"
+        # on the values as they are, not clamped to --bounds: clamped, the refusal counted the fractional values
+        # strictly inside bounds the asker chose, for free (--bounds 41,42 told how many values lie in (41, 42): review)
+        fraction = f"NOT ({bad}) AND {val} <> round({val})"
         checks.append(f"count(*) FILTER (WHERE {fraction})" if unit is None else "0")
     elif query.kind == "kcount":
         # a flag: true/false, or 0/1 in a numeric column (a 2 was counted as true: review); the rest is invalid
@@ -842,20 +845,26 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     wrong, empty, fractions = int(got[1]), int(got[2]), int(got[3])
     n_groups = int(got[4] or 0)
     invalid = wrong + empty
+    # A refusal says which column and which kind of value, checked on the whole column whatever --where and --bounds
+    # select, so that it is the same for every query on the column; the number and the first row are exact counts
+    # of the data, for the owner only (an analyst read the number of discounted orders from one: review).
     if invalid and not skip_invalid:
         what = f"column {query.column!r}" if query.column else "columns " + ", ".join(map(repr, query.columns))
         expect = "numbers" if query.column else "true/false or 0/1 values"
-        first = _first_bad_row(con, rel, bad)
+        first = _first_bad_row(con, rel, bad) if owner else ""
         if query.column:
-            parts = ([f"{wrong} non-numeric"] if wrong else []) + ([f"{empty} empty"] if empty else [])
+            parts = ([f"{wrong if owner else ''} non-numeric".strip()] if wrong else []) + \
+                ([f"{empty if owner else ''} empty".strip()] if empty else [])
             found = f"{what} has {' and '.join(parts)} value(s) in the table (checked whatever --where selects)"
         else:
-            found = f"{what}: {wrong} row(s) of the table have a missing or non-boolean value (checked whatever --where selects)"
-        raise ValueError(f"{found} (expected {expect}){first}; --skip-invalid leaves them out as null values and counts them")
+            found = (f"{what}: {wrong if owner else 'some'} row(s) of the table have a missing or non-boolean value "
+                     "(checked whatever --where selects)")
+        raise ValueError(f"{found} (expected {expect}){first}; --skip-invalid leaves them out as null values and counts them"
+                         + ("" if owner else " (--owner: how many, and the first row)"))
     if fractions:
-        first = _first_bad_row(con, rel, fraction)
-        raise ValueError(f"column {query.column!r} has {fractions} value(s) in the table (checked whatever --where selects) "
-                         f"that are not whole numbers{first}: "
+        first = _first_bad_row(con, rel, fraction) if owner else ""
+        raise ValueError(f"column {query.column!r} has {str(fractions) + ' ' if owner else ''}value(s) in the table (checked "
+                         f"whatever --where and --bounds select) that are not whole numbers{first}: "
                          "the answers are computed on a grid of whole units; give --unit, the values' resolution "
                          "(e.g. --unit 0.01, or --unit 1 to round them to whole numbers)")
     if query.kind == "avg" and total == 0:
