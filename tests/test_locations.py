@@ -1005,6 +1005,14 @@ def test_shuffle_releases_the_rows_in_a_random_order_each_with_its_own_noise(tmp
     assert np.abs(out["lat"].to_numpy() - lat[ids]).max() < 0.1  # ε = 10/km: each row within a few km of its own point
     again = obfuscate_file(tmp_path / "s.parquet", tmp_path / "o2.parquet", epsilon=10.0, unit="km", rng=3, shuffle=True)
     assert again.rows_written == n and pq.read_table(tmp_path / "o2.parquet").equals(pq.read_table(tmp_path / "o.parquet"))
+    # evaluated by row position, each released row met another row's true point (7,270 km for a predicted 2 km: a
+    # review): a shuffled release is matched by --key only
+    from dprivacy.data.locations import evaluate_files
+
+    with pytest.raises(ValueError, match="random row order .* --key COL"):
+        evaluate_files(tmp_path / "s.parquet", tmp_path / "o.parquet")
+    res = evaluate_files(tmp_path / "s.parquet", tmp_path / "o.parquet", key="id")
+    assert res["displacement_m"]["mean"] < 1000
 
 
 def test_shuffle_on_dask_releases_the_rows_in_a_random_order_over_all_parts(tmp_path, monkeypatch):

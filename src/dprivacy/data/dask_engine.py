@@ -314,6 +314,7 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
 
     rejection_note(report)
     if shuffle:
+        report.shuffled = True
         report.notes.append("rows released in a random order (--shuffle: sorted by 128-bit keys " +
                             ("from each task's cryptographic source" if src.release else "from the seed and the record key")
                             + "; the parts are ranges of the keys)")
