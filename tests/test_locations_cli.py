@@ -297,7 +297,7 @@ def test_accuracy_is_refused_for_grid_mechanisms(pts):
     """Found by a review: --accuracy 20km@95% with planar-laplace-grid on 50 km cells took the continuous planar
     Laplace's ε and released with a measured 95% radius of 30.6 km, the sidecar still saying 20km@95%."""
     for mech in ("planar-laplace-grid", "tight-constraints", "optimal"):
-        p = _cli("obfuscate", "pts.csv", "-o", "acc.csv", "--accuracy", "20km@95%", "--mechanism", mech, "--cell", "5km",
+        p = _cli("obfuscate", "pts.csv", "-o", "acc_grid.csv", "--accuracy", "20km@95%", "--mechanism", mech, "--cell", "5km",
                  "--region", "2.2,48.7,2.5,48.95", "--prior", "uniform", cwd=pts)
         _one_line(p)
-        assert f"--mechanism {mech} releases cell centres" in p.stderr and not (pts / "acc.csv").exists()
+        assert f"--mechanism {mech} releases cell centres" in p.stderr and not (pts / "acc_grid.csv").exists()
