@@ -1094,3 +1094,23 @@ def test_a_shuffled_dask_release_has_one_part_per_million_rows_and_empty_parts_a
     parts = sorted(p.name for p in (tmp_path / "e.parquet").iterdir())
     assert parts == [f"part-{b:05d}.parquet" for b in range(n)]
     assert sum(pq.read_metadata(tmp_path / "e.parquet" / p).num_rows for p in parts) == n
+
+
+def test_small_numbers_near_the_prime_meridian_or_the_equator_are_not_a_copy(tmp_path):
+    """Found by a review: near longitude 0 every small number is within 0.01° of it in E7, semicircle or Web Mercator
+    units, so a 1-5 rating (or a row id) was refused as a copy of the points, --keep or not. A number alone is no
+    longer compared with a coordinate within the tolerance of 0; a text holding both coordinates still is."""
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(5)
+    n = 500
+    lat, lon = 51.47 + 0.01 * rng.random(n), 0.003 * (2 * rng.random(n) - 1)
+    for lat_, lon_ in ((lat, lon), (0.003 * (2 * rng.random(n) - 1), 32.58 + 0.01 * rng.random(n))):
+        cols = {"lat": lat_, "lon": lon_, "rating": rng.integers(1, 6, n), "id": np.arange(1, n + 1)}
+        pq.write_table(pa.table(cols), tmp_path / "g.parquet")
+        r = obfuscate_file(tmp_path / "g.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1, force=True)
+        assert r.rows_written == n
+        cols["where"] = [f"{a:.5f},{o:.5f}" for a, o in zip(lat_, lon_)]
+        pq.write_table(pa.table(cols), tmp_path / "g.parquet")
+        with pytest.raises(ValueError, match="'where' hold a copy of the points"):
+            obfuscate_file(tmp_path / "g.parquet", tmp_path / "o2.parquet", epsilon=1.0, rng=1)

@@ -336,6 +336,13 @@ def location_copies(batch, lat, lon, skip=()) -> list:
 
     encodings = copy_encodings(lat, lon)
     n = encodings[0][0].size
+    # a coordinate within the tolerance of 0 (near the equator or the prime meridian) is matched by any small number in
+    # E7, semicircle or metre units (a 1-5 rating near Greenwich was refused, --keep or not: review). A number alone is
+    # not compared with such a coordinate: matching it says no more than "within about 1 km of 0". Several numbers of
+    # a row ("51.47,-0.003") are still compared with both coordinates.
+    with np.errstate(invalid="ignore"):
+        lat_far = np.abs(np.asarray(lat, dtype=np.float64)) > COPY_ATOL_DEG
+        lon_far = np.abs(np.asarray(lon, dtype=np.float64)) > COPY_ATOL_DEG
     found = []
     for name in batch.schema.names:
         if name in skip:
@@ -354,8 +361,9 @@ def location_copies(batch, lat, lon, skip=()) -> list:
                 with np.errstate(invalid="ignore"):
                     a = np.abs(vals - e_lat[rows]) <= (t_lat[rows] if np.ndim(t_lat) else t_lat)
                     o = np.abs(vals - e_lon[rows]) <= (t_lon[rows] if np.ndim(t_lon) else t_lon)
-                np.logical_or.at(lat_one, rows[~several], a[~several])
-                np.logical_or.at(lon_one, rows[~several], o[~several])
+                one = ~several
+                np.logical_or.at(lat_one, rows[one], a[one] & lat_far[rows[one]])
+                np.logical_or.at(lon_one, rows[one], o[one] & lon_far[rows[one]])
                 np.logical_or.at(lat_many, rows[several], a[several])
                 np.logical_or.at(lon_many, rows[several], o[several])
         match = lat_one | lon_one | (lat_many & lon_many)
