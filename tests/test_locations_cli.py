@@ -301,3 +301,34 @@ def test_accuracy_is_refused_for_grid_mechanisms(pts):
                  "--region", "2.2,48.7,2.5,48.95", "--prior", "uniform", cwd=pts)
         _one_line(p)
         assert f"--mechanism {mech} releases cell centres" in p.stderr and not (pts / "acc_grid.csv").exists()
+
+
+def test_a_signal_after_the_release_is_complete_does_not_undo_or_misreport_it(tmp_path):
+    """Found by a review: a Ctrl-C while the report of a finished obfuscate was printed said "interrupted" (exit 130)
+    beside a complete release and sidecar, and a SIGTERM just before exit printed a traceback and exited 0. Once the
+    sidecar is written the command line lets the command finish: a first signal is noted, a second ends the process."""
+    code = """
+import os, signal, sys
+from dprivacy.cli import app
+from dprivacy.data import io
+def command(argv):
+    io.write_bytes_atomic(sys.argv[1], b"release")
+    io.commit_sidecar(sys.argv[1], {"ok": True})          # the release is complete here
+    os.kill(os.getpid(), getattr(signal, sys.argv[2]))     # a late Ctrl-C / SIGTERM
+    print("report printed")
+    if sys.argv[3] == "twice":
+        os.kill(os.getpid(), signal.SIGINT)
+        print("not reached")
+    return 0
+app._main = command
+sys.exit(app.main())
+"""
+    for sig in ("SIGINT", "SIGTERM"):
+        out = tmp_path / f"r-{sig}.bin"
+        p = subprocess.run([sys.executable, "-c", code, str(out), sig, "once"], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONPATH=SRC), timeout=60)
+        assert p.returncode == 0 and p.stdout == "report printed\n" and p.stderr == "", (p.returncode, p.stderr)
+        assert out.read_bytes() == b"release" and Path(str(out) + ".dprivacy.json").exists()
+    p = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r2.bin"), "SIGINT", "twice"], capture_output=True,
+                       text=True, env=dict(os.environ, PYTHONPATH=SRC), timeout=60)
+    assert p.returncode == 128 + 2 and "not reached" not in p.stdout

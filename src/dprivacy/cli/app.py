@@ -884,7 +884,7 @@ def cmd_obfuscate(args) -> int:
 
 
 def cmd_series(args) -> int:
-    from ..data.io import commit_sidecar, sidecar_path
+    from ..data.io import commit_sidecar, removed_unless_completed, sidecar_path
     from ..data.series import release_series
 
     status = _SolveStatus(sys.stderr.isatty(), True, "releasing")
@@ -894,9 +894,10 @@ def cmd_series(args) -> int:
                              skip_invalid=args.skip_invalid, progress=lambda rows: status.update(f"{rows:,} readings"))
     finally:
         status.stop()
-    report = rep.to_dict()
-    sidecar = str(sidecar_path(args.output))
-    commit_sidecar(args.output, report)
+    with removed_unless_completed(args.output):
+        report = rep.to_dict()
+        sidecar = str(sidecar_path(args.output))
+        commit_sidecar(args.output, report)
     report["sidecar"] = sidecar
     if args.json:
         _emit(report, True, "")
@@ -1331,21 +1332,56 @@ def _terminate(signum, frame):
     raise _Terminated(signum)
 
 
+#: Signals received once the command's work is complete (its release and sidecar written, or the command returned).
+_LATE: list = []
+
+
+def _late_signal(signum, frame):
+    """From the point where the command's work is complete: a first Ctrl-C or SIGTERM is noted and the command
+    finishes (printing its report) with its own exit status — nothing is undone, and saying "interrupted" beside a
+    complete release was wrong (review); a second one ends the process at once."""
+    if _LATE:
+        os._exit(128 + signum)
+    _LATE.append(signum)
+
+
+def _stop_being_interruptible(*_) -> None:
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+            if sig is not None and signal.getsignal(sig) not in (signal.SIG_IGN, None):
+                signal.signal(sig, _late_signal)
+
+
 def main(argv=None) -> int:
     import signal
     import threading
 
+    from ..data import io as data_io
+
     restore = {}
     if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
             # not over an inherited "ignore" (nohup): such a command must go on when the terminal closes
             if sig is not None and signal.getsignal(sig) not in (signal.SIG_IGN, None):
-                restore[sig] = signal.signal(sig, _terminate)
+                restore[sig] = signal.signal(sig, _terminate) if sig != signal.SIGINT else signal.getsignal(sig)
+    data_io.ON_COMPLETE.append(_stop_being_interruptible)
+    done = False
     try:
-        return _main(argv)
+        code = _main(argv)
+        done = True
+        return code
     finally:
-        for sig, handler in restore.items():
-            signal.signal(sig, handler)
+        data_io.ON_COMPLETE.remove(_stop_being_interruptible)
+        if done and argv is None:
+            # the command line's own process: from here to its exit a signal no longer turns a finished command
+            # into a traceback (a SIGTERM in this window printed one and exited 0: review)
+            _stop_being_interruptible()
+        else:  # called in-process (argv given): the caller's handlers come back
+            for sig, handler in restore.items():
+                signal.signal(sig, handler)
 
 
 def _main(argv=None) -> int:

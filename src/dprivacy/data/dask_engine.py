@@ -190,7 +190,7 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
     (module docstring), in two stages of tasks; ``progress(done, total)`` counts the tasks of both."""
     import numpy as np
 
-    from .io import check_sidecar, commit_sidecar, file_format
+    from .io import check_sidecar, commit_sidecar, file_format, removed_unless_completed
     from .locations import prepare_obfuscation
 
     try:
@@ -309,22 +309,23 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
     except BaseException:
         _remove_tree(tmp)
         raise
-    report.seconds = time.perf_counter() - t0
-    from .locations import rejection_note, sorted_note_text
+    with removed_unless_completed(out):
+        report.seconds = time.perf_counter() - t0
+        from .locations import rejection_note, sorted_note_text
 
-    rejection_note(report)
-    if shuffle:
-        report.shuffled = True
-        report.notes.append("rows released in a random order (--shuffle: sorted by 128-bit keys " +
-                            ("from each task's cryptographic source" if src.release else "from the seed and the record key")
-                            + "; the parts are ranges of the keys)")
-    found = next((r["sorted"] for r in results if r.get("sorted")), None)
-    if found is not None:  # (read on the first part: the order of the parts is the input's)
-        report.notes.append(sorted_note_text(*found))
-    report.notes.append(f"Dask engine: {len(pieces)} row groups, " + (f"scheduler {scheduler}" if scheduler else f"LocalCluster of {workers} workers"))
-    if not src.release:
-        report.notes.append("reproducible run (seeded): NOT for release")
-    commit_sidecar(out, report.to_dict())
+        rejection_note(report)
+        if shuffle:
+            report.shuffled = True
+            report.notes.append("rows released in a random order (--shuffle: sorted by 128-bit keys " +
+                                ("from each task's cryptographic source" if src.release else "from the seed and the record key")
+                                + "; the parts are ranges of the keys)")
+        found = next((r["sorted"] for r in results if r.get("sorted")), None)
+        if found is not None:  # (read on the first part: the order of the parts is the input's)
+            report.notes.append(sorted_note_text(*found))
+        report.notes.append(f"Dask engine: {len(pieces)} row groups, " + (f"scheduler {scheduler}" if scheduler else f"LocalCluster of {workers} workers"))
+        if not src.release:
+            report.notes.append("reproducible run (seeded): NOT for release")
+        commit_sidecar(out, report.to_dict())
     return report
 
 

@@ -1060,19 +1060,40 @@ def check_sidecar(input_path, output_path, *, force: bool = False) -> None:
         raise FileExistsError(f"the sidecar {side} exists (use --force to replace it with OUTPUT)")
 
 
+#: Called with the release's path once its sidecar is written (the release is then complete). Empty in the library;
+#: the command line adds one that lets the command finish from there on: a Ctrl-C while the report is printed
+#: said "interrupted" (exit 130) beside a complete release (review).
+ON_COMPLETE: list = []
+
+
+def remove_release(output_path) -> None:
+    """Remove a release (a file, or the Dask engine's folder of parts) whose sidecar could not be written."""
+    p = Path(output_path)
+    if p.is_dir():
+        shutil.rmtree(p, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+
+
+@contextlib.contextmanager
+def removed_unless_completed(output_path):
+    """The code between a release's rename to ``output_path`` and its sidecar: an error or an interrupt there removes
+    the release, so that none is left without its report."""
+    try:
+        yield
+    except BaseException:
+        remove_release(output_path)
+        raise
+
+
 def commit_sidecar(output_path, report: dict) -> None:
     """Write the sidecar of a release already at ``output_path``; when that fails, remove the release too,
-    so that an error leaves no release without its report."""
-    try:
+    so that an error leaves no release without its report. Then the release is complete: :data:`ON_COMPLETE`."""
+    with removed_unless_completed(output_path):
         write_json_atomic(sidecar_path(output_path), report)
-    except BaseException:
-        p = Path(output_path)
-        if p.is_dir():
-            shutil.rmtree(p, ignore_errors=True)
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                p.unlink()
-        raise
+    for hook in list(ON_COMPLETE):
+        hook(output_path)
 
 
 def _chmod_like_new_file(path) -> None:

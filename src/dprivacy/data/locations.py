@@ -707,7 +707,7 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
     smaller ε.
     """
     from ..sampling.source import NOT_FOR_RELEASE
-    from .io import AtomicWriter, check_sidecar, commit_sidecar, file_format
+    from .io import AtomicWriter, check_sidecar, commit_sidecar, file_format, removed_unless_completed
 
     t0 = time.perf_counter()
     check_sidecar(input_path, output_path, force=force)
@@ -797,11 +797,12 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
             raise ValueError(f"none of the {report.rows_read:,} rows of {input_path} could be released ({why})")
         if seen_keys is not None:
             seen_keys.check()
-    report.seconds = time.perf_counter() - t0
-    rejection_note(report)
-    if not src.release:
-        report.notes.append("reproducible run (seeded): NOT for release")
-    commit_sidecar(output_path, report.to_dict())
+    with removed_unless_completed(output_path):
+        report.seconds = time.perf_counter() - t0
+        rejection_note(report)
+        if not src.release:
+            report.notes.append("reproducible run (seeded): NOT for release")
+        commit_sidecar(output_path, report.to_dict())
     return report
 
 
