@@ -376,3 +376,12 @@ def test_the_scale_range_bounds_the_distortion_in_every_direction():
             ratios.append(math.hypot(x1 - x0, y1 - y0) / 1000.0)
     assert lo <= min(ratios) and max(ratios) <= hi
     assert max(ratios) > 1.014 and min(ratios) < 0.986  # the old h, k range (0.993–1.007) did not hold them
+
+
+def test_a_prior_planar_laplace_grid_would_not_use_is_refused():
+    """Found by a review: planar-laplace-grid --prior uniform without --remap was accepted, and the sidecar recorded
+    the prior as the release's, unused."""
+    g = LocationGrid.build(PARIS, "2km")
+    with pytest.raises(ValueError, match="planar-laplace-grid uses a prior only with --remap"):
+        build_grid_release(g, "planar-laplace-grid", epsilon_m=0.002, prior="uniform")
+    assert build_grid_release(g, "planar-laplace-grid", epsilon_m=0.002, prior="uniform", remap=True).remap is not None

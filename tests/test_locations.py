@@ -460,7 +460,7 @@ def test_geojson_features_the_format_allows_are_read_or_refused_by_name(tmp_path
     with pytest.raises(ValueError, match=r"m.geojson: property 'x' has values that do not make one column"):
         obfuscate_file(write("m.geojson", [pt([20, 10], {"x": 1}), pt([21, 11], {"x": "s"})]), tmp_path / "m_out.csv",
                        epsilon=1.0, rng=1)
-    with pytest.raises(ValueError, match=r"z.geojson: feature 0 has 3 coordinates"):
+    with pytest.raises(ValueError, match=r"z.geojson: feature 1 has 3 coordinates"):
         obfuscate_file(write("z.geojson", [pt([20, 10, 150])]), tmp_path / "z_out.csv", epsilon=1.0, rng=1)
 
 
@@ -490,7 +490,7 @@ def test_review_findings_on_geojson_and_parquet_outputs(tmp_path):
 
     pt = {"type": "Feature", "geometry": {"type": "Point", "coordinates": [2.3, 48.8]}, "properties": {"n": 1}}
     (tmp_path / "nf.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": [pt, None]}))
-    with pytest.raises(ValueError, match="feature 1 is not a Feature object"):
+    with pytest.raises(ValueError, match="feature 2 is not a Feature object"):  # numbered from 1, like rows
         obfuscate_file(tmp_path / "nf.geojson", tmp_path / "nf.csv", epsilon=1.0, rng=1)
     (tmp_path / "g.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": [pt]}))
     obfuscate_file(tmp_path / "g.geojson", tmp_path / "g.parquet", epsilon=1.0, rng=1)

@@ -168,3 +168,19 @@ def test_kcount_refuses_numbers_that_are_not_flags(tmp_path):
     t.write_text("a,b\n0,1\n1,0\n0.2,1\n")
     with pytest.raises(ValueError, match=r"non-boolean.*the first at row 3"):
         run_query(str(t), parse_query("kcount:a,b"), epsilon=1, owner=True)
+
+
+def test_a_table_shaped_prior_and_a_folder_are_refused(tmp_path):
+    """Found by a review: a 2x657 .npy prior was flattened into the 1,314 weights of a count's answers, and a folder of
+    Parquet parts gave DuckDB's "file system operations are disabled"."""
+    t = tmp_path / "t.csv"
+    t.write_text("a\n" + "1\n" * 5)
+    np.save(tmp_path / "p2.npy", np.ones((2, 3)))
+    with pytest.raises(ValueError, match=r"is a 2x3 table, expected one weight per answer 0..5 \(6 values"):
+        run_query(str(t), parse_query("count"), epsilon=1, mechanism="optimal", prior=str(tmp_path / "p2.npy"))
+    np.save(tmp_path / "p1.npy", np.ones((1, 6)))  # one row is one weight per answer
+    r = run_query(str(t), parse_query("count"), epsilon=1, mechanism="optimal", prior=str(tmp_path / "p1.npy"), rng=1)
+    assert len(r.answers) == 1
+    (tmp_path / "parts.parquet").mkdir()
+    with pytest.raises(ValueError, match="is a folder: query reads one CSV or Parquet file"):
+        run_query(str(tmp_path / "parts.parquet"), parse_query("count"), epsilon=1)

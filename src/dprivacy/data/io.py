@@ -640,7 +640,8 @@ def _json_number(v) -> bool:
 def _feature_rows(path, header: dict, batch_rows: int):
     """Chunks of (properties, ids, lons, lats) lists from the features of ``path``."""
     props, ids, lons, lats = [], [], [], []
-    for k, f in enumerate(_geojson_features(path, header)):
+    # features are numbered from 1, like the rows of the validation's messages ("row 2: missing coordinate")
+    for k, f in enumerate(_geojson_features(path, header), start=1):
         if not isinstance(f, dict):
             raise ValueError(f"{path}: feature {k} is not a Feature object (found {type(f).__name__})")
         g = f.get("geometry")

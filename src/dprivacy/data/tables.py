@@ -699,6 +699,9 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
                          "(drop --prior)")
     if not os.path.exists(table):
         raise FileNotFoundError(f"table not found: {table}")
+    if os.path.isdir(table):  # (DuckDB's message named a disabled file system operation: review)
+        raise ValueError(f"{table} is a folder: query reads one CSV or Parquet file (combine a folder of parts, e.g. the "
+                         "Dask engine's output, into one file first)")
     if os.path.isfile(table) and os.path.getsize(table) == 0:
         raise ValueError(f"{table} is empty (0 bytes): not a table (a CSV needs at least a header line)")
     table = os.path.abspath(table)
@@ -1119,10 +1122,14 @@ def _answer_prior(prior, size: int, lo: int, hi: int) -> np.ndarray:
     if isinstance(prior, str):
         from ..spaces import load_array
 
-        arr = np.asarray(load_array(prior, "prior", ndmin=1), dtype=np.float64).ravel()
+        arr = np.asarray(load_array(prior, "prior", ndmin=1), dtype=np.float64)
         name = f"prior from {prior}"
     else:
-        arr, name = np.asarray(prior, dtype=np.float64).ravel(), "prior"
+        arr, name = np.asarray(prior, dtype=np.float64), "prior"
+    if arr.ndim > 1 and sum(k > 1 for k in arr.shape) > 1:  # a 2x657 table was read as 1,314 answers' weights (review)
+        raise ValueError(f"{name} is a {'x'.join(map(str, arr.shape))} table, expected one weight per answer {lo}..{hi} "
+                         f"({size} values, in one row or one column)")
+    arr = arr.ravel()
     if arr.size != size:
         raise ValueError(f"{name} has {arr.size} weights, expected {size} (one per answer {lo}..{hi})")
     if not np.isfinite(arr).all() or (arr < 0).any() or not arr.sum() > 0:
