@@ -478,6 +478,33 @@ _WHERE_FORBIDDEN = {"SUBQUERY": "a subquery", "STAR": "'*' or COLUMNS(...)", "WI
 
 _CLOCK_WORDS = ("current_date", "current_time", "current_timestamp", "localtime", "localtimestamp")
 
+#: The functions a --where may call: predicates, arithmetic, and functions whose result is no larger than their
+#: arguments plus the condition's own text. Any other is refused: DuckDB's try() does not catch running out of
+#: memory, so a function that builds a value of computed size (range(n), repeat, lpad, list_resize, or a replace nested
+#: in itself, which doubles at each level) made the query fail only for rows with some property — a free yes/no
+#: answer (a review read the largest Sales exactly in 27 refusals).
+WHERE_FUNCTIONS = frozenset("""
+    + - * / // % ^ ** ~~ !~~ ~~* !~~* ~~~ ^@ || @ & | << >> ~ !__postfix
+    abs sign round floor ceil ceiling trunc sqrt cbrt ln log log2 log10 exp pow power mod greatest least isnan isinf
+    isfinite even gcd lcm factorial degrees radians sin cos tan asin acos atan atan2 pi bit_count
+    nullif
+    length len strlen char_length character_length octet_length bit_length lower upper lcase ucase trim ltrim rtrim
+    substring substr left right strpos instr position contains starts_with ends_with prefix suffix like_escape
+    ilike_escape glob regexp_matches regexp_full_match regexp_extract split_part string_split str_split
+    string_to_array concat concat_ws strip_accents reverse ascii unicode ord chr levenshtein damerau_levenshtein
+    hamming mismatches jaccard jaro_similarity jaro_winkler_similarity md5 sha1 sha256 hash
+    year month day hour minute second millisecond microsecond dayofweek dayofmonth dayofyear weekday week weekofyear
+    yearweek quarter decade century millennium era isodow isoyear epoch epoch_ms epoch_us epoch_ns date_part datepart
+    date_trunc datetrunc date_diff datediff date_sub datesub date_add last_day make_date make_time make_timestamp
+    strftime strptime try_strptime to_timestamp age monthname dayname julian
+    list_value list_pack array_value list_contains list_has array_contains array_has list_has_any array_has_any
+    list_has_all array_has_all list_filter array_filter filter list_extract list_element array_extract list_position
+    list_indexof array_position array_indexof list_sum list_min list_max list_avg list_count list_bool_and
+    list_bool_or list_any_value list_distinct array_distinct list_unique array_unique array_length
+    struct_extract struct_extract_at json_extract json_extract_string json_extract_path json_extract_path_text
+    json_value json_exists json_valid json_type ->>
+""".split())
+
 
 def check_where(con, where: str, rel: str) -> set:
     """Validate ``where`` as one true/false expression on a row of ``rel``; return the columns it uses.
@@ -546,6 +573,14 @@ def check_where(con, where: str, rel: str) -> set:
                                  "row's own columns only)")
             if x.get("type") == "TABLE_FUNCTION" or "subquery" in x:
                 raise ValueError(f"bad --where {where!r}: a subquery or table function is not allowed")
+            for v in x.values():  # its arguments first: a name that is not a column is the more useful reason
+                walk(v, params)
+            if cls == "FUNCTION" and str(x.get("function_name", "")).lower() not in WHERE_FUNCTIONS:
+                raise ValueError(f"bad --where {where!r}: the function {x.get('function_name')!r} is not allowed: a "
+                                 "condition may use comparisons, arithmetic and the functions whose result is no larger "
+                                 "than their arguments (dprivacy.data.tables.WHERE_FUNCTIONS: lower, substring, "
+                                 "contains, regexp_matches, year, date_trunc, list_contains, ...); one that builds a value "
+                                 "of computed size could make the query fail for some rows only, which would tell them apart")
             if cls == "COLUMN_REF" and x.get("column_names"):
                 # every reference must name one of the table's columns (a struct's field below it is fine): the
                 # row itself under the relation's name (read_csv_auto['v'], to_json(read_parquet)) reaches every
@@ -559,8 +594,6 @@ def check_where(con, where: str, rel: str) -> set:
                                      f"{', '.join(columns.values())})")
                 else:
                     used.add(columns[first.lower()])
-            for v in x.values():
-                walk(v, params)
         elif isinstance(x, list):
             for v in x:
                 walk(v, params)
