@@ -1098,8 +1098,10 @@ def test_a_shuffled_dask_release_has_one_part_per_million_rows_and_empty_parts_a
 
 def test_small_numbers_near_the_prime_meridian_or_the_equator_are_not_a_copy(tmp_path):
     """Found by a review: near longitude 0 every small number is within 0.01° of it in E7, semicircle or Web Mercator
-    units, so a 1-5 rating (or a row id) was refused as a copy of the points, --keep or not. A number alone is no
-    longer compared with a coordinate within the tolerance of 0; a text holding both coordinates still is."""
+    units, so a 1-5 rating (or a row id) was refused as a copy of the points, --keep or not. A number alone is compared
+    with a coordinate within the tolerance of 0 to 1e-6° only (an exact copy, in any unit, is still refused: a second
+    review found x = lon released when most rows were that close); a text holding both coordinates is compared as
+    before."""
     import pyarrow.parquet as pq
 
     rng = np.random.default_rng(5)
@@ -1114,3 +1116,9 @@ def test_small_numbers_near_the_prime_meridian_or_the_equator_are_not_a_copy(tmp
         pq.write_table(pa.table(cols), tmp_path / "g.parquet")
         with pytest.raises(ValueError, match="'where' hold a copy of the points"):
             obfuscate_file(tmp_path / "g.parquet", tmp_path / "o2.parquet", epsilon=1.0, rng=1)
+        del cols["where"]
+        for copy in (lon_ if np.abs(lon_).max() < 0.01 else lat_, np.round(lon_ * 1e7).astype(np.int64)
+                     if np.abs(lon_).max() < 0.01 else np.round(lat_ * 1e7).astype(np.int64)):
+            pq.write_table(pa.table({**cols, "x": copy}), tmp_path / "g.parquet")
+            with pytest.raises(ValueError, match="'x' hold a copy of the points"):
+                obfuscate_file(tmp_path / "g.parquet", tmp_path / "o2.parquet", epsilon=1.0, rng=1)

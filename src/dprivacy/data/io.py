@@ -204,6 +204,10 @@ def geoparquet_geometry_columns(schema) -> list[str]:
 #: A value within this many degrees of a row's latitude or longitude (about 1 km) counts as a copy of it.
 COPY_ATOL_DEG = 0.01
 
+#: A number alone matches a coordinate within COPY_ATOL_DEG of 0 only to this (an exact copy): near the equator or the
+#: prime meridian every small number is within COPY_ATOL_DEG of it in E7, semicircle or metre units.
+NEAR_ZERO_ATOL_DEG = 1e-6
+
 #: A column is a copy of the location when at least this share of the rows with a value match.
 COPY_SHARE = 0.5
 
@@ -337,12 +341,12 @@ def location_copies(batch, lat, lon, skip=()) -> list:
     encodings = copy_encodings(lat, lon)
     n = encodings[0][0].size
     # a coordinate within the tolerance of 0 (near the equator or the prime meridian) is matched by any small number in
-    # E7, semicircle or metre units (a 1-5 rating near Greenwich was refused, --keep or not: review). A number alone is
-    # not compared with such a coordinate: matching it says no more than "within about 1 km of 0". Several numbers of
-    # a row ("51.47,-0.003") are still compared with both coordinates.
+    # E7, semicircle or metre units, and by a 0 flag in degrees (a 1-5 rating near Greenwich was refused, --keep or not:
+    # review). A number alone is compared with such a coordinate to 1e-6° only (an exact copy, in any unit); several
+    # numbers of a row ("51.47,-0.003") are compared with both coordinates at the usual tolerance.
     with np.errstate(invalid="ignore"):
-        lat_far = np.abs(np.asarray(lat, dtype=np.float64)) > COPY_ATOL_DEG
-        lon_far = np.abs(np.asarray(lon, dtype=np.float64)) > COPY_ATOL_DEG
+        lat_scale = np.where(np.abs(np.asarray(lat, dtype=np.float64)) > COPY_ATOL_DEG, 1.0, NEAR_ZERO_ATOL_DEG / COPY_ATOL_DEG)
+        lon_scale = np.where(np.abs(np.asarray(lon, dtype=np.float64)) > COPY_ATOL_DEG, 1.0, NEAR_ZERO_ATOL_DEG / COPY_ATOL_DEG)
     found = []
     for name in batch.schema.names:
         if name in skip:
@@ -357,13 +361,16 @@ def location_copies(batch, lat, lon, skip=()) -> list:
             good = np.isfinite(vals)
             vals, rows, several = vals[good], rows[good], several[good]
             has[rows] = True
+            one = ~several
             for e_lat, e_lon, t_lat, t_lon in encodings:
+                tl = t_lat[rows] if np.ndim(t_lat) else t_lat
+                to = t_lon[rows] if np.ndim(t_lon) else t_lon
                 with np.errstate(invalid="ignore"):
-                    a = np.abs(vals - e_lat[rows]) <= (t_lat[rows] if np.ndim(t_lat) else t_lat)
-                    o = np.abs(vals - e_lon[rows]) <= (t_lon[rows] if np.ndim(t_lon) else t_lon)
-                one = ~several
-                np.logical_or.at(lat_one, rows[one], a[one] & lat_far[rows[one]])
-                np.logical_or.at(lon_one, rows[one], o[one] & lon_far[rows[one]])
+                    da, do = np.abs(vals - e_lat[rows]), np.abs(vals - e_lon[rows])
+                    a, o = da <= tl, do <= to
+                    a_one, o_one = da <= tl * lat_scale[rows], do <= to * lon_scale[rows]
+                np.logical_or.at(lat_one, rows[one], a_one[one])
+                np.logical_or.at(lon_one, rows[one], o_one[one])
                 np.logical_or.at(lat_many, rows[several], a[several])
                 np.logical_or.at(lon_many, rows[several], o[several])
         match = lat_one | lon_one | (lat_many & lon_many)
