@@ -332,3 +332,55 @@ sys.exit(app.main())
     p = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r2.bin"), "SIGINT", "twice"], capture_output=True,
                        text=True, env=dict(os.environ, PYTHONPATH=SRC), timeout=60)
     assert p.returncode == 128 + 2 and "not reached" not in p.stdout
+
+
+def test_signals_wait_while_a_release_and_its_sidecar_are_committed(tmp_path):
+    """A review paired a new ε = 50 release with the old ε = 1 sidecar by a Ctrl-C between the rename and the sidecar
+    (and left a sidecar without its release by one just after it). io.signals_held blocks them over that step: the
+    signal arrives when it ends. A release removed for a failed sidecar takes any sidecar at its place with it."""
+    code = """
+import os, signal, sys
+from dprivacy.data import io
+got = []
+signal.signal(signal.SIGINT, lambda *a: got.append("late"))
+with io.signals_held():
+    os.kill(os.getpid(), signal.SIGINT)
+    got.append("inside")
+got.append("after")
+print(got)
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=SRC),
+                       timeout=60)
+    assert p.returncode == 0 and p.stdout.strip() == "['inside', 'late', 'after']", (p.stdout, p.stderr)
+    from dprivacy.data.io import remove_release, sidecar_path
+
+    rel = tmp_path / "r.csv"
+    rel.write_text("x\n")
+    sidecar_path(rel).write_text("{}")  # an older release's
+    remove_release(rel)
+    assert not rel.exists() and not sidecar_path(rel).exists()
+
+
+def test_main_called_in_process_hands_a_late_signal_back(tmp_path):
+    """A review: in-process callers of main(argv) had a late Ctrl-C swallowed, and the next one ended their process by
+    os._exit; the hook also acted from another thread. The late signal now reaches the caller's handler after main
+    returns, and the state is reset for the next call."""
+    code = """
+import os, signal, sys
+from dprivacy.cli import app
+from dprivacy.data import io
+got = []
+signal.signal(signal.SIGINT, lambda *a: got.append("caller saw it"))
+def command(argv):
+    io.write_bytes_atomic(sys.argv[1], b"x")
+    io.commit_sidecar(sys.argv[1], {})
+    os.kill(os.getpid(), signal.SIGINT)
+    return 0
+app._main = command
+for k in range(2):
+    got.append(app.main(["obfuscate"]))
+print(got, app._LATE, io.ON_COMPLETE)
+"""
+    p = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r.bin")], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=SRC), timeout=60)
+    assert p.returncode == 0 and p.stdout.strip() == "['caller saw it', 0, 'caller saw it', 0] [] []", (p.stdout, p.stderr)

@@ -884,21 +884,19 @@ def cmd_obfuscate(args) -> int:
 
 
 def cmd_series(args) -> int:
-    from ..data.io import commit_sidecar, removed_unless_completed, sidecar_path
+    from ..data.io import sidecar_path
     from ..data.series import release_series
 
     status = _SolveStatus(sys.stderr.isatty(), True, "releasing")
-    try:
+    try:  # the library writes the sidecar with the release (one step: io.signals_held)
         rep = release_series(args.input, args.output, column=args.column, time_column=args.time, epsilon=args.epsilon,
                              metric=args.metric, unit=args.unit, per=args.per, rng=args.seed, force=args.force,
-                             skip_invalid=args.skip_invalid, progress=lambda rows: status.update(f"{rows:,} readings"))
+                             skip_invalid=args.skip_invalid, progress=lambda rows: status.update(f"{rows:,} readings"),
+                             sidecar=True)
     finally:
         status.stop()
-    with removed_unless_completed(args.output):
-        report = rep.to_dict()
-        sidecar = str(sidecar_path(args.output))
-        commit_sidecar(args.output, report)
-    report["sidecar"] = sidecar
+    report = rep.to_dict()
+    report["sidecar"] = str(sidecar_path(args.output))
     if args.json:
         _emit(report, True, "")
         return 0
@@ -1362,26 +1360,33 @@ def main(argv=None) -> int:
     from ..data import io as data_io
 
     restore = {}
-    if threading.current_thread() is threading.main_thread():
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    if in_main_thread:
         for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
             # not over an inherited "ignore" (nohup): such a command must go on when the terminal closes
             if sig is not None and signal.getsignal(sig) not in (signal.SIG_IGN, None):
                 restore[sig] = signal.signal(sig, _terminate) if sig != signal.SIGINT else signal.getsignal(sig)
-    data_io.ON_COMPLETE.append(_stop_being_interruptible)
+        # (only here: a main() in another thread must not change the handlers of the main thread's own work)
+        data_io.ON_COMPLETE.append(_stop_being_interruptible)
+    _LATE.clear()
     done = False
     try:
         code = _main(argv)
         done = True
         return code
     finally:
-        data_io.ON_COMPLETE.remove(_stop_being_interruptible)
+        if in_main_thread:
+            data_io.ON_COMPLETE.remove(_stop_being_interruptible)
         if done and argv is None:
             # the command line's own process: from here to its exit a signal no longer turns a finished command
             # into a traceback (a SIGTERM in this window printed one and exited 0: review)
             _stop_being_interruptible()
-        else:  # called in-process (argv given): the caller's handlers come back
+        else:  # called in-process (argv given): the caller's handlers come back, and a signal noted late reaches them
             for sig, handler in restore.items():
                 signal.signal(sig, handler)
+            late, _LATE[:] = list(_LATE), []
+            if late:
+                signal.raise_signal(late[0])
 
 
 def _main(argv=None) -> int:

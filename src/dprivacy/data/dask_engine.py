@@ -190,7 +190,7 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
     (module docstring), in two stages of tasks; ``progress(done, total)`` counts the tasks of both."""
     import numpy as np
 
-    from .io import check_sidecar, commit_sidecar, file_format, removed_unless_completed
+    from .io import check_sidecar, commit_sidecar, file_format, removed_unless_completed, signals_held
     from .locations import prepare_obfuscation
 
     try:
@@ -226,6 +226,8 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
     report.input = str(inp)
     if src.release:
         report.random_source = dict(report.random_source, per_task="each task keys its own ChaCha20 from the worker's OS")
+    held = contextlib.ExitStack()
+    old = None
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
     try:
         cluster = client = None
@@ -298,34 +300,44 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
             keys = np.sort(np.concatenate([r["keys"] for r in results if r["keys"] is not None]))
             if (keys[1:] == keys[:-1]).any():
                 raise ValueError(f"key column {ob.key!r} has repeated values; keyed noise needs unique keys")
+        # from the rename to the sidecar a signal waits (a Ctrl-C while the old release was removed paired the new
+        # one with the old sidecar: review); the old release goes after the sidecar is written
+        held.enter_context(signals_held())
         os.chmod(tmp, 0o777 & ~_umask())
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
             os.replace(out, old / "x")
             os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, out)
     except BaseException:
         _remove_tree(tmp)
+        if old is not None and not out.exists():  # the old release back where it was
+            os.replace(old / "x", out)
+        held.close()
         raise
-    with removed_unless_completed(out):
-        report.seconds = time.perf_counter() - t0
-        from .locations import rejection_note, sorted_note_text
+    try:
+        with removed_unless_completed(out):
+            report.seconds = time.perf_counter() - t0
+            from .locations import rejection_note, sorted_note_text
 
-        rejection_note(report)
-        if shuffle:
-            report.shuffled = True
-            report.notes.append("rows released in a random order (--shuffle: sorted by 128-bit keys " +
-                                ("from each task's cryptographic source" if src.release else "from the seed and the record key")
-                                + "; the parts are ranges of the keys)")
-        found = next((r["sorted"] for r in results if r.get("sorted")), None)
-        if found is not None:  # (read on the first part: the order of the parts is the input's)
-            report.notes.append(sorted_note_text(*found))
-        report.notes.append(f"Dask engine: {len(pieces)} row groups, " + (f"scheduler {scheduler}" if scheduler else f"LocalCluster of {workers} workers"))
-        if not src.release:
-            report.notes.append("reproducible run (seeded): NOT for release")
-        commit_sidecar(out, report.to_dict())
+            rejection_note(report)
+            if shuffle:
+                report.shuffled = True
+                report.notes.append("rows released in a random order (--shuffle: sorted by 128-bit keys " +
+                                    ("from each task's cryptographic source" if src.release else "from the seed and the record key")
+                                    + "; the parts are ranges of the keys)")
+            found = next((r["sorted"] for r in results if r.get("sorted")), None)
+            if found is not None:  # (read on the first part: the order of the parts is the input's)
+                report.notes.append(sorted_note_text(*found))
+            report.notes.append(f"Dask engine: {len(pieces)} row groups, " + (f"scheduler {scheduler}" if scheduler else f"LocalCluster of {workers} workers"))
+            if not src.release:
+                report.notes.append("reproducible run (seeded): NOT for release")
+            commit_sidecar(out, report.to_dict())
+    finally:
+        if old is not None:  # the previous release (replaced under --force)
+            shutil.rmtree(old, ignore_errors=True)
+        held.close()  # a signal that waited is delivered here, once the release is complete (or removed)
     return report
 
 

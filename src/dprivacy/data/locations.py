@@ -39,6 +39,7 @@ geodesic distance d and any released point y within distance r of both,
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -707,7 +708,7 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
     smaller ε.
     """
     from ..sampling.source import NOT_FOR_RELEASE
-    from .io import AtomicWriter, check_sidecar, commit_sidecar, file_format, removed_unless_completed
+    from .io import AtomicWriter, check_sidecar, commit_sidecar, file_format, removed_unless_completed, signals_held
 
     t0 = time.perf_counter()
     check_sidecar(input_path, output_path, force=force)
@@ -733,76 +734,80 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
     # the GIL). One writer thread keeps the order; every write is waited for before the writer is
     # closed or its temporary file removed.
     notice = None if src.release else NOT_FOR_RELEASE  # the file says it too, not only its sidecar (review)
-    with AtomicWriter(output_path, ob.out_schema, force=force, geojson_coords=geo, plain_columns=(ob.lat_c, ob.lon_c),
-                      notice=notice) as w, \
-            _OrderedWrites(w.write) as writes:
-        for batch in batches:
-            n = batch.num_rows
-            batch, la, lo, rejected, msg = ob.validate(batch, row0)
-            if row0 == 0 and not shuffle:
-                sorted_note(report, la, lo)
-            if rejected:
-                report.rows_rejected += rejected
-                report.first_rejected = report.first_rejected or msg
-            if allowed is not None:
-                keep = _within_budget(batch.column(user), spent, allowed, row0)
-                report.rows_suppressed += int((~keep).sum())
-                if not keep.all():
-                    import pyarrow as pa
+    held = contextlib.ExitStack()  # signals wait from the last checks to the sidecar (io.signals_held)
+    with held:
+        with AtomicWriter(output_path, ob.out_schema, force=force, geojson_coords=geo,
+                          plain_columns=(ob.lat_c, ob.lon_c), notice=notice) as w, \
+                _OrderedWrites(w.write) as writes:
+            for batch in batches:
+                n = batch.num_rows
+                batch, la, lo, rejected, msg = ob.validate(batch, row0)
+                if row0 == 0 and not shuffle:
+                    sorted_note(report, la, lo)
+                if rejected:
+                    report.rows_rejected += rejected
+                    report.first_rejected = report.first_rejected or msg
+                if allowed is not None:
+                    keep = _within_budget(batch.column(user), spent, allowed, row0)
+                    report.rows_suppressed += int((~keep).sum())
+                    if not keep.all():
+                        import pyarrow as pa
 
-                    batch = batch.filter(pa.array(keep))
-                    la, lo = la[keep], lo[keep]
-            if seen_keys is not None:
-                seen_keys.add(batch.column(key), row0)
-            out = ob.apply(batch, la, lo, ob.generator(batch, src))
-            report.rows_read += n
-            row0 += n
+                        batch = batch.filter(pa.array(keep))
+                        la, lo = la[keep], lo[keep]
+                if seen_keys is not None:
+                    seen_keys.add(batch.column(key), row0)
+                out = ob.apply(batch, la, lo, ob.generator(batch, src))
+                report.rows_read += n
+                row0 += n
+                if shuffled is not None:
+                    shuffled.append(out)
+                    if report.rows_read > SHUFFLE_MAX_ROWS:
+                        raise ValueError(f"--shuffle holds the release in memory: {input_path} has more than "
+                                         f"{SHUFFLE_MAX_ROWS:,} rows; shuffle the file first, or split it")
+                else:
+                    writes.put(out)
+                if progress is not None:
+                    progress(report.rows_read)
             if shuffled is not None:
-                shuffled.append(out)
-                if report.rows_read > SHUFFLE_MAX_ROWS:
-                    raise ValueError(f"--shuffle holds the release in memory: {input_path} has more than "
-                                     f"{SHUFFLE_MAX_ROWS:,} rows; shuffle the file first, or split it")
-            else:
-                writes.put(out)
-            if progress is not None:
-                progress(report.rows_read)
-        if shuffled is not None:
-            import pyarrow as pa
+                import pyarrow as pa
 
-            from .io import BATCH_ROWS
+                from .io import BATCH_ROWS
 
-            table = pa.Table.from_batches(shuffled, schema=ob.out_schema)
-            shuffled.clear()
-            if key is not None and not src.release:
-                # research mode with record keys: the order is a function of the seed and the keys, the same as the
-                # Dask engine's over any partitioning (--key promises the same output whatever the engine)
-                import numpy as np
+                table = pa.Table.from_batches(shuffled, schema=ob.out_schema)
+                shuffled.clear()
+                if key is not None and not src.release:
+                    # research mode with record keys: the order is a function of the seed and the keys, the same as the
+                    # Dask engine's over any partitioning (--key promises the same output whatever the engine)
+                    import numpy as np
 
-                from ..sampling.keyed import record_keys, record_order_keys
+                    from ..sampling.keyed import record_keys, record_order_keys
 
-                k0, k1 = record_order_keys(ob.seed, record_keys(table.column(key)))
-                order = np.lexsort((k1, k0))
-            else:
-                order = src.generator.permutation(table.num_rows)
-            for part in table.take(pa.array(order)).to_batches(max_chunksize=BATCH_ROWS):
-                writes.put(part)
-            del table
-        writes.flush()
-        report.rows_written = w.rows
-        if report.rows_read == 0:
-            raise ValueError(f"{input_path} has no rows to obfuscate")
-        if report.rows_written == 0:  # an empty release is no answer (a header-only input is refused too)
-            why = (f"{report.rows_rejected} rejected, the first: {report.first_rejected}" if report.rows_rejected else
-                   f"{report.rows_suppressed} suppressed by the budget")
-            raise ValueError(f"none of the {report.rows_read:,} rows of {input_path} could be released ({why})")
-        if seen_keys is not None:
-            seen_keys.check()
-    with removed_unless_completed(output_path):
-        report.seconds = time.perf_counter() - t0
-        rejection_note(report)
-        if not src.release:
-            report.notes.append("reproducible run (seeded): NOT for release")
-        commit_sidecar(output_path, report.to_dict())
+                    k0, k1 = record_order_keys(ob.seed, record_keys(table.column(key)))
+                    order = np.lexsort((k1, k0))
+                else:
+                    order = src.generator.permutation(table.num_rows)
+                for part in table.take(pa.array(order)).to_batches(max_chunksize=BATCH_ROWS):
+                    writes.put(part)
+                del table
+            writes.flush()
+            report.rows_written = w.rows
+            if report.rows_read == 0:
+                raise ValueError(f"{input_path} has no rows to obfuscate")
+            if report.rows_written == 0:  # an empty release is no answer (a header-only input is refused too)
+                why = (f"{report.rows_rejected} rejected, the first: {report.first_rejected}" if report.rows_rejected else
+                       f"{report.rows_suppressed} suppressed by the budget")
+                raise ValueError(f"none of the {report.rows_read:,} rows of {input_path} could be released ({why})")
+            if seen_keys is not None:
+                seen_keys.check()
+            # from here to the sidecar a signal waits: the writer's rename and the sidecar stay one step
+            held.enter_context(signals_held())
+        with removed_unless_completed(output_path):
+            report.seconds = time.perf_counter() - t0
+            rejection_note(report)
+            if not src.release:
+                report.notes.append("reproducible run (seeded): NOT for release")
+            commit_sidecar(output_path, report.to_dict())
     return report
 
 

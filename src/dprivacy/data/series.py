@@ -25,6 +25,7 @@ with their accuracy from the noise law (variance m·Var(K)·U² for m readings).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time as _time
@@ -94,8 +95,12 @@ def _values(batch, column: str, first_row: int, skip_invalid: bool):
 
 def release_series(input_path, output_path, *, column: str, epsilon: float, metric: str = "d1", unit: float | None = None,
                    time_column: str | None = None, per: str | None = None, rng=None, force: bool = False,
-                   skip_invalid: bool = False, confidence: float = 0.95, progress=None) -> SeriesReport:
+                   skip_invalid: bool = False, confidence: float = 0.95, progress=None,
+                   sidecar: bool = False) -> SeriesReport:
     """Release the readings of ``column`` with the noise of seed 002 §6.1 (module docstring).
+
+    ``sidecar``: also write the report beside the output (``OUTPUT.dprivacy.json``) in the same step as the rename, a
+    signal waiting meanwhile (:func:`dprivacy.data.io.signals_held`), as the command line does.
 
     The output file has the time column (when given) and the released column, nothing else (other
     columns may be correlated with the readings). It is written atomically; the report is returned
@@ -111,7 +116,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     from ..sampling import random_source
     from ..sampling.source import NOT_FOR_RELEASE
     from ..sampling.discrete import discrete_laplace, geometric_parameters
-    from .io import AtomicWriter, check_sidecar, read_batches
+    from .io import AtomicWriter, check_sidecar, commit_sidecar, read_batches, removed_unless_completed, signals_held
     from .tables import _on_grid, geometric_accuracy
 
     t0 = _time.perf_counter()
@@ -182,58 +187,68 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     out_schema = pa.schema(out_fields)
     sums: dict = {}
     done = 0
-    with AtomicWriter(output_path, out_schema, force=force, notice=None if src.release else NOT_FOR_RELEASE) as w:
-        row = 0
-        for batch in read_batches(input_path)[1]:
-            x, bad = _values(batch, column, row, skip_invalid)
-            keep = ~bad
-            with np.errstate(over="ignore"):  # a reading of 1e300 at --unit 1e-300 is inf steps: named below
-                steps = np.rint(x[keep] / unit)
-            if steps.size and not np.abs(steps).max() < 2.0**52:
-                raise ValueError(f"readings up to {np.abs(x[keep]).max():.6g} are too large for the unit {unit:g} "
-                                 "(at most 2^52 units)")
-            # k·unit as the float nearest the exact product (0.01 · 1815 is 18.150000000000002; 1815 / 100 is 18.15)
-            noisy = _on_grid(steps + discrete_laplace(steps.size, params.s, params.t, src.generator), unit)
-            cols = []
-            if time_column:
-                tcol = batch.column(time_column).filter(pa.array(keep))
-                cols.append(tcol)
-            cols.append(pa.array(noisy, pa.float64()))
-            w.write(pa.RecordBatch.from_arrays(cols, schema=out_schema))
-            if per is not None:
-                _accumulate(sums, tcol, noisy, per, row)
-            done += int(keep.sum())
-            row += batch.num_rows
-            if progress is not None:
-                progress(done)
-        # the file must be the one pass 1 counted: a meter log appended to between the passes released 5,000,000
-        # readings at the ε/n of 4,000,000 (d∞ ε 1.25 stated as 1) and skipped the whole-number check (review)
-        if done != n_valid or _snapshot(input_path) != before:
-            raise ValueError(f"{input_path} changed while it was read ({n_valid:,} valid readings counted, {done:,} read the "
-                             "second time): release a file that is not being written to (copy it first); nothing written")
+    held = contextlib.ExitStack()
+    try:
+        with AtomicWriter(output_path, out_schema, force=force, notice=None if src.release else NOT_FOR_RELEASE) as w:
+            row = 0
+            for batch in read_batches(input_path)[1]:
+                x, bad = _values(batch, column, row, skip_invalid)
+                keep = ~bad
+                with np.errstate(over="ignore"):  # a reading of 1e300 at --unit 1e-300 is inf steps: named below
+                    steps = np.rint(x[keep] / unit)
+                if steps.size and not np.abs(steps).max() < 2.0**52:
+                    raise ValueError(f"readings up to {np.abs(x[keep]).max():.6g} are too large for the unit {unit:g} "
+                                     "(at most 2^52 units)")
+                # k·unit as the float nearest the exact product (0.01 · 1815 is 18.150000000000002; 1815 / 100 is 18.15)
+                noisy = _on_grid(steps + discrete_laplace(steps.size, params.s, params.t, src.generator), unit)
+                cols = []
+                if time_column:
+                    tcol = batch.column(time_column).filter(pa.array(keep))
+                    cols.append(tcol)
+                cols.append(pa.array(noisy, pa.float64()))
+                w.write(pa.RecordBatch.from_arrays(cols, schema=out_schema))
+                if per is not None:
+                    _accumulate(sums, tcol, noisy, per, row)
+                done += int(keep.sum())
+                row += batch.num_rows
+                if progress is not None:
+                    progress(done)
+            # the file must be the one pass 1 counted: a meter log appended to between the passes released 5,000,000
+            # readings at the ε/n of 4,000,000 (d∞ ε 1.25 stated as 1) and skipped the whole-number check (review)
+            if done != n_valid or _snapshot(input_path) != before:
+                raise ValueError(f"{input_path} changed while it was read ({n_valid:,} valid readings counted, {done:,} read the "
+                                 "second time): release a file that is not being written to (copy it first); nothing written")
+            if sidecar:  # from the rename to the sidecar a signal waits (io.signals_held)
+                held.enter_context(signals_held())
 
-    aggregates = []
-    for key in sorted(sums):
-        m, s = sums[key]
-        sd = math.sqrt(m * var_k) * unit
-        aggregates.append({"period": str(key), "readings": m, "sum": s, "mean": s / m,
-                           "sum_noise_sd": sd, "mean_noise_sd": sd / m})
-    guarantee = (
-        f"ε·d₁-private with ε = {delivered:.6g} per unit {unit:g}: changing the readings by a total of t units "
-        f"changes the probability of any release by at most a factor e^(ε·t)"
-        if metric == "d1" else
-        f"ε·d∞-private with ε = {delivered:.6g} per unit {unit:g} over the whole series of {n_valid} readings: changing "
-        f"every reading by at most t units changes the probability of any release by at most a factor e^(ε·t) "
-        f"(noise at ε/n = {eps_reading:.3g} per reading)")
-    return SeriesReport(
-        input=str(input_path), output=str(output_path), column=column, time_column=time_column, metric=metric,
-        unit=unit, epsilon=eps, epsilon_per_reading=eps_reading, delivered_epsilon=delivered, readings=n_valid,
-        skipped_invalid=n_invalid,
-        noise=(f"two-sided geometric K·U, P(K = k) ∝ exp(−|k|·{params.s}/{params.t}), drawn exactly in integers "
-               "(Canonne, Kamath, Steinke 2020); readings rounded to multiples of U first"),
-        expected_abs_error=mean_err * unit, within=t * unit, confidence=confidence, guarantee=guarantee,
-        random_source=src.to_dict(), per=per, aggregates=aggregates, seconds=_time.perf_counter() - t0,
-    )
+        aggregates = []
+        for key in sorted(sums):
+            m, s = sums[key]
+            sd = math.sqrt(m * var_k) * unit
+            aggregates.append({"period": str(key), "readings": m, "sum": s, "mean": s / m,
+                               "sum_noise_sd": sd, "mean_noise_sd": sd / m})
+        guarantee = (
+            f"ε·d₁-private with ε = {delivered:.6g} per unit {unit:g}: changing the readings by a total of t units "
+            f"changes the probability of any release by at most a factor e^(ε·t)"
+            if metric == "d1" else
+            f"ε·d∞-private with ε = {delivered:.6g} per unit {unit:g} over the whole series of {n_valid} readings: changing "
+            f"every reading by at most t units changes the probability of any release by at most a factor e^(ε·t) "
+            f"(noise at ε/n = {eps_reading:.3g} per reading)")
+        report = SeriesReport(
+            input=str(input_path), output=str(output_path), column=column, time_column=time_column, metric=metric,
+            unit=unit, epsilon=eps, epsilon_per_reading=eps_reading, delivered_epsilon=delivered, readings=n_valid,
+            skipped_invalid=n_invalid,
+            noise=(f"two-sided geometric K·U, P(K = k) ∝ exp(−|k|·{params.s}/{params.t}), drawn exactly in integers "
+                   "(Canonne, Kamath, Steinke 2020); readings rounded to multiples of U first"),
+            expected_abs_error=mean_err * unit, within=t * unit, confidence=confidence, guarantee=guarantee,
+            random_source=src.to_dict(), per=per, aggregates=aggregates, seconds=_time.perf_counter() - t0,
+        )
+        if sidecar:
+            with removed_unless_completed(output_path):
+                commit_sidecar(output_path, report.to_dict())
+    finally:
+        held.close()
+    return report
 
 
 def _as_times(tcol, name: str):
