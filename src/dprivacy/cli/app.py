@@ -796,8 +796,6 @@ def cmd_obfuscate(args) -> int:
         raise CliError(f"dprivacy obfuscate: error: --prior-from {args.prior_from} is the input file (or a copy of it): a prior estimated from "
                        "the points being released makes the remap and the optimal mechanism depend on them, outside "
                        "the ε guarantee; estimate it from public data (e.g. another period or a public dataset)")
-    if args.prior_from is not None:
-        _refuse_prior_from_the_same_points(args)
     check_sane_epsilon(epsilon_per_metre(eps, unit), what="--accuracy" if args.accuracy is not None else "--epsilon")
     show = not args.json and sys.stderr.isatty()
     grid_flags = [f for f, v in (("--cell", args.cell), ("--region", args.region), ("--prior", args.prior),
@@ -815,6 +813,8 @@ def cmd_obfuscate(args) -> int:
         raise CliError(f"dprivacy obfuscate: error: --time-limit applies to --mechanism optimal, not {args.mechanism}")
     if args.mechanism != "planar-laplace" and args.output and Path(args.output).exists() and not args.force:
         raise CliError(f"dprivacy obfuscate: error: {args.output} exists (use --force to replace it)")
+    if args.prior_from is not None:  # (after the flags are checked: it reads both files)
+        _refuse_prior_from_the_same_points(args)
     if args.mechanism != "planar-laplace":
         from ..data.grid_release import DEFAULT_OPTIMAL_TIME_LIMIT, build_grid_release, check_optimal_size
         from ..data.location_grid import LocationGrid
