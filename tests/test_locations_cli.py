@@ -339,14 +339,19 @@ def test_signals_wait_while_a_release_and_its_sidecar_are_committed(tmp_path):
     (and left a sidecar without its release by one just after it). io.signals_held blocks them over that step: the
     signal arrives when it ends. A release removed for a failed sidecar takes any sidecar at its place with it."""
     code = """
-import os, signal, sys
+import os, signal, sys, threading, time
 from dprivacy.data import io
 got = []
 signal.signal(signal.SIGINT, lambda *a: got.append("late"))
+stop = threading.Event()
+other = threading.Thread(target=stop.wait)  # a writer thread: the kernel may hand the signal to it (second review)
+other.start()
 with io.signals_held():
-    os.kill(os.getpid(), signal.SIGINT)
+    signal.pthread_kill(other.ident, signal.SIGINT)
+    time.sleep(0.2)
     got.append("inside")
 got.append("after")
+stop.set()
 print(got)
 """
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=SRC),

@@ -249,7 +249,22 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
         if after > budget + SLACK:
             raise BudgetExceeded(f"this query would spend ε = {epsilon:g} on {table}, but only {max(budget - entry['spent'], 0):g} "
                                  f"of the budget {budget:g} remains (spent {entry['spent']:g}); refused, ledger unchanged")
-        result = run() if run is not None else None
+        try:
+            result = run() if run is not None else None
+        except Exception as exc:
+            from .tables import ScanFailed
+
+            if not isinstance(exc, ScanFailed):
+                raise
+            # a failure while the rows were read can depend on them: it costs ε like an answer (a free failure was a
+            # free yes/no question: review)
+            entry["budget"], entry["privacy"], entry["spent"] = budget, privacy, after
+            entry["queries"].append({"query": what, "epsilon": float(epsilon), "privacy": privacy, "failed": True,
+                                     "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+            data[key] = entry
+            _write(ledger, data)
+            raise ScanFailed(f"{exc} (ε = {float(epsilon):g} charged: a failure while reading the rows may depend on "
+                             f"them; spent {after:g} of {budget:g})") from None
         protected = getattr(result, "protected_column", None)
         public = list(getattr(result, "public_columns", None) or [])
         unit = getattr(result, "unit", None) if privacy in ("d1", "dinf") else None
@@ -271,7 +286,12 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
                                  **({"unit": unit} if unit is not None else {}),
                                  **({"range": span} if span is not None else {})})
         data[key] = entry
-        tmp = ledger.with_name(f".{ledger.name}.{os.getpid()}.partial")
-        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, ledger)
+        _write(ledger, data)
     return result, after, budget - after
+
+
+def _write(ledger: Path, data: dict) -> None:
+    """The new ledger through a temporary file renamed over it (under the lock)."""
+    tmp = ledger.with_name(f".{ledger.name}.{os.getpid()}.partial")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, ledger)

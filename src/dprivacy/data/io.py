@@ -1091,21 +1091,36 @@ def remove_release(output_path) -> None:
 
 @contextlib.contextmanager
 def signals_held():
-    """Ctrl-C, SIGTERM and SIGHUP wait (blocked, delivered on leaving) while a release is renamed into place and its
+    """Ctrl-C, SIGTERM and SIGHUP wait (noted, delivered on leaving) while a release is renamed into place and its
     sidecar written: a signal between the two left a release beside an older release's sidecar (a new ε = 50 release
-    described as ε = 1 under --force: review), or a sidecar without its release. Main thread on POSIX only."""
+    described as ε = 1 under --force: review), or a sidecar without its release. The handlers are swapped, not the
+    thread's signal mask: CPython runs every handler in the main thread whichever thread the kernel chose, and a mask
+    blocks only its own thread (a second review saw the writer threads take the signal). A handler installed inside
+    (the command line's, once the release is complete) stays and gets the waiting signal. Main thread only."""
     import signal
     import threading
 
-    sigs = {s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP")) if s is not None}
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+    pending: list = []
+
+    def wait(signum, frame):
+        pending.append(signum)
+
+    saved = {}
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) not in (signal.SIG_IGN, None):
+            saved[sig] = signal.signal(sig, wait)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for sig, handler in saved.items():
+            if signal.getsignal(sig) is wait:
+                signal.signal(sig, handler)
+        if pending:
+            signal.raise_signal(pending[0])
 
 
 @contextlib.contextmanager

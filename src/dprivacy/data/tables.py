@@ -690,6 +690,13 @@ def _plan_split(q: Query, privacy: str, group_by, groups: int) -> tuple[int, str
     return factor, "; ".join(parts)
 
 
+class ScanFailed(ValueError):
+    """The query failed while reading the rows (DuckDB ran out of memory, a conversion the condition forced, ...).
+    Such a failure may depend on the rows — a --where that builds a large value only for rows with some property
+    fails only when one exists (a review composed string_split and casts, or lambdas, into one) — so a budget
+    ledger charges the query's ε for it (:func:`dprivacy.data.budget.charge`), as for an answer."""
+
+
 def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: str | None = None,
               group_by: str | None = None, privacy: str = "standard", rng=None, confidence: float = 0.95,
               mechanism: str = "auto", skip_invalid: bool = False, prior=None, unit: float | None = None,
@@ -874,7 +881,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         except duckdb.InterruptException:
             raise KeyboardInterrupt from None
         except duckdb.Error as exc:
-            raise ValueError(f"the query failed: {str(exc).splitlines()[0]}") from None
+            raise ScanFailed(f"the query failed while reading the rows: {str(exc).splitlines()[0]}") from None
 
     got = scan(f"SELECT {', '.join(checks)} FROM {rel}")[0]
     total = int(got[0])
