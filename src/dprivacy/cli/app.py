@@ -1347,10 +1347,11 @@ def _stop_being_interruptible(*_) -> None:
     import signal
     import threading
 
+    from ..data.io import stop_signals
+
     if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-            if sig is not None and signal.getsignal(sig) not in (signal.SIG_IGN, None):
-                signal.signal(sig, _late_signal)
+        for sig in stop_signals():
+            signal.signal(sig, _late_signal)
 
 
 def main(argv=None) -> int:
@@ -1362,10 +1363,8 @@ def main(argv=None) -> int:
     restore = {}
     in_main_thread = threading.current_thread() is threading.main_thread()
     if in_main_thread:
-        for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-            # not over an inherited "ignore" (nohup): such a command must go on when the terminal closes
-            if sig is not None and signal.getsignal(sig) not in (signal.SIG_IGN, None):
-                restore[sig] = signal.signal(sig, _terminate) if sig != signal.SIGINT else signal.getsignal(sig)
+        for sig in data_io.stop_signals():  # (Ctrl-C keeps Python's KeyboardInterrupt; the others raise _Terminated)
+            restore[sig] = signal.signal(sig, _terminate) if sig != signal.SIGINT else signal.getsignal(sig)
         # (only here: a main() in another thread must not change the handlers of the main thread's own work)
         data_io.ON_COMPLETE.append(_stop_being_interruptible)
     _LATE.clear()

@@ -249,6 +249,20 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
         if after > budget + SLACK:
             raise BudgetExceeded(f"this query would spend ε = {epsilon:g} on {table}, but only {max(budget - entry['spent'], 0):g} "
                                  f"of the budget {budget:g} remains (spent {entry['spent']:g}); refused, ledger unchanged")
+
+        def record(**details) -> None:
+            entry["budget"] = budget
+            entry["privacy"] = privacy
+            if file_id is not None:
+                entry.setdefault("file_id", file_id)
+            if content is not None:
+                entry.setdefault("content", content)
+            entry["spent"] = after
+            entry["queries"].append({"query": what, "epsilon": float(epsilon), "privacy": privacy,
+                                     "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **details})
+            data[key] = entry
+            _write(ledger, data)
+
         try:
             result = run() if run is not None else None
         except Exception as exc:
@@ -258,11 +272,7 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
                 raise
             # a failure while the rows were read can depend on them: it costs ε like an answer (a free failure was a
             # free yes/no question: review)
-            entry["budget"], entry["privacy"], entry["spent"] = budget, privacy, after
-            entry["queries"].append({"query": what, "epsilon": float(epsilon), "privacy": privacy, "failed": True,
-                                     "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-            data[key] = entry
-            _write(ledger, data)
+            record(failed=True)
             raise ScanFailed(f"{exc} (ε = {float(epsilon):g} charged: a failure while reading the rows may depend on "
                              f"them; spent {after:g} of {budget:g})") from None
         protected = getattr(result, "protected_column", None)
@@ -273,20 +283,8 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
         bounds = getattr(result, "bounds", None) if privacy == "normalized-d1" else None
         span = float(bounds[1]) - float(bounds[0]) if bounds is not None else None
         _check_range(entry["queries"], protected, span, table)
-        entry["budget"] = budget
-        entry["privacy"] = privacy
-        if file_id is not None:
-            entry.setdefault("file_id", file_id)
-        if content is not None:
-            entry.setdefault("content", content)
-        entry["spent"] = after
-        entry["queries"].append({"query": what, "epsilon": float(epsilon), "privacy": privacy,
-                                 "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                 **({"protected": protected, "public": public} if protected is not None else {}),
-                                 **({"unit": unit} if unit is not None else {}),
-                                 **({"range": span} if span is not None else {})})
-        data[key] = entry
-        _write(ledger, data)
+        record(**({"protected": protected, "public": public} if protected is not None else {}),
+               **({"unit": unit} if unit is not None else {}), **({"range": span} if span is not None else {}))
     return result, after, budget - after
 
 

@@ -14,7 +14,7 @@ the file is split.
 
 Row order (``shuffle``): each released row gets a 128-bit sort key — from the task's cryptographic
 source, or in research mode from (seed, record key) only — and goes to the part whose range of keys
-holds it (the parts split the key range evenly, as many as row groups); a second task per part sorts
+holds it (the parts split the key range evenly, one per SHUFFLE_PART_ROWS rows); a second task per part sorts
 its rows by key. The release, read part by part, is the rows sorted by iid uniform keys: a uniform
 random permutation of them, whatever the input order (ties have probability below n²/2^129).
 """

@@ -102,11 +102,11 @@ def point_keys(path, *, lat=None, lon=None, semicircles: bool = False) -> np.nda
         with np.errstate(invalid="ignore"):
             ok = np.isfinite(la) & np.isfinite(lo) & (np.abs(la) <= 90) & (np.abs(lo) <= 360)
         keys.append(np.rint(la[ok] * 1e5).astype(np.int64) * 100_000_000 + np.rint(lo[ok] * 1e5).astype(np.int64))
-    return np.sort(np.concatenate(keys)) if keys else np.empty(0, np.int64)
+    return np.concatenate(keys) if keys else np.empty(0, np.int64)
 
 
 def prior_overlap(a: np.ndarray, b: np.ndarray) -> float:
-    """Σ_k min(count_a(k), count_b(k)) / max(|a|, |b|) for sorted key arrays: 1 for the same points in any order, small
+    """Σ_k min(count_a(k), count_b(k)) / max(|a|, |b|) for key arrays: 1 for the same points in any order, small
     for a public list of places the data is snapped to (each place once, the data's points repeated) or a sample
     of other people's points."""
     if a.size == 0 or b.size == 0:

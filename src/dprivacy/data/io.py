@@ -1089,6 +1089,15 @@ def remove_release(output_path) -> None:
         sidecar_path(output_path).unlink()
 
 
+def stop_signals() -> list:
+    """SIGINT, SIGTERM and SIGHUP (where it exists) that have a handler: not those ignored, as under nohup, whose
+    command must go on when the terminal closes."""
+    import signal
+
+    sigs = (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP"))
+    return [s for s in sigs if s is not None and signal.getsignal(s) not in (signal.SIG_IGN, None)]
+
+
 @contextlib.contextmanager
 def signals_held():
     """Ctrl-C, SIGTERM and SIGHUP wait (noted, delivered on leaving) while a release is renamed into place and its
@@ -1108,11 +1117,7 @@ def signals_held():
     def wait(signum, frame):
         pending.append(signum)
 
-    saved = {}
-    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        if sig is not None and signal.getsignal(sig) not in (signal.SIG_IGN, None):
-            saved[sig] = signal.signal(sig, wait)
+    saved = {sig: signal.signal(sig, wait) for sig in stop_signals()}
     try:
         yield
     finally:
