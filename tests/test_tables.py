@@ -338,21 +338,6 @@ def test_value_checks_do_not_depend_on_where_nor_quote_values(tmp_path):
             assert "oops" not in str(e.value)
 
 
-@pytest.mark.parametrize("where", ["read_csv_auto['v'] >= 100", "struct_extract(read_csv_auto, 'v') >= 100",
-                                   "to_json(read_csv_auto) LIKE '%100%'", "t.v >= 100", "y > 1"])
-def test_where_names_columns_of_the_table_only(tmp_path, where):
-    """Found by a review: under a value metric the protected column could be filtered on through the row under
-    the relation's name (read_csv_auto['v'] >= 100): two tables at d1 distance 1 got answers 100 apart, while
-    the guarantee claimed a factor e^1."""
-    t = tmp_path / "t.csv"
-    t.write_text("id,v\n1,100\n2,5\n3,7\n")
-    with pytest.raises(ValueError, match="is not a column of the table"):
-        run_query(str(t), parse_query("sum:v"), epsilon=1.0, bounds=(0, 1000), where=where, privacy="d1")
-    # a condition on another column, named alone (in any case), is a public column as before
-    r = run_query(str(t), parse_query("sum:v"), epsilon=1.0, bounds=(0, 1000), where="ID > 1", privacy="d1", rng=1)
-    assert r.public_columns == ["id"]
-
-
 def test_a_query_cannot_group_by_the_column_it_aggregates(tmp_path):
     """Found by a review: `count --group-by Sales` published every distinct sale amount (the keys are released
     exactly) under a sentence claiming ε-DP for any column of a row."""
@@ -400,21 +385,6 @@ def test_json_group_keys_tell_nan_infinity_and_null_apart(tmp_path):
     json.dumps(r.to_dict(), allow_nan=False)  # strict JSON
 
 
-def test_where_allows_lambda_parameters_and_clock_words_inside_their_scope(tmp_path):
-    """Found by a review: a lambda's parameter and current_date were refused as 'not a column'; a parameter's name
-    must not reach the row outside its lambda."""
-    t = tmp_path / "t.csv"
-    t.write_text("id,v\n1,100\n2,5\n3,7\n")
-    q = parse_query("sum:v")
-    for where in ("len(list_filter([id], lambda x: x > 1)) > 0", "current_date > DATE '2000-01-01'"):
-        run_query(str(t), q, epsilon=1.0, bounds=(0, 1000), where=where, privacy="d1", rng=1)
-    with pytest.raises(ValueError, match="protected column"):
-        run_query(str(t), q, epsilon=1.0, bounds=(0, 1000), where="len(list_filter([v], lambda x: x > 50)) > 0", privacy="d1")
-    with pytest.raises(ValueError, match="'read_csv_auto' is not a column"):
-        run_query(str(t), q, epsilon=1.0, bounds=(0, 1000), privacy="d1",
-                  where="list_filter([1], lambda read_csv_auto: true) = [1] AND read_csv_auto['v'] >= 100")
-
-
 def test_a_refusal_depends_neither_on_the_bounds_nor_on_the_selection_and_counts_nothing(tmp_path):
     """Found by a review: the fraction check ran on the values clamped to --bounds, so --bounds 41,42 refused with the
     number of values strictly inside (41, 42) and the first such row, for free — an analyst could read each row's
@@ -440,23 +410,3 @@ def test_a_refusal_depends_neither_on_the_bounds_nor_on_the_selection_and_counts
     assert "non-numeric and empty value(s)" in str(got.value) and not re.search(r"\d+ (non|empty)|row \d", str(got.value))
 
 
-@pytest.mark.parametrize("where", [
-    "CASE WHEN TRY_CAST(v AS DOUBLE) > 100 THEN array_length(range(3000000000)) > 0 ELSE false END",
-    "length(repeat(g, TRY_CAST(v AS INTEGER) * 100000000)) > 0",
-    "length(lpad(g, 3000000000, 'x')) > 0",
-    "len(list_resize([v], 3000000000)) > 0",
-    "length(replace(replace(replace(g, 'a', 'aa'), 'a', 'aa'), 'a', 'aa')) > 0",
-    "len(generate_series(1, 10)) > 0",
-])
-def test_where_refuses_functions_that_build_values_of_computed_size(tmp_path, where):
-    """Found by a review: DuckDB's try() does not catch running out of memory, so a --where that builds a huge value
-    for some rows only failed for them — a free yes/no answer per query (the largest Sales read exactly in 27
-    refusals, nothing charged). Such functions are refused before any row is read; predicates and shrinking
-    functions stay allowed."""
-    t = tmp_path / "t.csv"
-    t.write_text("g,v\na,5\nb,500\n")
-    with pytest.raises(ValueError, match="bad --where .* the function .* is not allowed"):
-        run_query(str(t), parse_query("count"), epsilon=1.0, where=where)
-    for ok in ("lower(g) = 'a' AND TRY_CAST(v AS INTEGER) > 1", "contains(g, 'b') OR regexp_matches(g, '^a')",
-               "len(list_filter([TRY_CAST(v AS INTEGER)], lambda x: x > 50)) > 0", "length(g || 'x') = 2"):
-        assert run_query(str(t), parse_query("count"), epsilon=1.0, where=ok, rng=1).answers

@@ -81,25 +81,6 @@ def test_where_injection_through_the_cli_is_one_line_exit_2(tmp_path):
     assert not led.exists() or json.loads(led.read_text()) == {}
 
 
-def test_a_condition_that_fails_on_a_row_never_quotes_it():
-    """--where "CASE WHEN Sales > 20000 THEN error(City || ' ' || Sales) ELSE true END" failed the query with
-    "Invalid Input Error: Jacksonville 22638.48", and a CAST of text failed with the text (a free exact read,
-    no budget charged). Volatile functions are refused; a row where the condition cannot be evaluated is not
-    selected, so the query's outcome does not depend on such rows through an error."""
-    sup = _data("SampleSuperstore.csv.gz")
-    # (refused now by the list of allowed functions, before the check for volatile ones)
-    with pytest.raises(ValueError, match=r"the function 'error' is not allowed") as exc:
-        run_query(sup, parse_query("count"), epsilon=1.0,
-                  where="CASE WHEN TRY_CAST(Sales AS DOUBLE) > 20000 THEN error(City || ' ' || Sales) ELSE true END")
-    assert "Jacksonville" not in str(exc.value) and "22638" not in str(exc.value)
-    cast = "CAST(CASE WHEN \"Postal Code\" = 42420 THEN 'sales=' || Sales ELSE '1' END AS INTEGER) + 0 = 1"
-    r = run_query(sup, parse_query("count"), epsilon=1e6, where=cast, rng=0)
-    import duckdb
-
-    n42420 = duckdb.connect().execute(f"SELECT count(*) FROM read_csv('{sup}') WHERE \"Postal Code\" = 42420").fetchone()[0]
-    assert r.answers[0].noisy == 9994 - n42420  # those rows are not selected; the others are
-
-
 def test_a_valid_where_gives_one_answer_per_group_key():
     sup = _data("SampleSuperstore.csv.gz")
     r = run_query(sup, parse_query("count"), epsilon=1.0, where="Region = 'West' AND TRY_CAST(Quantity AS INTEGER) >= 2", rng=0)
@@ -576,8 +557,6 @@ def test_csv_column_types_do_not_depend_on_the_rows(tmp_path):
     for t in (a, b):
         r = run_query(t, parse_query("count"), epsilon=1e6, where="g < '10'", rng=0)  # a text comparison in both
         answers.append(r.answers[0].noisy)
-        with pytest.raises(ValueError, match="read as text.*TRY_CAST"):
-            run_query(t, parse_query("count"), epsilon=1.0, where="g < 10")  # refused in both, said why
         k = run_query(t, parse_query("count"), epsilon=1e6, group_by="g", keys=["10", "9"], rng=0)
         assert [type(x.group) for x in k.answers] == [str, str]
     truth = sum(1 for g, _ in rows if str(g) < "10")
@@ -677,8 +656,8 @@ def test_a_query_that_fails_while_reading_the_rows_is_charged(tmp_path):
                run=lambda: run_query(str(t), parse_query("count"), epsilon=0.5, where="b = 'q'"))
     entry = next(iter(json.loads(led.read_text()).values()))
     assert entry["spent"] == 0.5 and entry["queries"][0]["failed"] is True
-    # a refusal before any row is read (a function outside the list) costs nothing
-    with pytest.raises(ValueError, match="is not allowed"):
+    # a refusal before any row is read (a function outside the condition language) costs nothing
+    with pytest.raises(ValueError, match="is not in the condition language"):
         charge(led, str(t), epsilon=0.5, budget=2.0, what="count",
                run=lambda: run_query(str(t), parse_query("count"), epsilon=0.5, where="length(repeat(b, 2)) > 0"))
     assert next(iter(json.loads(led.read_text()).values()))["spent"] == 0.5

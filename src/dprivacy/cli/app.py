@@ -1211,8 +1211,15 @@ def make_parser() -> argparse.ArgumentParser:
     qy.add_argument("--query", required=True, help="count, kcount:COL1,COL2,... (true/false columns), sum:COL, avg:COL or "
                     "percentile:COL:P (median: P = 50)")
     qy.add_argument("--epsilon", type=_ascii_float, required=True)
-    qy.add_argument("--where", help="one true/false condition on a row, e.g. \"Region = 'West'\" (no subquery, comment or ';'); "
-                    "under --privacy d1|normalized-d1|dinf its columns are treated as public")
+    qy.add_argument("--where", help="one true/false condition on a row, e.g. \"Region = 'West' AND Quantity >= 2\", in "
+                    "dprivacy's condition language: columns (\"quoted\" if they have spaces), literals ('text', 3.5, "
+                    "DATE '2016-01-31'), = <> < <= > >=, AND/OR/NOT, IN ('a', 'b'), BETWEEN, IS [NOT] NULL, LIKE 'w%%', "
+                    "+ - * /, CASE WHEN, CAST(x AS type) and the functions lower, upper, trim, length, substring, "
+                    "contains, starts_with, ends_with, abs, round, floor, ceil, sign, year, quarter, month, week, day, "
+                    "dayofweek, dayofyear, hour, minute, second, date_trunc, date_diff, strptime, coalesce, nullif, "
+                    "greatest, least; anything else is refused before the table is read (no lists, lambdas, '||' or "
+                    "subqueries: a row's evaluation holds at most 256·(4·L + 32) bytes, L its longest cell). Under "
+                    "--privacy d1|normalized-d1|dinf its columns are treated as public")
     qy.add_argument("--group-by", help="answer per value of this column (standard: ε/2 per group, as a changed row can "
                     "move between two groups, and the keys must be declared with --keys; dinf: ε/G; d1, normalized-d1: ε "
                     "per group, the keys by default the column's distinct values, as the column is public there)")

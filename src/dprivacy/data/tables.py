@@ -60,7 +60,6 @@ answer in the range: the largest expected |error| over the range, E|TG(a) − a|
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -469,164 +468,20 @@ def _connect(path: str):
     return con
 
 
-#: Expression classes a --where may not contain: a subquery (another table, another file), ``*`` or
-#: COLUMNS(...), a window over other rows, a column by position (``#11`` read the protected column past
-#: the check that --where names no protected column).
-_WHERE_FORBIDDEN = {"SUBQUERY": "a subquery", "STAR": "'*' or COLUMNS(...)", "WINDOW": "a window function",
-                    "POSITIONAL_REFERENCE": "a column by position (#N; name the column)"}
-
-
-_CLOCK_WORDS = ("current_date", "current_time", "current_timestamp", "localtime", "localtimestamp")
-
-#: The functions a --where may call: predicates, arithmetic, and functions whose result is no larger than their
-#: arguments plus the condition's own text. Any other is refused: DuckDB's try() does not catch running out of
-#: memory, so a function that builds a value of computed size (range(n), repeat, lpad, list_resize, or a replace nested
-#: in itself, which doubles at each level) made the query fail only for rows with some property — a free yes/no
-#: answer (a review read the largest Sales exactly in 27 refusals).
-WHERE_FUNCTIONS = frozenset("""
-    + - * / // % ^ ** ~~ !~~ ~~* !~~* ~~~ ^@ || @ & | << >> ~ !__postfix
-    abs sign round floor ceil ceiling trunc sqrt cbrt ln log log2 log10 exp pow power mod greatest least isnan isinf
-    isfinite even gcd lcm factorial degrees radians sin cos tan asin acos atan atan2 pi bit_count
-    nullif
-    length len strlen char_length character_length octet_length bit_length lower upper lcase ucase trim ltrim rtrim
-    substring substr left right strpos instr position contains starts_with ends_with prefix suffix like_escape
-    ilike_escape glob regexp_matches regexp_full_match regexp_extract split_part string_split str_split
-    string_to_array concat concat_ws strip_accents reverse ascii unicode ord chr levenshtein damerau_levenshtein
-    hamming mismatches jaccard jaro_similarity jaro_winkler_similarity md5 sha1 sha256 hash
-    year month day hour minute second millisecond microsecond dayofweek dayofmonth dayofyear weekday week weekofyear
-    yearweek quarter decade century millennium era isodow isoyear epoch epoch_ms epoch_us epoch_ns date_part datepart
-    date_trunc datetrunc date_diff datediff date_sub datesub date_add last_day make_date make_time make_timestamp
-    strftime strptime try_strptime to_timestamp age monthname dayname julian
-    list_value list_pack array_value list_contains list_has array_contains array_has list_has_any array_has_any
-    list_has_all array_has_all list_filter array_filter filter list_extract list_element array_extract list_position
-    list_indexof array_position array_indexof list_sum list_min list_max list_avg list_count list_bool_and
-    list_bool_or list_any_value list_distinct array_distinct list_unique array_unique array_length
-    struct_extract struct_extract_at json_extract json_extract_string json_extract_path json_extract_path_text
-    json_value json_exists json_valid json_type ->>
-""".split())
-
-
-def check_where(con, where: str, rel: str) -> set:
-    """Validate ``where`` as one true/false expression on a row of ``rel``; return the columns it uses.
-
-    Refused, with the reason: ``;`` or a comment; text that does not parse as exactly one expression
-    (``SELECT (where)`` must be a single select item with no FROM, GROUP BY, HAVING, ORDER, LIMIT...);
-    a subquery, ``*``/COLUMNS or a window function anywhere in it; an aggregate; a type other than
-    BOOLEAN. The SQL built from it then only ever places it inside ``FILTER (WHERE (...))``."""
+def bind_where(con, where: str, rel: str, types: dict):
+    """Compile ``where`` in the condition language (:mod:`.condition`: a closed grammar, refused before any row is
+    read when outside it) against the table's column types, and bind the SQL to the table; return it.
+    The binder's verdict depends on the column types and the condition only, which depend on public data only."""
     import duckdb
 
-    if not isinstance(where, str) or not where.strip():
-        raise ValueError("bad --where: give one true/false condition on a row, e.g. \"Region = 'West'\"")
-    w = where.strip()
-    for tok, what in ((";", "';'"), ("--", "a '--' comment"), ("/*", "a '/*' comment"), ("*/", "'*/'")):
-        if tok in w:
-            raise ValueError(f"bad --where {where!r}: {what} is not allowed (one true/false condition on a row, "
-                             "e.g. \"Region = 'West'\")")
-    tree = json.loads(con.execute("SELECT json_serialize_sql(?)", [f"SELECT ({w}) AS __w"]).fetchone()[0])
-    if tree.get("error"):
-        try:
-            past_end = int(tree.get("position", 0)) >= len("SELECT (") + len(w)
-        except (TypeError, ValueError):
-            past_end = False
-        why = "not a single condition (check the parentheses)" if past_end else tree.get("error_message", "does not parse")
-        raise ValueError(f"bad --where {where!r}: {why} (one true/false condition on a row, e.g. \"Region = 'West'\")")
-    stmts = tree.get("statements", [])
-    node = stmts[0].get("node", {}) if len(stmts) == 1 else {}
-    single = (node.get("type") == "SELECT_NODE" and node.get("from_table", {}).get("type") == "EMPTY"
-              and len(node.get("select_list", [])) == 1 and node.get("where_clause") is None
-              and not node.get("group_expressions") and not node.get("group_sets") and node.get("having") is None
-              and node.get("qualify") is None and not node.get("modifiers") and node.get("sample") is None
-              and not node.get("cte_map", {}).get("map"))
-    if not single:
-        raise ValueError(f"bad --where {where!r}: not a single condition (one true/false condition on a row, "
-                         "e.g. \"Region = 'West'\")")
-    used: set = set()
+    from .condition import ConditionError, compile_condition
+
+    compiled = compile_condition(where, types)
     try:
-        columns = {str(r[0]).lower(): str(r[0]) for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()}
+        con.execute(f"DESCRIBE SELECT coalesce(try({compiled.sql}), false) AS __w FROM {rel}").fetchall()
     except duckdb.Error as exc:
-        raise ValueError(f"bad --where {where!r}: {str(exc).splitlines()[0]}") from None
-
-    # names that are not columns but may stand alone: SQL's clock keywords, which DuckDB parses as column
-    # references, and inside a lambda its parameters (list_filter(l, x -> x > 1)); both were refused as "not a
-    # column" (review). A parameter's name counts only inside its lambda: outside it would reach the row again.
-    def lambda_params(lhs) -> set:
-        found, stack = set(), [lhs]
-        while stack:
-            y = stack.pop()
-            if isinstance(y, dict):
-                if y.get("class") == "COLUMN_REF" and len(y.get("column_names") or ()) == 1:
-                    found.add(str(y["column_names"][0]).lower())
-                stack.extend(y.values())
-            elif isinstance(y, list):
-                stack.extend(y)
-        return found
-
-
-    def walk(x, params=frozenset(_CLOCK_WORDS)):
-        if isinstance(x, dict):
-            cls = x.get("class")
-            if cls == "LAMBDA":
-                walk(x.get("expr"), params | lambda_params(x.get("lhs")))
-                return
-            if cls in _WHERE_FORBIDDEN:
-                raise ValueError(f"bad --where {where!r}: {_WHERE_FORBIDDEN[cls]} is not allowed (a condition on the "
-                                 "row's own columns only)")
-            if x.get("type") == "TABLE_FUNCTION" or "subquery" in x:
-                raise ValueError(f"bad --where {where!r}: a subquery or table function is not allowed")
-            for v in x.values():  # its arguments first: a name that is not a column is the more useful reason
-                walk(v, params)
-            if cls == "FUNCTION" and str(x.get("function_name", "")).lower() not in WHERE_FUNCTIONS:
-                raise ValueError(f"bad --where {where!r}: the function {x.get('function_name')!r} is not allowed: a "
-                                 "condition may use comparisons, arithmetic and the functions whose result is no larger "
-                                 "than their arguments (dprivacy.data.tables.WHERE_FUNCTIONS: lower, substring, "
-                                 "contains, regexp_matches, year, date_trunc, list_contains, ...); one that builds a value "
-                                 "of computed size could make the query fail for some rows only, which would tell them apart")
-            if cls == "COLUMN_REF" and x.get("column_names"):
-                # every reference must name one of the table's columns (a struct's field below it is fine): the
-                # row itself under the relation's name (read_csv_auto['v'], to_json(read_parquet)) reaches every
-                # column, and hid the protected one from the check of the value metrics
-                first = str(x["column_names"][0])
-                if len(x["column_names"]) == 1 and first.lower() in params and first.lower() not in columns:
-                    pass  # a lambda's parameter or a clock keyword
-                elif first.lower() not in columns:
-                    raise ValueError(f"bad --where {where!r}: {first!r} is not a column of the table (a condition on the "
-                                     "row's own columns, named alone, e.g. \"Region = 'West'\"; the columns are "
-                                     f"{', '.join(columns.values())})")
-                else:
-                    used.add(columns[first.lower()])
-        elif isinstance(x, list):
-            for v in x:
-                walk(v, params)
-
-    walk(node["select_list"][0])
-    return used
-
-
-def bind_where(con, where: str, rel: str, text_columns=()) -> None:
-    """Bind ``where`` (checked by :func:`check_where`) against the table: a true/false condition, evaluable as
-    a total one. ``text_columns``: columns read as text (a CSV's protected columns, :func:`_relation`), named in
-    the hint when a comparison needs a cast. The binder's verdict depends on the column types only, which
-    depend on public data only."""
-    import duckdb
-
-    w = where.strip()
-    try:
-        con.execute(f"DESCRIBE SELECT * FROM {rel} WHERE ({w})").fetchall()  # binds: columns, no aggregate
-        typ = str(con.execute(f"DESCRIBE SELECT ({w}) AS __w FROM {rel}").fetchall()[0][1]).upper()
-    except duckdb.Error as exc:
-        msg = str(exc).splitlines()[0]
-        if text_columns and "VARCHAR" in msg:
-            msg += (f" (column(s) {', '.join(map(repr, text_columns))} of this CSV are read as text: their types, "
-                    "guessed from the rows, would depend on the protected data; compare numbers with a cast, e.g. "
-                    "TRY_CAST(Quantity AS DOUBLE) >= 2, or use a Parquet table, whose types are declared)")
-        raise ValueError(f"bad --where {where!r}: {msg}") from None
-    if typ != "BOOLEAN":
-        raise ValueError(f"bad --where {where!r}: it is a {typ}, not a true/false condition")
-    try:  # the query evaluates it as try(...) (a total condition): volatile functions cannot be wrapped
-        con.execute(f"DESCRIBE SELECT coalesce(try({w}), false) AS __w FROM {rel}").fetchall()
-    except duckdb.Error:
-        raise ValueError(f"bad --where {where!r}: a function that cannot be evaluated as a total condition (a volatile "
-                         "one such as error() or random()) is not allowed: the condition must depend on the row only") from None
+        raise ConditionError(f"bad --where {where!r}: {str(exc).splitlines()[0]}") from None
+    return compiled
 
 
 def truncated_geometric_rows(alpha: float, lo: int, hi: int, answers=None) -> np.ndarray:
@@ -730,6 +585,10 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     from ..sampling.discrete import discrete_laplace, geometric_parameters
 
     eps = check_epsilon(epsilon)
+    if where is not None:
+        from .condition import parse
+
+        parse(where)  # a condition outside the language is refused before the table is opened
     if mechanism not in MECHANISMS:
         raise ValueError(f"--mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
     if privacy not in PRIVACY_MODELS:
@@ -828,21 +687,17 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
                          f"adds a key to the release)")
     if query.column is not None and any(t in types[query.column] for t in ("BLOB", "MAP", "STRUCT", "[]", "UNION")):
         raise ValueError(f"column {query.column!r} is a {types[query.column]}, not numeric: {query.name} needs numbers")
-    where_cols: set = set()
+    where_sql = None
     if where is not None:
-        where_cols = check_where(con, where, rel)
-        where = where.strip()
-    public_cols = sorted(where_cols | ({group_by} if group_by is not None else set()))
+        compiled = bind_where(con, where, rel, types)
+        where_sql, where = compiled.sql, where.strip()
+    public_cols = sorted(set(compiled.columns if where is not None else ()) | ({group_by} if group_by is not None else set()))
     if privacy in VALUE_METRICS and query.column is not None and query.column.lower() in {c.lower() for c in public_cols}:
         raise ValueError(f"under --privacy {privacy} the columns of --where/--group-by are treated as public, but "
                          f"{query.column!r} is the protected column: filter or group by other columns, or use --privacy standard")
-    if where is not None:
-        text = [c for c, t in types.items() if "VARCHAR" in t] if rel.startswith("read_csv") else []
-        bind_where(con, where, rel, text_columns=[c for c in text if c in where_cols])
-    # The condition is made total: a row on which it cannot be evaluated (a CAST of text that is not a
-    # number, an error() call) is not selected, instead of failing the query with a message that quotes
-    # the row (seen: "Invalid Input Error: Jacksonville 22638.48"), a free exact read of the table.
-    sel = f"coalesce(try({where}), false)" if where else "TRUE"
+    # The condition is made total: a row on which it cannot be evaluated is not selected, instead of failing the
+    # query with a message that could quote the row.
+    sel = f"coalesce(try({where_sql}), false)" if where_sql else "TRUE"
     gexpr = _quote(group_by) if group_by is not None else None
     if keys is not None:
         _declare_keys(con, keys, group_by, types[group_by])
