@@ -166,18 +166,22 @@ class KernelRejectionSampler:
 
     def to_dict(self) -> dict:
         """How draws are made and what that costs: the mixture weight, its utility cost and the
-        certified bound on the delivered ε (module notes), with the acceptance rate seen so far."""
-        a = self.acceptance_rate
+        certified bound on the delivered ε (module notes). What a run of draws did is counted by
+        :meth:`sample` (``stats``), read after it."""
         bound, how = self.certified_epsilon()
         return {"method": "rejection on integer tables (62-bit weights, exact uniform integers)",
                 "uniform_mixture": self.gamma, "utility_cost_at_most": self.gamma,
                 "every_cell_reachable": True, "requested_epsilon": self.epsilon,
                 "delivered_epsilon_at_most": bound, "epsilon_excess_at_most": bound - self.epsilon,
-                "delivered_epsilon_certified_by": how,
-                "acceptance_rate": None if not a == a else a, "draws_from_the_mixture": self.mixed}
+                "delivered_epsilon_certified_by": how}
 
-    def sample(self, secrets, rng=None) -> np.ndarray:
-        """One output cell for each secret cell index in ``secrets`` (any shape; vectorized)."""
+    def sample(self, secrets, rng=None, *, stats: dict | None = None) -> np.ndarray:
+        """One output cell for each secret cell index in ``secrets`` (any shape; vectorized).
+
+        ``stats``: a dict to which this call's counts are added — ``mixed`` (draws replaced by the uniform
+        mixture: one independent Bernoulli(γ) per draw, whatever the secrets), ``proposals`` and ``accepted``
+        (rounds of the rejection loop: they depend on the secrets, as cells near the border reject more). The
+        sampler's own totals (``mixed``, ``proposals``, ``accepted``) are updated too."""
         gen = as_rng(rng)
         ys = np.asarray(secrets)
         if not np.issubdtype(ys.dtype, np.integer):
@@ -205,6 +209,8 @@ class KernelRejectionSampler:
             # a cell independent of the secret (any law keeps privacy; this one is uniform to n·2^-53)
             out[mix] = np.minimum((u[mix].astype(np.float64) * (n * 2.0**-62)).astype(np.int64), n - 1)
             self.mixed += int(mix.sum())
+        n_mixed = int(mix.sum())
+        proposals = accepted = 0
         pending = np.flatnonzero(~mix)
         yr, yc = flat // w, flat % w
         for _ in range(MAX_ROUNDS):
@@ -221,10 +227,15 @@ class KernelRejectionSampler:
             inside = (r >= 0) & (r < h) & (c >= 0) & (c < w)
             zc = np.where(inside, r * w + c, 0)
             ok = inside & (draw(self.BITS, pending) < self._accept[zc])
-            self.proposals += m
-            self.accepted += int(ok.sum())
+            proposals += m
+            accepted += int(ok.sum())
             out[pending[ok]] = zc[ok]
             pending = pending[~ok]
         else:
             raise RuntimeError(f"rejection sampling did not finish in {MAX_ROUNDS} rounds")
+        self.proposals += proposals
+        self.accepted += accepted
+        if stats is not None:
+            for k, v in (("mixed", n_mixed), ("proposals", proposals), ("accepted", accepted)):
+                stats[k] = stats.get(k, 0) + v
         return out.reshape(ys.shape)
