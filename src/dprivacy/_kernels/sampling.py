@@ -45,8 +45,12 @@ those of Φ diag(z) normalised by 1 + r_y, whose ratios exceed e^{εd} by at mos
 Together, for every pair at distance d ≥ d_min (the grid step):
 ε_delivered ≤ ε + [2·log((1 + ρ)/(1 − ρ)) + log((1 + ‖r‖∞)/(1 − ‖r‖∞))]/d_min, stated with ‖r‖∞
 computed by one FFT product (its float rounding, ~n·2^-52 relative, added).
-Acceptance per round is about Σ_z H[y,z] / (K z_max) ≥ 1/(K z_max); on a large grid z is nearly
-1/K inside and larger only near the border, so most proposals are accepted for interior secrets.
+Acceptance per round is Σ_z H[y,z] / (K z_max) = (1 + r_y)/(K z_max) (up to the 62-bit tables): the
+same for every secret y but for the solver's residual r_y — a secret near the border proposes more cells
+outside the grid, and its z is larger in the same proportion. On a large grid z is nearly 1/K inside and
+larger only near the border, so the rate is about z_interior / z_max. The number of rounds of a run
+therefore depends on the secrets only through r_y: :meth:`KernelRejectionSampler.sample` counts it for the
+data owner, not for the sidecar of a release.
 """
 
 from __future__ import annotations
@@ -179,9 +183,10 @@ class KernelRejectionSampler:
         """One output cell for each secret cell index in ``secrets`` (any shape; vectorized).
 
         ``stats``: a dict to which this call's counts are added — ``mixed`` (draws replaced by the uniform
-        mixture: one independent Bernoulli(γ) per draw, whatever the secrets), ``proposals`` and ``accepted``
-        (rounds of the rejection loop: they depend on the secrets, as cells near the border reject more). The
-        sampler's own totals (``mixed``, ``proposals``, ``accepted``) are updated too."""
+        mixture: one independent Bernoulli(γ) per draw, drawn before the secrets are used), ``proposals`` and
+        ``accepted`` (rounds of the rejection loop: each accepts with probability (1 + r_y)/(K z_max), which
+        depends on the secret y through the solver's residual r_y; module notes). The sampler's own totals
+        (``mixed``, ``proposals``, ``accepted``) are updated too."""
         gen = as_rng(rng)
         ys = np.asarray(secrets)
         if not np.issubdtype(ys.dtype, np.integer):

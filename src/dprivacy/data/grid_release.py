@@ -104,9 +104,10 @@ class GridRelease:
         independent of the true points given the number of rows: ``draws``; ``draws_from_the_mixture`` (kernel
         rejection sampler: one Bernoulli(γ) per draw, drawn before the secret is used); ``lattice_proposals``
         (planar-laplace-grid: its offsets are drawn without the secrets). The owner's — they depend on the true
-        points, outside ε: ``rows_outside_region``, ``rows_clamped`` and the rejection sampler's ``proposals`` and
-        ``acceptance_rate`` (cells near the border of the grid reject more proposals, so these say how many true
-        points lie near the border)."""
+        points, outside ε: ``rows_outside_region``, ``rows_clamped`` and the kernel rejection sampler's proposals and
+        acceptance rate (a round accepts with probability (1 + r_y)/(K·z_max): the same for every cell y but for the
+        solver's residual r_y, so their law depends on the true cells, if only slightly; they would tell the public
+        nothing the sampler's certificate does not, and are not written)."""
         smp = stats.get("sampler") or {}
         public = {"draws": int(stats.get("draws", 0))}
         owner = {"rows_outside_region": int(stats.get("outside_region", 0)), "rows_clamped": int(stats.get("clamped", 0))}
