@@ -163,7 +163,7 @@ def test_evaluate_measures_the_displacement_the_accuracy_promised(tmp_path):
 
 
 def test_evaluate_by_key_joins_the_released_rows_and_counts_those_left_out(tmp_path):
-    # a release that left rows out (outside its region, or skipped as invalid) is joined on its own
+    # a release that left rows out (skipped as invalid, or over a user's budget) is joined on its own
     # keys, in any order; the left-out rows are counted, and a key the original lacks is an error
     from dprivacy.data.locations import evaluate_files
 

@@ -203,6 +203,7 @@ class ImplicitTightMechanism(Mechanism):
             self._sampler = KernelRejectionSampler(self.grid, self.z, self.epsilon)
         return self._sampler
 
-    def sample_indices(self, secrets, *, rng=None) -> np.ndarray:
-        """One output cell per secret cell (exact rejection sampler, see :mod:`.sampling`)."""
-        return self.sampler.sample(secrets, rng)
+    def sample_indices(self, secrets, *, rng=None, stats: dict | None = None) -> np.ndarray:
+        """One output cell per secret cell (exact rejection sampler, see :mod:`.sampling`; ``stats``: its counts
+        are added there, :meth:`~.sampling.KernelRejectionSampler.sample`)."""
+        return self.sampler.sample(secrets, rng, stats=stats)

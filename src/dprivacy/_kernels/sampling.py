@@ -45,8 +45,12 @@ those of Φ diag(z) normalised by 1 + r_y, whose ratios exceed e^{εd} by at mos
 Together, for every pair at distance d ≥ d_min (the grid step):
 ε_delivered ≤ ε + [2·log((1 + ρ)/(1 − ρ)) + log((1 + ‖r‖∞)/(1 − ‖r‖∞))]/d_min, stated with ‖r‖∞
 computed by one FFT product (its float rounding, ~n·2^-52 relative, added).
-Acceptance per round is about Σ_z H[y,z] / (K z_max) ≥ 1/(K z_max); on a large grid z is nearly
-1/K inside and larger only near the border, so most proposals are accepted for interior secrets.
+Acceptance per round is Σ_z H[y,z] / (K z_max) = (1 + r_y)/(K z_max) (up to the 62-bit tables): the
+same for every secret y but for the solver's residual r_y — a secret near the border proposes more cells
+outside the grid, and its z is larger in the same proportion. On a large grid z is nearly 1/K inside and
+larger only near the border, so the rate is about z_interior / z_max. The number of rounds of a run
+therefore depends on the secrets only through r_y: :meth:`KernelRejectionSampler.sample` counts it for the
+data owner, not for the sidecar of a release.
 """
 
 from __future__ import annotations
@@ -166,18 +170,23 @@ class KernelRejectionSampler:
 
     def to_dict(self) -> dict:
         """How draws are made and what that costs: the mixture weight, its utility cost and the
-        certified bound on the delivered ε (module notes), with the acceptance rate seen so far."""
-        a = self.acceptance_rate
+        certified bound on the delivered ε (module notes). What a run of draws did is counted by
+        :meth:`sample` (``stats``), read after it."""
         bound, how = self.certified_epsilon()
         return {"method": "rejection on integer tables (62-bit weights, exact uniform integers)",
                 "uniform_mixture": self.gamma, "utility_cost_at_most": self.gamma,
                 "every_cell_reachable": True, "requested_epsilon": self.epsilon,
                 "delivered_epsilon_at_most": bound, "epsilon_excess_at_most": bound - self.epsilon,
-                "delivered_epsilon_certified_by": how,
-                "acceptance_rate": None if not a == a else a, "draws_from_the_mixture": self.mixed}
+                "delivered_epsilon_certified_by": how}
 
-    def sample(self, secrets, rng=None) -> np.ndarray:
-        """One output cell for each secret cell index in ``secrets`` (any shape; vectorized)."""
+    def sample(self, secrets, rng=None, *, stats: dict | None = None) -> np.ndarray:
+        """One output cell for each secret cell index in ``secrets`` (any shape; vectorized).
+
+        ``stats``: a dict to which this call's counts are added — ``mixed`` (draws replaced by the uniform
+        mixture: one independent Bernoulli(γ) per draw, drawn before the secrets are used), ``proposals`` and
+        ``accepted`` (rounds of the rejection loop: each accepts with probability (1 + r_y)/(K z_max), which
+        depends on the secret y through the solver's residual r_y; module notes). The sampler's own totals
+        (``mixed``, ``proposals``, ``accepted``) are updated too."""
         gen = as_rng(rng)
         ys = np.asarray(secrets)
         if not np.issubdtype(ys.dtype, np.integer):
@@ -205,6 +214,8 @@ class KernelRejectionSampler:
             # a cell independent of the secret (any law keeps privacy; this one is uniform to n·2^-53)
             out[mix] = np.minimum((u[mix].astype(np.float64) * (n * 2.0**-62)).astype(np.int64), n - 1)
             self.mixed += int(mix.sum())
+        n_mixed = int(mix.sum())
+        proposals = accepted = 0
         pending = np.flatnonzero(~mix)
         yr, yc = flat // w, flat % w
         for _ in range(MAX_ROUNDS):
@@ -221,10 +232,15 @@ class KernelRejectionSampler:
             inside = (r >= 0) & (r < h) & (c >= 0) & (c < w)
             zc = np.where(inside, r * w + c, 0)
             ok = inside & (draw(self.BITS, pending) < self._accept[zc])
-            self.proposals += m
-            self.accepted += int(ok.sum())
+            proposals += m
+            accepted += int(ok.sum())
             out[pending[ok]] = zc[ok]
             pending = pending[~ok]
         else:
             raise RuntimeError(f"rejection sampling did not finish in {MAX_ROUNDS} rounds")
+        self.proposals += proposals
+        self.accepted += accepted
+        if stats is not None:
+            for k, v in (("mixed", n_mixed), ("proposals", proposals), ("accepted", accepted)):
+                stats[k] = stats.get(k, 0) + v
         return out.reshape(ys.shape)

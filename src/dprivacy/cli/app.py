@@ -879,6 +879,10 @@ def cmd_obfuscate(args) -> int:
             plain.stop()
     report = rep.to_dict()
     report["sidecar"] = str(args.output) + ".dprivacy.json"
+    if args.owner and rep.owner_only:
+        # counts that depend on the true locations (rows outside --region, the rejection sampler's proposals): printed
+        # for the data owner on request, never in the sidecar that travels with the release
+        report["not_private"] = rep.owner_only
     _emit(report, args.json, f"obfuscated {rep.rows_written:,} points")
     return 0
 
@@ -1137,13 +1141,14 @@ def make_parser() -> argparse.ArgumentParser:
     ob.add_argument("--lon", help="longitude column (default: found by name)")
     ob.add_argument("--seed", type=int, help="reproducible research mode (NOT for release); default: cryptographic randomness")
     ob.add_argument("--force", action="store_true", help="replace OUTPUT if it exists")
-    ob.add_argument("--skip-invalid", action="store_true", help="drop rows with missing or out-of-range coordinates and count them")
+    ob.add_argument("--skip-invalid", action="store_true", help="drop rows whose coordinates cannot be read (missing, not a "
+                    "number, out of range) and count them; a point outside --region is not invalid")
     ob.add_argument("--mechanism", choices=["planar-laplace", "planar-laplace-grid", "tight-constraints", "optimal"],
                     default="planar-laplace", help="planar-laplace (continuous, geodesic; default) or a mechanism on a grid of "
                     "--cell metres over --region, which releases cell centres")
     ob.add_argument("--cell", help="grid mechanisms: the side of a cell, e.g. 500m or 1km")
     ob.add_argument("--region", metavar="LON_MIN,LAT_MIN,LON_MAX,LAT_MAX", help="grid mechanisms: the public bounding box "
-                    "of the grid, in degrees (points outside it are invalid rows)")
+                    "of the grid, in degrees (a point outside it is released as the cell nearest it; its row is kept)")
     ob.add_argument("--prior", help="grid mechanisms: the public prior on the cells, 'uniform' or a .npy/.csv file of "
                     "height×width weights (needed by optimal and --remap; with tight-constraints, says whether it is optimal)")
     ob.add_argument("--prior-from", metavar="FILE", help="instead of --prior: estimate it from a public file of points")
@@ -1166,6 +1171,9 @@ def make_parser() -> argparse.ArgumentParser:
                     "(pip install 'dprivacy[dask]'); OUTPUT is then a folder of Parquet parts")
     ob.add_argument("--scheduler", metavar="ADDRESS", help="--engine dask: an existing cluster (default: a LocalCluster)")
     ob.add_argument("--workers", type=int, help="--engine dask without --scheduler: LocalCluster workers (default 2)")
+    ob.add_argument("--owner", action="store_true", help="also show the data owner's exact counts, NOT private and never "
+                    "to be published (they are not in the sidecar): grid mechanisms, how many rows lay outside --region "
+                    "(released as the nearest cell) and the rejection sampler's proposals")
     ob.add_argument("--json", action="store_true")
     ob.set_defaults(func=cmd_obfuscate)
 

@@ -69,7 +69,8 @@ def _run_piece(ob, piece: tuple[str, int], index: int, folder: str, release: boo
         from ..sampling.keyed import record_keys
 
         keys = record_keys(batch.column(ob.key))
-    out = ob.apply(batch, la, lo, ob.generator(batch, random_source(None) if release else None))
+    counts: dict = {}  # this task's own counts (the mechanism object may be shared by tasks on one worker)
+    out = ob.apply(batch, la, lo, ob.generator(batch, random_source(None) if release else None), counts)
     table = pa.Table.from_batches([out], schema=ob.out_schema).replace_schema_metadata(_part_metadata(ob, release))
     staged: dict = {}
     if buckets:
@@ -95,7 +96,7 @@ def _run_piece(ob, piece: tuple[str, int], index: int, folder: str, release: boo
     from .locations import sorted_by
 
     return {"rows_read": n, "rows_written": out.num_rows, "rows_rejected": rejected, "first_rejected": msg, "keys": keys,
-            "seconds": time.perf_counter() - t0, "started": t0, "staged": staged,
+            "seconds": time.perf_counter() - t0, "started": t0, "staged": staged, "counts": counts,
             "sorted": sorted_by(la, lo) if index == 0 and not buckets else None}
 
 
@@ -191,7 +192,7 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
     import numpy as np
 
     from .io import check_sidecar, commit_sidecar, file_format, removed_unless_completed, signals_held
-    from .locations import prepare_obfuscation
+    from .locations import add_counts, prepare_obfuscation
 
     try:
         import dask
@@ -286,7 +287,9 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
             _shutdown(client, cluster, quiet=interrupted, started=_clusters() - known)
             if not interrupted:  # after Ctrl-C the process is ending: Dask's loggers stay silent to the end
                 _restore_loggers(saved_levels)
+        counts: dict = {}
         for r in results:
+            add_counts(counts, r["counts"])
             report.rows_read += r["rows_read"]
             report.rows_written += r["rows_written"]
             report.rows_rejected += r["rows_rejected"]
@@ -319,9 +322,10 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
     try:
         with removed_unless_completed(out):
             report.seconds = time.perf_counter() - t0
-            from .locations import rejection_note, sorted_note_text
+            from .locations import record_sampling, rejection_note, sorted_note_text
 
             rejection_note(report)
+            record_sampling(report, ob.release, counts)
             if shuffle:
                 report.shuffled = True
                 report.notes.append("rows released in a random order (--shuffle: sorted by 128-bit keys " +

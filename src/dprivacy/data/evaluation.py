@@ -293,12 +293,12 @@ def evaluate_release(original, released, *, lat=None, lon=None, key=None, coords
         if prior is not None or prior_from is not None:
             pi, pinfo = load_grid_prior(grid, prior, prior_from, lat=lat, lon=lon)
         else:
-            counts = grid.counts(la0, lo0)
-            if counts.sum() == 0:
-                raise ValueError(f"none of the points of {original} lies in the region {list(grid.region)}")
+            # binned as a grid release maps them: a point outside the region in the cell nearest it
+            counts = grid.counts(la0, lo0, clamp=True)
             pi = counts / counts.sum()
-            pinfo = {"prior": f"the points of {original} binned on the grid (the data's own distribution)",
-                     "points_used": int(counts.sum()), "points_outside_region": int(la0.size - counts.sum())}
+            pinfo = {"prior": f"the points of {original} binned on the grid (the data's own distribution; a point outside "
+                              "the region in the cell nearest it, as the release treats it)",
+                     "points_used": int(counts.sum()), "points_outside_region": int((~grid.inside(la0, lo0)).sum())}
         names = list(mechanisms) if mechanisms else [base or "planar-laplace-grid"]
         out = {"grid": grid.to_dict(), **pinfo}
         if eps_m and base:

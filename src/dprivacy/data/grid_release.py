@@ -1,5 +1,10 @@
 r"""Grid mechanisms applied to real points: true point → its cell → mechanism → (remap) → cell centre.
 
+A true point outside the region is not refused or dropped (the missing rows, or the refusal, would say
+who lies outside): it is mapped to the cell nearest it (:meth:`~dprivacy.data.location_grid.LocationGrid.locate`,
+clamping) and released through the mechanism like any other, every row kept in its place. The guarantee
+then holds between the cells the true points are mapped to (:func:`grid_guarantee`).
+
 The secrets are the cells of a :class:`~dprivacy.data.location_grid.LocationGrid` (seed 000 §7.2):
 a mechanism that is ε·d-private on the grid (d the distance in projected metres between cell centres)
 gives, for two true points x, x' in cells c, c', output probabilities within a factor
@@ -23,6 +28,7 @@ replaced by argmin_w Σ_x π_x K[x, z] d(x, w) (seed 000 §3.4's optimal remap w
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass, field
 
@@ -70,15 +76,49 @@ class GridRelease:
     remap: np.ndarray | None = None
     info: dict = field(default_factory=dict)
 
-    def apply(self, lat: np.ndarray, lon: np.ndarray, generator) -> tuple[np.ndarray, np.ndarray]:
-        """Released (lat, lon) for points inside the region (cell centres, never the true points)."""
+    def apply(self, lat: np.ndarray, lon: np.ndarray, generator, stats: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Released (lat, lon) of valid points (cell centres, never the true points): each point's cell, the cell
+        nearest it for a point outside the grid (clamping), through the mechanism. ``stats``: counts added there —
+        ``draws``, ``outside_region`` (true points outside the lon/lat box), ``clamped`` (outside the grid's cells,
+        moved to the nearest one) and the sampler's own under ``sampler`` (:func:`sampling_counts` says which of
+        them depend on the true points)."""
         if lat.size == 0:
             return lat.astype(np.float64), lon.astype(np.float64)
-        cells = self.grid.cell_of(lat, lon)
-        out = self.mechanism.sample_indices(cells, rng=generator)
+        cells, clamped = self.grid.locate(lat, lon)
+        smp = None
+        if stats is not None:
+            for k, v in (("draws", lat.size), ("outside_region", int((~self.grid.inside(lat, lon)).sum())),
+                         ("clamped", int(clamped.sum()))):
+                stats[k] = stats.get(k, 0) + v
+            smp = stats.setdefault("sampler", {})
+        if smp is not None and "stats" in inspect.signature(self.mechanism.sample_indices).parameters:
+            out = self.mechanism.sample_indices(cells, rng=generator, stats=smp)
+        else:
+            out = self.mechanism.sample_indices(cells, rng=generator)
         if self.remap is not None:
             out = self.remap[out]
         return self.grid.centre_of(out)
+
+    def sampling_counts(self, stats: dict) -> tuple[dict, dict]:
+        """(public, owner's) counts of a release from the ``stats`` :meth:`apply` filled. Public — for the sidecar,
+        independent of the true points given the number of rows: ``draws``; ``draws_from_the_mixture`` (kernel
+        rejection sampler: one Bernoulli(γ) per draw, drawn before the secret is used); ``lattice_proposals``
+        (planar-laplace-grid: its offsets are drawn without the secrets). The owner's — they depend on the true
+        points, outside ε: ``rows_outside_region``, ``rows_clamped`` and the kernel rejection sampler's proposals and
+        acceptance rate (a round accepts with probability (1 + r_y)/(K·z_max): the same for every cell y but for the
+        solver's residual r_y, so their law depends on the true cells, if only slightly; they would tell the public
+        nothing the sampler's certificate does not, and are not written)."""
+        smp = stats.get("sampler") or {}
+        public = {"draws": int(stats.get("draws", 0))}
+        owner = {"rows_outside_region": int(stats.get("outside_region", 0)), "rows_clamped": int(stats.get("clamped", 0))}
+        if hasattr(self.mechanism, "sampler"):
+            public["draws_from_the_mixture"] = int(smp.get("mixed", 0))
+            prop = int(smp.get("proposals", 0))
+            owner["sampler_proposals"] = prop
+            owner["sampler_acceptance_rate"] = smp.get("accepted", 0) / prop if prop else None
+        elif hasattr(self.mechanism, "lattice_sampler"):
+            public["lattice_proposals"] = int(smp.get("proposals", 0))
+        return public, owner
 
 
 #: --prior-from is refused when its points and the input's overlap in at least this share of the larger of the two
@@ -306,13 +346,19 @@ def build_grid_release(grid: LocationGrid, mechanism: str, *, epsilon_m: float, 
 
 
 def grid_guarantee(grid: LocationGrid, epsilon: float, unit: str, mechanism: str) -> str:
-    """The guarantee of a grid release in words."""
+    """The guarantee of a grid release in words, points outside the region included (mapped to the nearest cell)."""
     lo, hi = grid.scale_range()
     diag = math.sqrt(2.0) * grid.cell_m
     return (f"{mechanism} on a {grid.width}×{grid.height} grid of {grid.cell_m:g} m cells over the region "
-            f"{list(grid.region)}: for true points x, x' in cells c, c', the probability of any released cell differs by "
-            f"at most a factor e^(ε·d(c, c')) ≤ e^(ε·(d(x, x') + {diag:.4g} m)), ε = {epsilon:g} per {unit}, d the distance "
-            f"in the region's equal-area projection (scale factors {lo:.6f}–{hi:.6f} of the ground distance); "
-            "points in one cell are indistinguishable; the grid tiles the projected bounding rectangle of the region, so "
+            f"{list(grid.region)}. Each true point is mapped to a cell: its own, or, for a point outside the grid, the cell "
+            "nearest it in the grid's equal-area projection (its projected coordinates clamped to the grid); ε·d holds "
+            "between the cells the true points are mapped to: for true points x, x' mapped to cells c, c', the probability "
+            f"of any released cell differs by at most a factor e^(ε·d(c, c')) ≤ e^(ε·(d(x, x') + {diag:.4g} m)), ε = "
+            f"{epsilon:g} per {unit}, d the distance in the projection, which clamping never lengthens (over the grid it is "
+            f"the ground distance to scale factors {lo:.6f}–{hi:.6f}; farther out the projection distorts it more). Points "
+            "mapped to one cell are indistinguishable. A point outside the region is protected as the cell nearest it: two "
+            "points outside near the same border cell cannot be told apart, and a point's distance beyond the region gives "
+            "it no extra protection — its release has the law of a release from that border cell, and says nothing of how "
+            "far beyond it the point lies. The grid tiles the projected bounding rectangle of the region, so "
             f"{grid.extent()['cells_with_centre_outside_region']} of its cells have centres outside the lon/lat box and can be "
             "released; each row is one report and reports compose (ε adds up)")

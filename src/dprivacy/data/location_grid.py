@@ -10,7 +10,10 @@ percent of 1 (:meth:`LocationGrid.scale_range` reports them over the region). Ce
 projected metres between cell centres.
 
 The region is given by the user, not taken from the data: the data's own bounding box would depend on
-its extreme points, and publishing it (or a grid cut to fit it) would leak them.
+its extreme points, and publishing it (or a grid cut to fit it) would leak them. For the same reason a
+point outside the region is not an error or a dropped row (which rows are missing would say who lies
+outside): :meth:`LocationGrid.locate` maps it to the cell nearest it, the standard treatment of a value
+outside a declared range (clamping).
 """
 
 from __future__ import annotations
@@ -132,11 +135,23 @@ class LocationGrid:
         return (lat >= la0) & (lat <= la1) & (lon >= lo0) & (lon <= lo1)
 
     def cell_of(self, lat, lon) -> np.ndarray:
-        """The index of the cell of each point (points must lie in the region: see :meth:`inside`)."""
+        """The index of the cell of each point; a point outside the grid goes to the nearest cell (:meth:`locate`)."""
+        return self.locate(lat, lon)[0]
+
+    def locate(self, lat, lon) -> tuple[np.ndarray, np.ndarray]:
+        """(cell index, clamped) of each point (valid degrees). A point whose projection lies outside the grid's
+        rectangle is mapped to the cell nearest it in the projection: its projected coordinates are clamped to the
+        rectangle (``clamped`` is True for it). Clamping onto a rectangle never increases a distance, so two points'
+        cells are at most their projected distance plus a cell diagonal apart, whether they lie inside or not. The one
+        point the projection cannot place, the antipode of its centre (infinite coordinates), goes to the last cell."""
         x, y = self._transformer().transform(np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64))
-        col = np.clip(np.floor((np.asarray(x) - self.x0) / self.cell_m), 0, self.width - 1).astype(np.int64)
-        row = np.clip(np.floor((np.asarray(y) - self.y0) / self.cell_m), 0, self.height - 1).astype(np.int64)
-        return row * self.width + col
+        u = (np.asarray(x, dtype=np.float64) - self.x0) / self.cell_m
+        v = (np.asarray(y, dtype=np.float64) - self.y0) / self.cell_m
+        u, v = (np.nan_to_num(a, nan=np.inf) for a in (u, v))
+        clamped = (u < 0) | (u >= self.width) | (v < 0) | (v >= self.height)
+        col = np.clip(np.floor(u), 0, self.width - 1).astype(np.int64)
+        row = np.clip(np.floor(v), 0, self.height - 1).astype(np.int64)
+        return row * self.width + col, clamped
 
     def centre_of(self, idx) -> tuple[np.ndarray, np.ndarray]:
         """(lat, lon) of the centres of cells ``idx``."""
@@ -189,7 +204,11 @@ class LocationGrid:
                 "cells": self.n, "projection": self.crs, "scale_factor_range": [lo, hi],
                 **({"extent": self.extent()} if self.n <= 4_000_000 else {})}
 
-    def counts(self, lat, lon) -> np.ndarray:
-        """Number of points in each cell (points outside the region are not counted)."""
-        ok = self.inside(lat, lon)
-        return np.bincount(self.cell_of(np.asarray(lat)[ok], np.asarray(lon)[ok]), minlength=self.n).astype(np.float64)
+    def counts(self, lat, lon, *, clamp: bool = False) -> np.ndarray:
+        """Number of points in each cell: points outside the region are not counted, or with ``clamp`` counted in the
+        cell nearest them (:meth:`locate`), as a grid release treats them."""
+        lat, lon = np.asarray(lat), np.asarray(lon)
+        if not clamp:
+            ok = self.inside(lat, lon)
+            lat, lon = lat[ok], lon[ok]
+        return np.bincount(self.cell_of(lat, lon), minlength=self.n).astype(np.float64)

@@ -122,13 +122,14 @@ def parse_accuracy(spec: str) -> tuple[float, float]:
 
 
 def planar_laplace_displacements(n: int, *, epsilon: float, generator, lattice: float = NOISE_LATTICE_M,
-                                 threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+                                 threads: int = 1, stats: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Distances r (metres, ε per metre) and azimuths θ (degrees) of n planar Laplace displacements, from
     the exact discrete planar Laplace on the lattice ``lattice``·Z² of the tangent plane (module notes):
     v = (east, north) with P(v) ∝ e^{−ε‖v‖}, r = ‖v‖ and θ = atan2(east, north). r follows Gamma(2, 1/ε)
     up to the lattice (a relative O((εΛ)²)). ``generator``: a numpy Generator or a KeyedStream.
     ``threads``: parts drawn in parallel (:meth:`~dprivacy.sampling.planar.LatticeLaplace.offsets`); a
-    seeded draw depends on it, so callers pass a constant (``obfuscate``: :data:`NOISE_PARTS`)."""
+    seeded draw depends on it, so callers pass a constant (``obfuscate``: :data:`NOISE_PARTS`). ``stats``: the
+    sampler's counts are added there (``rounds``, ``proposals``, ...; drawn without the points)."""
     from ..sampling.planar import LatticeLaplace
 
     if n == 0:
@@ -140,7 +141,7 @@ def planar_laplace_displacements(n: int, *, epsilon: float, generator, lattice: 
         np.hypot(east, north, out=r[a:b])
         np.degrees(np.arctan2(east, north), out=az[a:b])
 
-    LatticeLaplace.build(epsilon, lattice).offsets(n, generator, threads=threads, consume=polar)
+    LatticeLaplace.build(epsilon, lattice).offsets(n, generator, threads=threads, consume=polar, stats=stats)
     return r, az
 
 
@@ -308,12 +309,43 @@ def sorted_by(lat, lon):
 
 def rejection_note(report) -> None:
     """Say in the report that rejected rows are missing from the release: which rows are present depends on
-    their true locations (inside the region or not, valid or not), which the guarantee does not cover."""
+    whether their coordinates could be read, which the guarantee does not cover. (A point outside a grid's
+    region is not rejected: it is released as the cell nearest it.)"""
     if report.rows_rejected:
         report.notes.append(f"{report.rows_rejected:,} rejected row(s) (--skip-invalid) are not in the release: a row's "
-                            "presence tells that its true location was valid" + (" and inside --region" if
-                            report.grid is not None else "") + "; the guarantee is about the locations of the rows "
-                            "released")
+                            "presence tells that its true location was valid; the guarantee is about the locations of the "
+                            "rows released")
+
+
+def add_counts(total: dict, part: dict) -> dict:
+    """Add the counts of ``part`` into ``total`` (nested dicts of numbers, as :meth:`Obfuscator.apply` fills them)."""
+    for k, v in part.items():
+        if isinstance(v, dict):
+            add_counts(total.setdefault(k, {}), v)
+        else:
+            total[k] = total.get(k, 0) + v
+    return total
+
+
+#: What the owner-only counts of ``obfuscate --owner`` are.
+NOT_PRIVATE = ("exact counts that depend on the true locations, outside the ε guarantee: for the data owner, never to be "
+               "published (they are not in the sidecar)")
+
+
+def record_sampling(report, release, stats: dict) -> None:
+    """Put the counts of a release, read after sampling, where they belong: those that do not depend on the true
+    locations in ``report.sampling`` (the sidecar), the others in ``report.owner_only`` (``obfuscate --owner``
+    prints them; never written). ``stats``: filled by :meth:`Obfuscator.apply` over every batch (every part)."""
+    if release is None:
+        smp = stats.get("sampler") or {}
+        report.sampling = {"draws": int(stats.get("draws", 0)), "lattice_proposals": int(smp.get("proposals", 0))}
+        report.owner_only = {}
+    else:
+        report.sampling, report.owner_only = release.sampling_counts(stats)
+    report.sampling["meaning"] = ("counted after sampling; independent of the true locations given the number of rows "
+                                  "(the random source decides them)")
+    if report.owner_only:
+        report.owner_only["meaning"] = NOT_PRIVATE
 
 
 def describe_bad(lat, lon, k: int, row: int, *, values: bool = True) -> str:
@@ -406,11 +438,15 @@ class ObfuscationReport:
     guarantee_details: dict | None = None
     accuracy: str | None = None
     shuffled: bool = False  # the rows released in a random order (--shuffle): matched to the original by a key only
+    sampling: dict | None = None  # what the sampler did (record_sampling): counts independent of the true locations
+    #: counts that depend on the true locations (rows outside --region, the rejection sampler's proposals): for
+    #: ``obfuscate --owner`` only, never in :meth:`to_dict` (the sidecar)
+    owner_only: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         from ..results import jsonable
 
-        return jsonable(vars(self))
+        return jsonable({k: v for k, v in vars(self).items() if k != "owner_only"})
 
 
 #: Garmin/FIT "semicircles": 2^31 units per 180°.
@@ -422,8 +458,9 @@ COORDS = ("degrees", "semicircles")
 @dataclass
 class Obfuscator:
     """The per-batch work of :func:`obfuscate_file`, picklable so that Dask workers can run it: check
-    the coordinates of a batch, drop or refuse the invalid rows, draw the noise and return the batch
-    with the released coordinates."""
+    the coordinates of a batch, drop or refuse the rows whose coordinates cannot be read (a grid release
+    keeps a point outside its region: :class:`~dprivacy.data.grid_release.GridRelease` maps it to the
+    nearest cell), draw the noise and return the batch with the released coordinates."""
 
     input_name: str
     schema: object
@@ -462,9 +499,10 @@ class Obfuscator:
         return la, lo
 
     def validate(self, batch, row0: int, where: str = ""):
-        """(batch, lat, lon, rows rejected, first message) with the invalid rows dropped, or ValueError
-        naming the first one when ``skip_invalid`` is off. ``row0``: rows before this batch (for the
-        message); ``where``: a prefix when the global row number is unknown (a Dask partition)."""
+        """(batch, lat, lon, rows rejected, first message) with the invalid rows (a coordinate missing, not a
+        number or out of range) dropped, or ValueError naming the first one when ``skip_invalid`` is off.
+        ``row0``: rows before this batch (for the message); ``where``: a prefix when the global row number is
+        unknown (a Dask partition). Whether a valid point lies in a grid's region plays no part here."""
         import pyarrow as pa
 
         la, lo = self.coordinates(batch)
@@ -483,26 +521,17 @@ class Obfuscator:
                              f"that have one): they would be released untouched beside the obfuscated "
                              f"{self.lat_c!r}/{self.lon_c!r}; drop them from the file")
         bad = validate_coordinates(la, lo)
-        outside = None
-        if self.release is not None:
-            with np.errstate(invalid="ignore"):
-                outside = ~bad & ~self.release.grid.inside(la, lo)
-            bad = bad | outside
         if not bad.any():
             return batch, la, lo, 0, None
         k = int(np.flatnonzero(bad)[0])
-        if outside is not None and outside[k]:
-            msg = f"{where}row {row0 + k + 1}: ({la[k]:g}, {lo[k]:g}) lies outside --region {list(self.release.grid.region)}"
-            public = f"{where}row {row0 + k + 1}: outside --region {list(self.release.grid.region)}"
-        else:
-            public = where + describe_bad(la, lo, k, row0 + k + 1, values=False)
-            msg = where + describe_bad(la, lo, k, row0 + k + 1)
-            texts = [f"{c} = {batch.column(c)[k].as_py()!r}" for c in (self.lat_c, self.lon_c)
-                     if pa.types.is_string(batch.column(c).type) or pa.types.is_large_string(batch.column(c).type)]
-            if texts and not (np.isfinite(la[k]) and np.isfinite(lo[k])):
-                msg += f" (as read: {', '.join(texts)})"
-            if self.coords == "degrees" and "projected" in msg and max(abs(la[k]), abs(lo[k])) <= 2.0**31:
-                msg += " (or Garmin semicircles: --coords semicircles)"
+        public = where + describe_bad(la, lo, k, row0 + k + 1, values=False)
+        msg = where + describe_bad(la, lo, k, row0 + k + 1)
+        texts = [f"{c} = {batch.column(c)[k].as_py()!r}" for c in (self.lat_c, self.lon_c)
+                 if pa.types.is_string(batch.column(c).type) or pa.types.is_large_string(batch.column(c).type)]
+        if texts and not (np.isfinite(la[k]) and np.isfinite(lo[k])):
+            msg += f" (as read: {', '.join(texts)})"
+        if self.coords == "degrees" and "projected" in msg and max(abs(la[k]), abs(lo[k])) <= 2.0**31:
+            msg += " (or Garmin semicircles: --coords semicircles)"
         if not self.skip_invalid:
             raise ValueError(f"{self.input_name}: {msg} (use --skip-invalid to drop and count such rows)")
         keep = ~bad
@@ -518,13 +547,17 @@ class Obfuscator:
 
         return KeyedStream(self.seed, record_keys(batch.column(self.key)))
 
-    def apply(self, batch, la, lo, generator):
-        """The batch with its coordinates replaced by the released ones."""
+    def apply(self, batch, la, lo, generator, stats: dict | None = None):
+        """The batch with its coordinates replaced by the released ones. ``stats``: the counts of the draws are
+        added there (:func:`record_sampling` sorts them into public and owner-only)."""
         import pyarrow as pa
 
         if self.release is None:
+            if stats is not None:
+                stats["draws"] = stats.get("draws", 0) + la.size
             r, az = planar_laplace_displacements(la.size, epsilon=self.epsilon_m, generator=generator,
-                                                 threads=self.noise_parts)
+                                                 threads=self.noise_parts,
+                                                 stats=None if stats is None else stats.setdefault("sampler", {}))
             if self.coords == "semicircles":  # the output lattice is the semicircles' own (2^31 per 180°)
                 lo2, la2 = _geodesic_forward(lo, la, az, r)
                 i, j = output_lattice(la2, (lo2 + 180.0) % 360.0 - 180.0, SEMICIRCLE_DEG)
@@ -532,7 +565,7 @@ class Obfuscator:
             else:
                 nla, nlo = displace(la, lo, r, az, precision=self.precision)
         else:
-            nla, nlo = self.release.apply(la, lo, generator)
+            nla, nlo = self.release.apply(la, lo, generator, stats)
         cols = [batch.column(i) for i in range(batch.num_columns)]
         if self.coords == "semicircles":  # back to integer semicircles (a 1 cm lattice), in the input's type
             t_la, t_lo = self.schema.field(self.lat_c).type, self.schema.field(self.lon_c).type
@@ -692,9 +725,11 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
 
     The mechanism is geodesic planar Laplace, or, with ``release`` (a
     :class:`~dprivacy.data.grid_release.GridRelease`), a mechanism on a grid of cells: the released
-    point is then a cell centre. Every column other than the coordinates is kept with its type, rows
+    point is then a cell centre, and a true point outside the grid's region is released as the cell nearest
+    it (kept in its row: which rows lie outside is never shown; their number is in ``report.owner_only``,
+    not in the sidecar). Every column other than the coordinates is kept with its type, rows
     keep their order, and the coordinate columns hold the obfuscated values (never the true ones). Rows
-    with a missing or out-of-range coordinate (or outside the grid's region) are an error naming the
+    with a missing, non-numeric or out-of-range coordinate are an error naming the
     first one, or, with ``skip_invalid``, are dropped and counted. ``rng=None`` is the release-grade
     random source; a seed is reproducible research mode, said in the sidecar; with ``key`` (a column of
     unique record keys) each record's noise depends only on the seed and its key
@@ -724,6 +759,7 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
                          "rule": "sequential composition: a user's first ⌊budget/ε⌋ rows (file order) are released, the rest suppressed"}
         spent: dict = {}
     seen_keys = _KeyCheck(key) if key is not None else None
+    counts: dict = {}  # what the draws did, over the batches (record_sampling)
     shuffled = [] if shuffle else None
     if shuffle:
         report.shuffled = True
@@ -757,7 +793,7 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
                         la, lo = la[keep], lo[keep]
                 if seen_keys is not None:
                     seen_keys.add(batch.column(key), row0)
-                out = ob.apply(batch, la, lo, ob.generator(batch, src))
+                out = ob.apply(batch, la, lo, ob.generator(batch, src), counts)
                 report.rows_read += n
                 row0 += n
                 if shuffled is not None:
@@ -805,6 +841,7 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
         with removed_unless_completed(output_path):
             report.seconds = time.perf_counter() - t0
             rejection_note(report)
+            record_sampling(report, release, counts)
             if not src.release:
                 report.notes.append("reproducible run (seeded): NOT for release")
             commit_sidecar(output_path, report.to_dict())
@@ -966,8 +1003,8 @@ def evaluate_files(original, released, *, lat: str | None = None, lon: str | Non
         if pc.any(stray).as_py():
             first = b.column(key).filter(stray)[0].as_py()
             raise ValueError(f"{pc.sum(stray).as_py()} key(s) of {released} are not in {original} (e.g. {first!r})")
-        # rows of the original that the release left out (outside its region, or invalid and skipped)
-        # are not joined; the report counts them
+        # rows of the original that the release left out (invalid and skipped, or over a user's budget) are not
+        # joined; the report counts them
         where = pc.index_in(a.column(key), value_set=b.column(key))
         released_rows = pc.is_valid(where)
         not_released = a.num_rows - b.num_rows

@@ -510,8 +510,10 @@ class PlanarLaplaceGridMechanism(Mechanism):
             self._channel = ch
         return ch
 
-    def sample_indices(self, secrets, *, rng=None) -> np.ndarray:
-        """The cell nearest to each secret cell's centre plus an exact discrete planar Laplace offset."""
+    def sample_indices(self, secrets, *, rng=None, stats: dict | None = None) -> np.ndarray:
+        """The cell nearest to each secret cell's centre plus an exact discrete planar Laplace offset. ``stats``: the
+        lattice sampler's counts are added there (``rounds``, ``proposals``, ...: :meth:`~dprivacy.sampling.planar.LatticeLaplace.offsets`;
+        the offsets are drawn without the secrets, so these do not depend on them)."""
         from ..sampling import as_generator
 
         ys = np.asarray(secrets)
@@ -524,7 +526,7 @@ class PlanarLaplaceGridMechanism(Mechanism):
             return np.zeros(ys.shape, dtype=np.intp)
         w, h = self.space.width, self.space.height
         row, col = np.divmod(flat, w)
-        z1, z2 = self.lattice_sampler.offsets(flat.size, as_generator(rng))
+        z1, z2 = self.lattice_sampler.offsets(flat.size, as_generator(rng), stats=stats)
         half = (self.lattice_k - 1) // 2  # K odd: the nearest cell offset is ⌊(z + (K−1)/2)/K⌋, no ties
         c = np.clip(col + (z1 + half) // self.lattice_k, 0, w - 1)
         r = np.clip(row + (z2 + half) // self.lattice_k, 0, h - 1)
