@@ -19,6 +19,8 @@ The comment above each test names the leak it closes. Inventory (leak, fix commi
   → test_a_changed_budget_needs_the_flag_and_models_do_not_mix
 - a ledger with a NaN or negative spent, or charges that do not add up, was trusted (c7ab9a7)
   → test_a_corrupt_ledger_is_refused_and_left_unchanged
+- a failed first query (ScanFailed) was charged under the path only: a link or copy had a fresh budget (5190e0b)
+  → test_a_failed_first_query_is_charged_to_every_name_of_the_table (written for issue #30)
 
 Tested where it is, beside the --where validation it exercises: test_tables_privacy.py::
 test_a_query_that_fails_while_reading_the_rows_is_charged (a failure while reading the rows was free, 93a2edf).
@@ -29,13 +31,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import pytest
 
 pytest.importorskip("duckdb")
 
 from dprivacy.data.budget import BudgetExceeded, charge  # noqa: E402
-from dprivacy.data.tables import parse_query, run_query  # noqa: E402
+from dprivacy.data.tables import ScanFailed, parse_query, run_query  # noqa: E402
 from test_tables import _superstore  # noqa: E402
 from test_tables_privacy import _cli, _csv  # noqa: E402
 
@@ -215,3 +218,26 @@ def test_a_corrupt_ledger_is_refused_and_left_unchanged(tmp_path, entry, needle)
     with pytest.raises(ValueError, match="corrupt budget ledger") as exc:
         charge(led, "t.csv", epsilon=0.1, budget=1.0, what="count")
     assert needle in str(exc.value) and led.read_text() == text
+
+
+# budget: a failed first query was charged under the table's path only, so a link or a copy had a fresh budget
+def test_a_failed_first_query_is_charged_to_every_name_of_the_table(tmp_path):
+    """Found reading the diff of 93a2edf (fixed in 5190e0b): the ε of a query that failed while reading the rows was
+    recorded without the table's file identity and content hash when it was the table's first charge, so a hard link
+    or a byte-for-byte copy of the table matched no entry and got a fresh budget — the failure, a yes/no question about
+    the rows, was free there. Fails on 93a2edf."""
+    t = tmp_path / "t.csv"
+    t.write_text("a\n1\n2\n")
+    os.link(t, tmp_path / "hard.csv")
+    shutil.copy(t, tmp_path / "copy.csv")
+    led = tmp_path / "ledger.json"
+
+    def fail():
+        raise ScanFailed("the query failed while reading the rows: Out of Memory Error")
+
+    with pytest.raises(ScanFailed, match="ε = 0.6 charged"):
+        charge(led, str(t), epsilon=0.6, budget=1.0, what="count", run=fail)
+    for other in ("hard.csv", "copy.csv"):
+        with pytest.raises(BudgetExceeded, match="only 0.4 of the budget 1 remains"):
+            charge(led, str(tmp_path / other), epsilon=0.6, budget=1.0, what="count")
+    assert len(json.loads(led.read_text())) == 1

@@ -6,6 +6,8 @@ The comment above each test names the leak it closes. Inventory (leak, fix commi
   → test_the_time_column_must_hold_times
 - a meter log growing between the two passes was released at the ε/n of fewer readings (a64a0e9)
   → test_a_file_that_grows_between_the_two_passes_is_refused_and_nothing_written
+- a seeded release, whose noise anyone with the seed undoes, carried no mark in the file (14d6805)
+  → test_a_seeded_series_release_says_so_in_the_file_itself (written for issue #30)
 """
 
 from __future__ import annotations
@@ -57,3 +59,17 @@ def test_a_file_that_grows_between_the_two_passes_is_refused_and_nothing_written
     with pytest.raises(ValueError, match="changed while it was read .24 valid readings counted, 25 read"):
         release_series(src, tmp_path / "o.csv", column="kwh", time_column="t", epsilon=1.0, metric="dinf")
     assert not (tmp_path / "o.csv").exists() and not list(tmp_path.glob("o.csv*"))
+
+
+# series: a seeded release, whose noise anyone with the seed undoes, carried no mark in the file itself
+def test_a_seeded_series_release_says_so_in_the_file_itself(tmp_path):
+    """14d6805 marked seeded series releases too (Parquet schema metadata dprivacy:notice), but only obfuscate's mark
+    was tested. Fails on its parent."""
+    import pyarrow.parquet as pq
+
+    times = np.array(["2024-01-01 00:00:00", "2024-01-01 00:05:00"])
+    src = _write(tmp_path / "in.csv", t=times, v=np.array([258, 260]))
+    release_series(src, tmp_path / "s.parquet", column="v", time_column="t", epsilon=1.0, rng=3)
+    release_series(src, tmp_path / "r.parquet", column="v", time_column="t", epsilon=1.0)
+    assert b"NOT for release" in pq.read_schema(tmp_path / "s.parquet").metadata[b"dprivacy:notice"]
+    assert pq.read_schema(tmp_path / "r.parquet").metadata is None
