@@ -1,5 +1,6 @@
 """Releasing a series of readings under d1 / d∞ on values (seed 002 §6.1): the noise law, the stated
-accuracy, the per-period aggregates, real glucose readings, and bad input (nothing written)."""
+accuracy, the per-period aggregates, real glucose readings, and bad input (nothing written). The privacy attacks
+found on series are kept as tests in tests/attacks/test_attack_series.py (issue #30)."""
 
 from __future__ import annotations
 
@@ -133,22 +134,6 @@ def test_bad_input_names_the_problem_and_writes_nothing(tmp_path):
     assert not (tmp_path / "o4.csv").exists()
 
 
-def test_the_time_column_must_hold_times(tmp_path):
-    """The time column is copied to the output without noise: naming the reading itself, or another
-    number, as the time released it exactly (found with --time glucose on the glucose readings)."""
-    src = _write(tmp_path / "in.csv", t=np.array(["2024-01-01 00:00:00", "2024-01-01 00:05:00"]),
-                 v=np.array([258, 260]), w=np.array([22.5, 23.1]), s=np.array(["a", "b"]))
-    with pytest.raises(ValueError, match="time column and the reading column are both 'v'"):
-        release_series(src, tmp_path / "o.csv", column="v", time_column="v", epsilon=1.0)
-    with pytest.raises(ValueError, match="time column 'w' .type double. is not a date/time"):
-        release_series(src, tmp_path / "o.csv", column="v", time_column="w", epsilon=1.0)
-    with pytest.raises(ValueError, match="time column 's' .type string. is not a date/time"):
-        release_series(src, tmp_path / "o.csv", column="v", time_column="s", epsilon=1.0)
-    assert not (tmp_path / "o.csv").exists() and not list(tmp_path.glob(".o.csv*"))
-    rep = release_series(src, tmp_path / "o.csv", column="v", time_column="t", epsilon=1.0, rng=0)
-    assert rep.readings == 2 and pacsv.read_csv(tmp_path / "o.csv").column_names == ["t", "v"]
-
-
 def test_a_series_written_as_geojson_is_refused_before_anything_is_written(tmp_path):
     """A series has no point to be a GeoJSON geometry: the refusal came after a temporary file was made,
     and left it behind."""
@@ -217,29 +202,6 @@ def test_released_readings_are_on_the_unit_grid_and_huge_ones_are_named(tmp_path
     with np.errstate(over="raise"), pytest.raises(ValueError, match="too large for the unit 1e-300"):
         release_series(big, tmp_path / "bo.csv", column="v", epsilon=1.0, unit=1e-300)
     assert not (tmp_path / "bo.csv").exists()
-
-
-def test_a_file_that_grows_between_the_two_passes_is_refused_and_nothing_written(tmp_path, monkeypatch):
-    """Found by a review: a meter log appended to while it was released gave 5,000,000 readings at the ε/n of
-    the 4,000,000 counted in pass 1 (d∞ ε 1.25 stated as 1). Here rows are appended right after pass 1."""
-    from dprivacy.data import io as dio
-
-    src = tmp_path / "m.csv"
-    src.write_text("t,kwh\n" + "".join(f"2020-01-01T{h:02d}:00:00,{h % 5}\n" for h in range(24)))
-    reads = []
-    real = dio.read_batches
-
-    def reading(path, **kw):
-        reads.append(path)
-        if len(reads) == 3:  # the schema, pass 1, then pass 2: the log grows in between
-            with open(src, "a") as fh:
-                fh.write("2020-01-02T00:00:00,7\n")
-        return real(path, **kw)
-
-    monkeypatch.setattr(dio, "read_batches", reading)
-    with pytest.raises(ValueError, match="changed while it was read .24 valid readings counted, 25 read"):
-        release_series(src, tmp_path / "o.csv", column="kwh", time_column="t", epsilon=1.0, metric="dinf")
-    assert not (tmp_path / "o.csv").exists() and not list(tmp_path.glob("o.csv*"))
 
 
 def test_hourly_periods_of_a_date_column_are_refused(tmp_path):
