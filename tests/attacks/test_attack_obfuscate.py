@@ -51,7 +51,7 @@ The comment above each test names the leak it closes. Inventory (leak, fix commi
 - --accuracy gave ε per metre, so the per-user --budget allowed 1000 times the reports (7707569)
   → test_accuracy_is_recorded_in_the_sidecar
 - OPEN: a map column whose keys or values are the points is released untouched (the copy check does not read maps)
-  → test_a_copy_of_the_points_in_a_map_column_is_refused_by_its_values (xfail, strict)
+  → test_a_copy_of_the_points_in_a_map_column_is_refused_by_its_values
 
 Tested where they are, beside the samplers they exercise: the grid sampler's reachability (float tables made far cells
 impossible from one secret and possible from a nearer one, d368f69) in test_location_grid.py::
@@ -690,8 +690,6 @@ def test_a_seeded_dask_release_says_so_in_every_part(tmp_path):
 
 
 # obfuscate: a map column whose values (or keys) are the points is released untouched, under any name (OPEN)
-@pytest.mark.xfail(strict=True, reason="OPEN: the copy check (io._number_leaves) reads the numbers under structs, lists "
-                   "and texts but not under maps, and the name check sees only the map's key/value field names")
 def test_a_copy_of_the_points_in_a_map_column_is_refused_by_its_values(tmp_path):
     """Found while writing tests/attacks: like the struct<y, x> and list<double> copies of 8d233ff, a map<string,
     double> {"a": lat, "b": lon} (or a map keyed by "lat,lon" texts) holds the true points under names no word list

@@ -233,6 +233,14 @@ def _number_leaves(arr, rows, many: bool = False):
     if pa.types.is_struct(t):
         for k in range(t.num_fields):
             yield from _number_leaves(pc.struct_field(arr, [k]), rows, many)
+    elif pa.types.is_map(t):
+        # a map's keys and values, like a list's elements: several per row ({"a": lat, "b": lon}, {"lat,lon": 1})
+        # (from the offsets: pyarrow's list_parent_indices aborts the process on a map; keys and items are the
+        # whole child arrays, which the offsets index)
+        off = np.asarray(arr.offsets, dtype=np.int64)
+        parents = np.repeat(np.arange(len(arr)), np.diff(off))
+        for child in (arr.keys, arr.items):
+            yield from _number_leaves(child.slice(int(off[0]), int(off[-1] - off[0])), rows[parents], True)
     elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         # the values of a list are many numbers per row (a track, or an accelerometer trace near longitude 0): they
         # count as a copy only with both coordinates among them
