@@ -28,7 +28,7 @@ SHORT = {
 
 _FILE = re.compile(r"(?:\.\./shared/papers/)?(00[0-4])_[0-9a-f]{16}\.txt")
 _SEEDS = re.compile(r"\b[Ss]eeds? (00[0-4])((?:(?:, | and | or |/)00[0-4])*)")
-_SHARED = re.compile(r"``?\.\./shared/papers(?:/INDEX\.md)?``?|\.\./shared/papers(?:/INDEX\.md)?")
+_SHARED = re.compile(r"``(?:\.\.|/work)/shared/papers(?:/INDEX\.md)?``|(?:\.\.|/work)/shared/papers(?:/INDEX\.md)?")
 
 
 def _seeds(m: re.Match) -> str:
@@ -42,7 +42,7 @@ def rewrite(text: str) -> str:
     text = re.sub(r"``(?:\.\./shared/papers/)?00[0-4]_[0-9a-f]{16}\.txt``\s*:\s*", "", text)
     text = _FILE.sub(lambda m: SHORT[m.group(1)], text)
     text = _SEEDS.sub(_seeds, text)
-    text = _SHARED.sub("the papers (see the bibliography)", text)
+    text = _SHARED.sub("the five papers of the bibliography", text)
     return text
 
 
