@@ -74,7 +74,7 @@ sphinx_gallery_conf = {
     "filename_pattern": r"/plot_",
     "download_all_examples": False,
     "remove_config_comments": True,
-    "within_subsection_order": "FileNameSortKey",
+    "within_subsection_order": "gallery_order.example_order",
     "abort_on_example_error": True,
     "image_scrapers": ("matplotlib",),
     "matplotlib_animations": False,

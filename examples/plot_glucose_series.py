@@ -25,17 +25,43 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pyarrow.csv as pacsv
 
-source = os.path.join(os.path.dirname(bokeh_sampledata.__file__), "_data", "CGM.csv.gz")
+source = os.path.join(
+    os.path.dirname(bokeh_sampledata.__file__), "_data", "CGM.csv.gz"
+)
 out = os.path.join(tempfile.mkdtemp(), "glucose.csv")
-subprocess.run([sys.executable, "-m", "dprivacy", "series", source, "-o", out, "--column", "glucose",
-                "--time", "datetime", "--epsilon", "0.5", "--per", "day", "--seed", "5"],
-               check=True, stdout=subprocess.DEVNULL)
+subprocess.run(
+    [
+        sys.executable,
+        "-m",
+        "dprivacy",
+        "series",
+        source,
+        "-o",
+        out,
+        "--column",
+        "glucose",
+        "--time",
+        "datetime",
+        "--epsilon",
+        "0.5",
+        "--per",
+        "day",
+        "--seed",
+        "5",
+    ],
+    check=True,
+    stdout=subprocess.DEVNULL,
+)
 
 true = pacsv.read_csv(source)
 released = pacsv.read_csv(out)
 sidecar = json.load(open(out + ".dprivacy.json"))
 print(released.column_names, released.num_rows, "readings")
-print("expected |error| per reading:", round(sidecar["expected_abs_error"], 2), "mg/dL")
+print(
+    "expected |error| per reading:",
+    round(sidecar["expected_abs_error"], 2),
+    "mg/dL",
+)
 
 # %%
 # One day, and the error per reading
@@ -43,9 +69,23 @@ print("expected |error| per reading:", round(sidecar["expected_abs_error"], 2), 
 
 t = true["datetime"].to_numpy()
 day = (t >= np.datetime64("2010-03-25")) & (t < np.datetime64("2010-03-26"))
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [2, 1]})
-axes[0].plot(t[day], released["glucose"].to_numpy()[day], lw=0.8, color="tab:red", label="released")
-axes[0].plot(t[day], true["glucose"].to_numpy()[day], lw=0.8, color="black", label="true")
+fig, axes = plt.subplots(
+    1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [2, 1]}
+)
+axes[0].plot(
+    t[day],
+    released["glucose"].to_numpy()[day],
+    lw=0.8,
+    color="tab:red",
+    label="released",
+)
+axes[0].plot(
+    t[day],
+    true["glucose"].to_numpy()[day],
+    lw=0.8,
+    color="black",
+    label="true",
+)
 axes[0].set_ylabel("glucose (mg/dL)")
 axes[0].set_title("25 March 2010")
 axes[0].legend()

@@ -36,7 +36,7 @@ for eps in epsilons:
     k = dp.maximal_leakage_mechanism(U, V, epsilon=eps)
     e = dp.exponential(space, epsilon=eps)
     bnd.append(bounds.bnd(U, V, epsilon=eps).value)
-    cap_max.append(dp.min_capacity(k))         # leakage maximised over priors
+    cap_max.append(dp.min_capacity(k))  # leakage maximised over priors
     cap_exp.append(dp.min_capacity(e))
     leak_max.append(dp.min_entropy_leakage(k, prior))
     leak_exp.append(dp.min_entropy_leakage(e, prior))
@@ -48,12 +48,43 @@ for eps in epsilons:
 # for the skewed prior above, which the adversary's better starting guess makes smaller.
 
 fig, ax = plt.subplots(figsize=(6.4, 4))
-ax.plot(epsilons, bnd, color="black", lw=3, alpha=0.3, label="Bnd(3, 3, ε): every ε-DP mechanism")
-ax.plot(epsilons, cap_max, color="tab:blue", label="maximal-leakage mechanism, worst prior")
-ax.plot(epsilons, cap_exp, color="tab:orange", label="exponential mechanism, worst prior")
-ax.plot(epsilons, leak_max, color="tab:blue", ls="--", label="maximal-leakage mechanism, skewed prior")
-ax.plot(epsilons, leak_exp, color="tab:orange", ls="--", label="exponential mechanism, skewed prior")
-ax.axhline(np.log2(V**U), color="grey", ls=":", label="log₂ 27: the whole database")
+ax.plot(
+    epsilons,
+    bnd,
+    color="black",
+    lw=3,
+    alpha=0.3,
+    label="Bnd(3, 3, ε): every ε-DP mechanism",
+)
+ax.plot(
+    epsilons,
+    cap_max,
+    color="tab:blue",
+    label="maximal-leakage mechanism, worst prior",
+)
+ax.plot(
+    epsilons,
+    cap_exp,
+    color="tab:orange",
+    label="exponential mechanism, worst prior",
+)
+ax.plot(
+    epsilons,
+    leak_max,
+    color="tab:blue",
+    ls="--",
+    label="maximal-leakage mechanism, skewed prior",
+)
+ax.plot(
+    epsilons,
+    leak_exp,
+    color="tab:orange",
+    ls="--",
+    label="exponential mechanism, skewed prior",
+)
+ax.axhline(
+    np.log2(V**U), color="grey", ls=":", label="log₂ 27: the whole database"
+)
 ax.set_xlabel("ε")
 ax.set_ylabel("min-entropy leakage (bits)")
 ax.legend(fontsize=8)
@@ -63,4 +94,7 @@ fig.tight_layout()
 # Every ε-private mechanism stays under the bound, and the mechanism of Prop. 16 meets it: the bound
 # is tight. The exponential mechanism, private at ε, has entries proportional to e^(−ε·d/2): it is
 # the maximal-leakage mechanism at ε/2, and leaks exactly as much as that one does at ε/2.
-print(f"largest gap between the Prop. 16 mechanism and the bound: {np.max(np.abs(np.subtract(cap_max, bnd))):.2e} bits")
+gap = np.max(np.abs(np.subtract(cap_max, bnd)))
+print(
+    f"largest gap between the Prop. 16 mechanism and the bound: {gap:.1e} bits"
+)

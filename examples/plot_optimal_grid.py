@@ -22,12 +22,16 @@ from dprivacy import spaces
 W = 6
 space = spaces.grid(W, W)
 row, col = np.divmod(np.arange(space.n), W)
-prior = (np.exp(-((row - 1) ** 2 + (col - 1) ** 2) / 2.0)
-         + 0.6 * np.exp(-((row - 4) ** 2 + (col - 3) ** 2) / 1.5) + 0.05)
+prior = (
+    np.exp(-((row - 1) ** 2 + (col - 1) ** 2) / 2.0)
+    + 0.6 * np.exp(-((row - 4) ** 2 + (col - 3) ** 2) / 1.5)
+    + 0.05
+)
 prior /= prior.sum()
 
 for eps in (1.0, 2.0):
-    print(f"ε = {eps}: prior regular? {dp.regularity(space, prior, epsilon=eps).regular}")
+    regular = dp.regularity(space, prior, epsilon=eps).regular
+    print(f"ε = {eps}: is the prior regular? {regular}")
 
 # %%
 # Utility as ε varies
@@ -37,27 +41,44 @@ for eps in (1.0, 2.0):
 # mechanism does not either, but is optimal whenever the prior is regular.
 
 epsilons = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0]
-curves = {"optimal (LP, for this prior)": [], "tight-constraints": [], "planar Laplace": [], "exponential": []}
+curves = {
+    "optimal (LP, for this prior)": [],
+    "tight-constraints": [],
+    "planar Laplace": [],
+    "exponential": [],
+}
 gaps = []
 for eps in epsilons:
     opt = dp.optimal_mechanism(space, prior, epsilon=eps)
     gaps.append(opt.gap)
     tc = dp.tight_constraints(space, epsilon=eps)
     curves["optimal (LP, for this prior)"].append(opt.value)
-    curves["tight-constraints"].append(dp.utility(tc.mechanism, prior).value if tc.exists else np.nan)
-    curves["planar Laplace"].append(dp.utility(dp.planar_laplace_channel(space, epsilon=eps), prior).value)
-    curves["exponential"].append(dp.utility(dp.exponential(space, epsilon=eps), prior).value)
-print(f"largest relative gap between the LP's value and its certified bound: {max(gaps):.1e}")
+    curves["tight-constraints"].append(
+        dp.utility(tc.mechanism, prior).value if tc.exists else np.nan
+    )
+    curves["planar Laplace"].append(
+        dp.utility(dp.planar_laplace_channel(space, epsilon=eps), prior).value
+    )
+    curves["exponential"].append(
+        dp.utility(dp.exponential(space, epsilon=eps), prior).value
+    )
+print(
+    f"largest relative gap between value and certified bound: {max(gaps):.1e}"
+)
 
 # %%
 # The plot, with the prior and where the optimal mechanism sends one secret
 # -------------------------------------------------------------------------
 
 opt = dp.optimal_mechanism(space, prior, epsilon=1.0)
-secret = 3 * W + 2                                  # the cell in row 3, column 2, between the hot spots
-outputs = np.asarray(opt.mechanism.matrix)[secret]        # row of the channel: P(output | centre)
+secret = 3 * W + 2  # the cell in row 3, column 2, between the hot spots
+outputs = np.asarray(opt.mechanism.matrix)[
+    secret
+]  # row of the channel: P(output | centre)
 
-fig, axes = plt.subplots(1, 3, figsize=(11, 3.6), gridspec_kw={"width_ratios": [1, 1, 1.5]})
+fig, axes = plt.subplots(
+    1, 3, figsize=(11, 3.6), gridspec_kw={"width_ratios": [1, 1, 1.5]}
+)
 im = axes[0].imshow(prior.reshape(W, W), cmap="viridis")
 axes[0].set_title("prior on the 6×6 cells")
 fig.colorbar(im, ax=axes[0], shrink=0.8)
@@ -67,7 +88,9 @@ axes[1].set_title("optimal, ε = 1: outputs of the cell +")
 fig.colorbar(im, ax=axes[1], shrink=0.8)
 for (name, values), style in zip(curves.items(), ["o-", "s--", "^-", "v-"]):
     axes[2].plot(epsilons, values, style, label=name)
-axes[2].axhline(prior.max(), color="grey", ls=":", label="best guess without output")
+axes[2].axhline(
+    prior.max(), color="grey", ls=":", label="best guess without output"
+)
 axes[2].set_xlabel("ε (per cell step)")
 axes[2].set_ylabel("utility")
 axes[2].legend(fontsize=7)

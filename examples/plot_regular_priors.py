@@ -42,17 +42,39 @@ rng = np.random.default_rng(0)
 samples = rng.dirichlet(np.ones(3), size=400)
 
 fig, axes = plt.subplots(1, 2, figsize=(8, 3.8))
-for ax, (name, space) in zip(axes, [("line 1 – 2 – 3", spaces.line(3)), ("ring of 3", spaces.ring(3))]):
+for ax, (name, space) in zip(
+    axes, [("line 1 – 2 – 3", spaces.line(3)), ("ring of 3", spaces.ring(3))]
+):
     ax.add_patch(Polygon(TRIANGLE, fill=False, color="black", lw=0.8))
     for eps, color in [(1.6, "tab:blue"), (0.7, "tab:orange")]:
         corners = dp.corner_priors(space, epsilon=eps)
-        ax.add_patch(Polygon(to_plane(corners), alpha=0.35, color=color, label=f"regular at ε = {eps}"))
-    inside = np.array([dp.regularity(space, p, epsilon=0.7).regular for p in samples])
+        ax.add_patch(
+            Polygon(
+                to_plane(corners),
+                alpha=0.35,
+                color=color,
+                label=f"regular at ε = {eps}",
+            )
+        )
+    inside = np.array(
+        [dp.regularity(space, p, epsilon=0.7).regular for p in samples]
+    )
     pts = to_plane(samples)
-    ax.scatter(*pts[inside].T, s=4, color="black", label="random prior, regular at ε = 0.7")
+    ax.scatter(
+        *pts[inside].T,
+        s=4,
+        color="black",
+        label="random prior, regular at ε = 0.7",
+    )
     ax.scatter(*pts[~inside].T, s=4, color="lightgrey")
     for k, xy in enumerate(TRIANGLE):
-        ax.annotate(f"secret {k + 1}", xy, ha="center", va="top" if k < 2 else "bottom", fontsize=8)
+        ax.annotate(
+            f"secret {k + 1}",
+            xy,
+            ha="center",
+            va="top" if k < 2 else "bottom",
+            fontsize=8,
+        )
     ax.set_title(name)
     ax.set_aspect("equal")
     ax.set_xlim(-0.1, 1.1)
@@ -66,4 +88,9 @@ fig.tight_layout()
 # symmetric; on the line the middle secret is close to both ends, and priors that single out the
 # middle cannot be regular. The uniform prior (the centre) is regular in every panel, so a
 # tight-constraints mechanism exists there (Prop. 8).
-print([dp.regularity(s, dp.uniform_prior(3), epsilon=0.7).regular for s in (spaces.line(3), spaces.ring(3))])
+print(
+    [
+        dp.regularity(s, dp.uniform_prior(3), epsilon=0.7).regular
+        for s in (spaces.line(3), spaces.ring(3))
+    ]
+)

@@ -25,19 +25,49 @@ import duckdb
 import matplotlib.pyplot as plt
 import numpy as np
 
-table = os.path.join(os.path.dirname(bokeh_sampledata.__file__), "_data", "SampleSuperstore.csv.gz")
+table = os.path.join(
+    os.path.dirname(bokeh_sampledata.__file__),
+    "_data",
+    "SampleSuperstore.csv.gz",
+)
 REGIONS = ["Central", "East", "South", "West"]
 CATEGORIES = ["Furniture", "Office Supplies", "Technology"]
-true_count = dict(duckdb.sql(f"SELECT Region, count(*) FROM read_csv_auto('{table}') GROUP BY Region").fetchall())
-true_items = dict(duckdb.sql(f"SELECT Category, sum(Quantity) FROM read_csv_auto('{table}') GROUP BY Category").fetchall())
+true_count = dict(
+    duckdb.sql(
+        f"SELECT Region, count(*) FROM read_csv_auto('{table}') GROUP BY Region"
+    ).fetchall()
+)
+true_items = dict(
+    duckdb.sql(
+        f"SELECT Category, sum(Quantity) FROM read_csv_auto('{table}') "
+        "GROUP BY Category"
+    ).fetchall()
+)
 print(true_count, true_items)
 
 
 def query(*args):
-    """One ``dprivacy query --json`` call; its answers as {group: (noisy answer, 95% within ±)}."""
-    out = subprocess.run([sys.executable, "-m", "dprivacy", "query", table, *args, "--seed", "11", "--json"],
-                         check=True, capture_output=True, text=True).stdout
-    return {a["group"]: (a["noisy"], a["within"]) for a in json.loads(out)["answers"]}
+    """Run ``dprivacy query --json``: {group: (noisy answer, 95% within ±)}."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dprivacy",
+            "query",
+            table,
+            *args,
+            "--seed",
+            "11",
+            "--json",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return {
+        a["group"]: (a["noisy"], a["within"])
+        for a in json.loads(out)["answers"]
+    }
 
 
 # %%
@@ -47,8 +77,19 @@ def query(*args):
 # one changed row can move between two groups.
 
 epsilons = [0.05, 0.1, 0.2, 0.5, 1.0]
-counts = {eps: query("--query", "count", "--epsilon", str(eps), "--group-by", "Region", "--keys", ",".join(REGIONS))
-          for eps in epsilons}
+counts = {
+    eps: query(
+        "--query",
+        "count",
+        "--epsilon",
+        str(eps),
+        "--group-by",
+        "Region",
+        "--keys",
+        ",".join(REGIONS),
+    )
+    for eps in epsilons
+}
 
 # %%
 # Items per category, d1 on the quantities
@@ -57,17 +98,39 @@ counts = {eps: query("--query", "count", "--epsilon", str(eps), "--group-by", "R
 # of the values, in units of one item); the category is public. Quantities are clamped to the public
 # bounds 0..15.
 
-items = {eps: query("--query", "sum:Quantity", "--bounds", "0,15", "--privacy", "d1", "--epsilon", str(eps),
-                    "--group-by", "Category") for eps in epsilons}
+items = {
+    eps: query(
+        "--query",
+        "sum:Quantity",
+        "--bounds",
+        "0,15",
+        "--privacy",
+        "d1",
+        "--epsilon",
+        str(eps),
+        "--group-by",
+        "Category",
+    )
+    for eps in epsilons
+}
 
 fig, axes = plt.subplots(1, 2, figsize=(11, 4))
 for ax, answers, truth, groups, title in [
-        (axes[0], counts, true_count, REGIONS, "orders per region (standard DP)"),
-        (axes[1], items, true_items, CATEGORIES, "items per category (d1 on quantities)")]:
+    (axes[0], counts, true_count, REGIONS, "orders per region (standard DP)"),
+    (
+        axes[1],
+        items,
+        true_items,
+        CATEGORIES,
+        "items per category (d1 on quantities)",
+    ),
+]:
     for k, group in enumerate(groups):
         err = np.array([answers[e][group][0] - truth[group] for e in epsilons])
         bars = np.array([answers[e][group][1] for e in epsilons])
-        x = np.array(epsilons) * (1 + 0.06 * (k - len(groups) / 2))   # spread the groups apart
+        x = np.array(epsilons) * (
+            1 + 0.06 * (k - len(groups) / 2)
+        )  # spread the groups apart
         ax.errorbar(x, err, yerr=bars, fmt="o", capsize=3, label=group)
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xscale("log")

@@ -2,10 +2,10 @@
 Tight-constraints vs geometric mechanism on a sum query
 =======================================================
 
-:cite:t:`ElSalamouny2014` (§7.1, Fig. 6a) compare two ε-differentially private mechanisms for a sum
-query: 150 people each hold a value in 0..5, so the sum has 751 possible answers, and two answers are
-adjacent when changing one person's value can move the sum from one to the other (they differ by at
-most 5). The *geometric* mechanism adds noise calibrated to that sensitivity; the *tight-constraints*
+Two ε-differentially private mechanisms for a sum query, compared as in Fig. 6a of
+:cite:t:`ElSalamouny2014` (§7.1). 150 people each hold a value in 0..5, so the sum has 751
+possible answers, and two answers are adjacent when changing one person's value can move the sum
+from one to the other (they differ by at most 5). The *geometric* mechanism adds noise calibrated to that sensitivity; the *tight-constraints*
 mechanism is optimal for every prior in the region of regular priors, but exists only from a threshold
 ε* on. This example computes both utilities for the uniform prior as ε varies.
 """
@@ -26,7 +26,9 @@ from dprivacy.queries import sum_space
 space = sum_space(150, 5)
 threshold = dp.tight_threshold(space)
 lo, hi = threshold.bracket
-print(f"{space.n} answers; the tight-constraints mechanism exists from ε* ∈ ({lo:.4f}, {hi:.4f}]")
+print(
+    f"{space.n} answers; tight-constraints exists from ε* ∈ ({lo:.4f}, {hi:.4f}]"
+)
 
 # %%
 # Utility as ε varies
@@ -40,12 +42,26 @@ epsilons = np.round(np.arange(0.80, 1.401, 0.025), 3)
 tight, geometric = [], []
 for eps in epsilons:
     res = dp.tight_constraints(space, epsilon=float(eps))
-    tight.append(dp.utility(res.mechanism, prior).value if res.exists else np.nan)
-    geometric.append(dp.utility(dp.truncated_geometric(space, epsilon=float(eps)), prior).value)
+    tight.append(
+        dp.utility(res.mechanism, prior).value if res.exists else np.nan
+    )
+    geometric.append(
+        dp.utility(
+            dp.truncated_geometric(space, epsilon=float(eps)), prior
+        ).value
+    )
 
 fig, ax = plt.subplots(figsize=(6.4, 4))
-ax.plot(epsilons, tight, "o-", color="tab:blue", label="tight-constraints (absent below ε*)")
-ax.plot(epsilons, geometric, "s-", color="tab:red", label="truncated geometric")
+ax.plot(
+    epsilons,
+    tight,
+    "o-",
+    color="tab:blue",
+    label="tight-constraints (absent below ε*)",
+)
+ax.plot(
+    epsilons, geometric, "s-", color="tab:red", label="truncated geometric"
+)
 ax.axvline(hi, color="grey", ls="--", lw=1, label=f"certified ε* ≈ {hi:.3f}")
 ax.axvline(0.8, color="grey", ls=":", lw=1, label="ε* = 0.8 as published")
 ax.set_xlabel("ε")
@@ -60,4 +76,6 @@ fig.tight_layout()
 # threshold as 0.8; the certified threshold is about 0.968. ``dprivacy reproduce`` explains the
 # difference: a check that tolerates entries of μ down to −10⁻⁴ gives 0.8 exactly.
 ratio = np.array(tight) / np.array(geometric)
-print(f"utility ratio tight/geometric where both exist: {np.nanmin(ratio):.2f} to {np.nanmax(ratio):.2f}")
+print(
+    f"utility tight/geometric: {np.nanmin(ratio):.2f} to {np.nanmax(ratio):.2f}"
+)

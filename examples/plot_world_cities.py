@@ -32,13 +32,28 @@ work = tempfile.mkdtemp()
 
 def dprivacy(*args):
     """Run the ``dprivacy`` command line with this Python."""
-    subprocess.run([sys.executable, "-m", "dprivacy", *args], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "dprivacy", *args],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 releases = {}
 for eps in (1.0, 0.05):
     out = os.path.join(work, f"cities-{eps}.csv")
-    dprivacy("obfuscate", cities, "-o", out, "--epsilon", str(eps), "--unit", "km", "--seed", "7")
+    dprivacy(
+        "obfuscate",
+        cities,
+        "-o",
+        out,
+        "--epsilon",
+        str(eps),
+        "--unit",
+        "km",
+        "--seed",
+        "7",
+    )
     releases[eps] = pacsv.read_csv(out)
 
 original = pacsv.read_csv(cities)
@@ -57,12 +72,18 @@ def europe(table):
 
 
 fig, axes = plt.subplots(1, 3, figsize=(12, 4.2), sharex=True, sharey=True)
-panels = [("original", original), ("released, ε = 1 / km", releases[1.0]), ("released, ε = 0.05 / km", releases[0.05])]
+panels = [
+    ("original", original),
+    ("released, ε = 1 / km", releases[1.0]),
+    ("released, ε = 0.05 / km", releases[0.05]),
+]
 for ax, (title, table) in zip(axes, panels):
     lon, lat = europe(table)
     ax.scatter(lon, lat, s=0.3, color="tab:blue", alpha=0.5)
     ax.set_title(title)
-    ax.set_aspect(1 / np.cos(np.radians(48)))     # degrees of longitude are shorter at 48° N
+    ax.set_aspect(
+        1 / np.cos(np.radians(48))
+    )  # degrees of longitude are shorter at 48° N
     ax.set_xlabel("longitude")
 axes[0].set_ylabel("latitude")
 fig.tight_layout()
@@ -77,11 +98,25 @@ fig.tight_layout()
 # ``dprivacy evaluate`` compares the displacement with what the mechanism predicts: for planar
 # Laplace at ε per metre the mean is 2/ε and the median about 1.68/ε.
 
-result = subprocess.run([sys.executable, "-m", "dprivacy", "evaluate", cities, os.path.join(work, "cities-0.05.csv"), "--json"],
-                        check=True, capture_output=True, text=True)
+result = subprocess.run(
+    [
+        sys.executable,
+        "-m",
+        "dprivacy",
+        "evaluate",
+        cities,
+        os.path.join(work, "cities-0.05.csv"),
+        "--json",
+    ],
+    check=True,
+    capture_output=True,
+    text=True,
+)
 import json  # noqa: E402
 
 report = json.loads(result.stdout)
 for key in ("mean", "p50", "p95"):
-    print(f"{key:>4}: measured {report['displacement_m'][key] / 1000:6.1f} km,"
-          f" predicted {report['predicted_displacement_m'][key] / 1000:6.1f} km")
+    print(
+        f"{key:>4}: measured {report['displacement_m'][key] / 1000:6.1f} km,"
+        f" predicted {report['predicted_displacement_m'][key] / 1000:6.1f} km"
+    )
