@@ -31,7 +31,6 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
-    "sphinx.ext.intersphinx",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
     "sphinxcontrib.bibtex",
@@ -40,12 +39,8 @@ extensions = [
     "rst_clean",
 ]
 
-# Offline builds: no intersphinx inventory is fetched (CI has no network); the mapping stays empty.
-intersphinx_mapping: dict = {}
-
 templates_path = ["_templates"]
-exclude_patterns = ["_build", "README.md", "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip",
-                    "auto_examples/*.json", "auto_examples/*.md5", "auto_examples/*.codeobj.json"]
+exclude_patterns = ["_build"]
 nitpicky = False
 smartquotes = False  # the docstrings write primes (ε') and quotes as they mean them
 default_role = "code"
@@ -53,7 +48,7 @@ default_role = "code"
 # -- API reference -----------------------------------------------------------------------------
 autosummary_generate = True
 autosummary_imported_members = False
-autodoc_default_options = {"members": False}
+autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_typehints = "none"  # the numpydoc Parameters sections say it; the signatures stay readable
 autodoc_member_order = "bysource"
 numpydoc_show_class_members = False
