@@ -32,6 +32,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -241,3 +243,49 @@ def test_a_failed_first_query_is_charged_to_every_name_of_the_table(tmp_path):
         with pytest.raises(BudgetExceeded, match="only 0.4 of the budget 1 remains"):
             charge(led, str(tmp_path / other), epsilon=0.6, budget=1.0, what="count")
     assert len(json.loads(led.read_text())) == 1
+
+
+# budget: a query that failed while reading the rows was free (a yes/no question per query), one stopped while it was
+# slow was free, and a failed one was recorded without its columns (the rules on public/protected columns skipped it)
+def test_epsilon_is_charged_before_the_rows_are_read(tmp_path):
+    import subprocess
+
+    t = tmp_path / "t.csv"
+    t.write_text("a,b\n1,x\n2,y\n")
+    led = tmp_path / "ledger.json"
+
+    def fail():
+        raise ScanFailed("the query failed", protected_column="a", public_columns=["b"])
+
+    with pytest.raises(ScanFailed, match=r"ε = 0.5 charged"):
+        charge(led, str(t), epsilon=0.5, budget=3.0, what="sum:a", run=fail, privacy="d1")
+    (q,) = next(iter(json.loads(led.read_text()).values()))["queries"]
+    assert q["failed"] is True and q["protected"] == "a" and q["public"] == ["b"] and "status" not in q
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        charge(led, str(t), epsilon=0.5, budget=3.0, what="sum:a", run=interrupted, privacy="d1")
+    entry = next(iter(json.loads(led.read_text()).values()))
+    assert entry["spent"] == 1.0 and entry["queries"][-1]["interrupted"] is True
+
+    def refused():
+        raise ValueError("a refusal before any row is read")
+
+    with pytest.raises(ValueError, match="refusal"):
+        charge(led, str(t), epsilon=0.5, budget=3.0, what="sum:a", run=refused, privacy="d1")
+    assert next(iter(json.loads(led.read_text()).values()))["spent"] == 1.0
+    # a process killed while it reads the rows leaves its ε charged (the entry says pending)
+    code = ("import os, sys; from dprivacy.data.budget import charge; "
+            f"charge({str(led)!r}, {str(t)!r}, epsilon=0.5, budget=3.0, what='sum:a', privacy='d1', run=lambda: os._exit(9))")
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    p = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=src), timeout=120)
+    assert p.returncode == 9
+    entry = next(iter(json.loads(led.read_text()).values()))
+    assert entry["spent"] == 1.5 and entry["queries"][-1]["status"] == "pending"
+    # a refusal on a fresh ledger leaves no ledger
+    fresh = tmp_path / "fresh.json"
+    with pytest.raises(ValueError):
+        charge(fresh, str(t), epsilon=0.5, budget=3.0, what="count", run=refused)
+    assert not fresh.exists()

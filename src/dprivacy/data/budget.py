@@ -263,27 +263,57 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
             data[key] = entry
             _write(ledger, data)
 
+        def settle(**details) -> None:
+            """The provisional entry, completed: its status dropped, what the query found added."""
+            q = entry["queries"][-1]
+            q.pop("status", None)
+            q.update(details)
+            _write(ledger, data)
+
+        from .tables import ScanFailed
+
+        existed, before = ledger.exists(), json.loads(json.dumps(data))
+
+        def restore() -> None:
+            if existed:
+                _write(ledger, before)
+            else:
+                ledger.unlink(missing_ok=True)
+
+        # ε is charged before the rows are read: an interrupt, a time-out or a kill while they are read leaves it
+        # charged (a query stopped when it was slow was free, and its slowness could depend on one row). A refusal
+        # that is the query's or the table's (a ValueError from run()) restores the ledger as it was.
+        record(status="pending")
         try:
             result = run() if run is not None else None
-        except Exception as exc:
-            from .tables import ScanFailed
-
-            if not isinstance(exc, ScanFailed):
-                raise
-            # a failure while the rows were read can depend on them: it costs ε like an answer (a free failure was a
-            # free yes/no question: review)
-            record(failed=True)
+        except ScanFailed as exc:
+            # a failure while the answers were computed can depend on the rows: it costs ε like an answer, under the
+            # query's columns (the rules on protected and public columns hold for it too)
+            settle(failed=True, **({"protected": exc.protected_column, "public": exc.public_columns}
+                                   if exc.protected_column is not None else {}))
             raise ScanFailed(f"{exc} (ε = {float(epsilon):g} charged: a failure while reading the rows may depend on "
-                             f"them; spent {after:g} of {budget:g})") from None
+                             f"them; spent {after:g} of {budget:g})", protected_column=exc.protected_column,
+                             public_columns=exc.public_columns) from None
+        except ValueError:
+            restore()
+            raise
+        except BaseException:
+            settle(interrupted=True)
+            raise
         protected = getattr(result, "protected_column", None)
         public = list(getattr(result, "public_columns", None) or [])
         unit = getattr(result, "unit", None) if privacy in ("d1", "dinf") else None
-        _check_columns(entry["queries"], protected, public, table)
-        _check_unit(entry["queries"], protected, unit, table)
         bounds = getattr(result, "bounds", None) if privacy == "normalized-d1" else None
         span = float(bounds[1]) - float(bounds[0]) if bounds is not None else None
-        _check_range(entry["queries"], protected, span, table)
-        record(**({"protected": protected, "public": public} if protected is not None else {}),
+        earlier = entry["queries"][:-1]
+        try:
+            _check_columns(earlier, protected, public, table)
+            _check_unit(earlier, protected, unit, table)
+            _check_range(earlier, protected, span, table)
+        except BudgetExceeded:
+            restore()
+            raise
+        settle(**({"protected": protected, "public": public} if protected is not None else {}),
                **({"unit": unit} if unit is not None else {}), **({"range": span} if span is not None else {}))
     return result, after, budget - after
 

@@ -463,6 +463,7 @@ def _connect(path: str):
 
     con = duckdb.connect()
     con.execute(f"SET allowed_paths=[{_literal(path)}]")
+    con.execute("SET TimeZone='UTC'")  # times compare the same whatever the machine's zone
     con.execute("SET enable_external_access=false")
     con.execute("SET lock_configuration=true")
     return con
@@ -546,10 +547,22 @@ def _plan_split(q: Query, privacy: str, group_by, groups: int) -> tuple[int, str
 
 
 class ScanFailed(ValueError):
-    """The query failed while reading the rows (DuckDB ran out of memory, a conversion the condition forced, ...).
-    Such a failure may depend on the rows — a --where that builds a large value only for rows with some property
-    fails only when one exists (a review composed string_split and casts, or lambdas, into one) — so a budget
-    ledger charges the query's ε for it (:func:`dprivacy.data.budget.charge`), as for an answer."""
+    """The query failed while computing its answers, after every column was read once (DuckDB ran out of memory,
+    ...). Such a failure may depend on the rows, so a budget ledger charges the query's ε for it
+    (:func:`dprivacy.data.budget.charge`), as for an answer, under the query's protected and public columns
+    (``protected_column``, ``public_columns``). Its message never quotes DuckDB's, which can quote a cell."""
+
+    def __init__(self, message: str, *, protected_column=None, public_columns=()):
+        super().__init__(message)
+        self.protected_column = protected_column
+        self.public_columns = list(public_columns)
+
+
+def _unreadable(table: str, exc, owner: bool, what: str = "") -> ValueError:
+    """The refusal for a table DuckDB cannot read as one table: the same sentence whatever was asked, with DuckDB's
+    own first line (which can quote a row, its line number or a cell) only for the data owner."""
+    detail = f": {str(exc).splitlines()[0]}" if owner else " (--owner: DuckDB's message, which may quote a row)"
+    return ValueError(f"cannot read {table}{what}{detail}")
 
 
 def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: str | None = None,
@@ -657,12 +670,9 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     try:
         cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {_relation(table)}").fetchall()]
     except duckdb.Error as exc:
-        first = str(exc).splitlines()[0]
-        if _relation(table).startswith("read_csv"):
-            raise ValueError(f"cannot read {table} as one CSV table (delimiter {_csv_dialect(table)[0]!r} from its header line, "
-                             "quotes \", every line with the header's number of fields: a line of another shape?): "
-                             f"{first}") from None
-        raise ValueError(f"cannot read {table}: {first}") from None
+        what = (f" as one CSV table (delimiter {_csv_dialect(table)[0]!r} from its header line, quotes \", every line with "
+                "the header's number of fields, UTF-8: a line of another shape?)" if _relation(table).startswith("read_csv") else "")
+        raise _unreadable(table, exc, owner, what) from None
     for c in [query.column, group_by, *query.columns]:
         if c is not None and c not in cols:
             raise ValueError(f"unknown column {c!r}: the table's columns are {', '.join(cols)}")
@@ -672,7 +682,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     try:
         types = {r[0]: str(r[1]).upper() for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()}
     except duckdb.Error as exc:
-        raise ValueError(f"cannot read {table}: {str(exc).splitlines()[0]}") from None
+        raise _unreadable(table, exc, owner) from None
     if group_by is not None and group_by in (query.column, *query.columns):
         # the keys are released exactly (treated as public): grouping by the column the query aggregates would
         # publish its distinct values (a review got every sale amount, the maximum included)
@@ -728,17 +738,26 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         checks += ["0", "0", "0"]
     checks.append("1" if not gexpr else str(len(keys)) if keys is not None else
                   f"count(DISTINCT {gexpr}) + max(CASE WHEN {gexpr} IS NULL THEN 1 ELSE 0 END)")
+    # Every column of every row is decoded in this first scan (hashed), whatever the query names: DuckDB reads only
+    # the columns a query uses, so a cell that cannot be decoded (invalid UTF-8 or JSON, a timestamp out of range, a
+    # CSV line in another encoding) made a query fail exactly when its condition named that column — a yes/no about
+    # one row. Here it fails for every query on the table alike, refused as unreadable (a fact about the table).
+    checks += [f"bit_xor(hash({_quote(c)}))" for c in types]
 
-    def scan(sql: str):
-        # (no second reading on a conversion error: the types are fixed before any row is read, _relation)
+    def scan(sql: str, first: bool = False):
         try:
             return con.execute(sql).fetchall()
         except duckdb.InterruptException:
             raise KeyboardInterrupt from None
         except duckdb.Error as exc:
-            raise ScanFailed(f"the query failed while reading the rows: {str(exc).splitlines()[0]}") from None
+            if first:  # no --where in it: a failure here is the table's, the same for every query
+                raise _unreadable(table, exc, owner, ": a value in it cannot be decoded, or memory ran out") from None
+            raise ScanFailed("the query failed while computing its answers (memory ran out, or a value could not be "
+                             "read)" + (f": {str(exc).splitlines()[0]}" if owner else ""),
+                             protected_column=query.column if privacy in VALUE_METRICS else None,
+                             public_columns=public_cols) from None
 
-    got = scan(f"SELECT {', '.join(checks)} FROM {rel}")[0]
+    got = scan(f"SELECT {', '.join(checks)} FROM {rel}", first=True)[0]
     total = int(got[0])
     wrong, empty, fractions = int(got[1]), int(got[2]), int(got[3])
     n_groups = int(got[4] or 0)

@@ -33,17 +33,22 @@ Grammar (keywords and function names in any case; a column is a name, or any tex
 
 Types and totality. Values are numbers, text, true/false, dates and timestamps. Arithmetic is done in float64
 (no integer overflow error; x/0 is ±inf or NaN); a text column compared with a number, a date or a truth value is
-read as one (``TRY_CAST``: a text that is not one is NULL, so the comparison is not true); a quoted literal
+read as one (``TRY_CAST``: a text that is not one is NULL, so the comparison is not true), and a text used as a
+condition is read as true/false; a quoted literal
 compared with a date or number column must be a valid date or number, which this module checks. Every ``CAST``
-is a ``TRY_CAST``. The query evaluates the compiled condition as ``coalesce(try(...), false)``, so a row on which
-it cannot be evaluated is not selected rather than failing the query.
+is a ``TRY_CAST``. Each comparison, ``BETWEEN``, ``IN`` and ``LIKE`` is evaluated under its own ``try()`` (an
+error on a row makes that predicate NULL), an arithmetic or function result that is not a number (0/0) is NULL,
+and the query evaluates the whole as ``coalesce(try(...), false)``: a row on which the condition cannot be
+evaluated is not selected rather than failing the query. ``CURRENT_DATE`` is today's date (UTC) as a literal, and
+times are compared in UTC (the connection's time zone).
 
 **Memory bound per row.** Every value the condition computes on a row is a number, a truth value, a date or a
 timestamp (at most 16 bytes), or a text that is one of the row's cells or of the condition's literals, a part of
 one (``substring``, ``trim``), its case mapping (``lower``, ``upper``: the same number of characters, at most 4
-bytes each) or the text form of a number, truth value or date (``CAST(x AS VARCHAR)``, at most 32 bytes); a
+bytes each), the text form of a number, truth value or date (``CAST(x AS VARCHAR)``, at most 32 bytes) or a date
+written by ``strftime`` with a literal format (at most 16 bytes per character of the format); a
 ``CASE``, ``coalesce``, ``nullif``, ``greatest`` or ``least`` returns one of its arguments. A condition has at most
-:data:`MAX_NODES` nodes, so evaluating it on a row holds at most ``MAX_NODES · (4·L + 32)`` bytes, L the number of
+:data:`MAX_NODES` nodes, so evaluating it on a row holds at most ``MAX_NODES · (16·L + 32)`` bytes, L the number of
 characters of the row's longest cell or the condition's longest literal — the same bound whether or not the row
 matches, and linear in the row.
 """

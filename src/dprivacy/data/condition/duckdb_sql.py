@@ -45,7 +45,17 @@ _KIND_NAMES = {"num": "a number", "text": "text", "bool": "true/false", "date": 
 _SQL_TYPE = {"num": "DOUBLE", "text": "VARCHAR", "bool": "BOOLEAN", "date": "DATE", "ts": "TIMESTAMP"}
 
 
-_NUMBER = re.compile(r"\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*")
+_NUMBER = re.compile(r"\s*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*")
+_INTEGER_TYPE = re.compile(r"U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|U?INT\d+")
+#: Predicates, each evaluated under its own try(): an error on a row (a conversion, an overflow) makes that
+#: predicate NULL, not the whole condition
+_PREDICATES = ("cmp", "between", "in", "like")
+
+
+def _not_nan(sql: str) -> str:
+    """``sql`` (a float64 result) with NaN made NULL: DuckDB orders NaN above every number and makes it equal to
+    itself, so 0/0 > 100 would be true."""
+    return f"nullif({sql}, CAST('NaN' AS DOUBLE))"
 
 
 def _quote_name(name: str) -> str:
@@ -61,6 +71,7 @@ class _Compiler:
         self.text = text
         self.by_lower = {str(c).lower(): str(c) for c in types}
         self.kinds = {str(c): column_kind(str(t)) for c, t in types.items()}
+        self.integer = {str(c) for c, t in types.items() if _INTEGER_TYPE.fullmatch(str(t).upper())}
         self.used: set = set()
 
     def fail(self, node: Node, what: str) -> ConditionError:
@@ -69,6 +80,10 @@ class _Compiler:
     # A typed SQL fragment: (sql, kind, literal node or None). A literal keeps its node so that it can be read as
     # the kind it is compared with (a quoted date beside a date column) and checked here.
     def expr(self, n: Node):
+        sql, kind, lit = self.term(n)
+        return (f"try({sql})", kind, lit) if n.kind in _PREDICATES else (sql, kind, lit)
+
+    def term(self, n: Node):
         k = n.kind
         if k == "num":
             try:
@@ -85,7 +100,7 @@ class _Compiler:
         if k in ("date", "ts"):
             return self.time_literal(n, k), k, n
         if k == "current_date":
-            return "current_date", "date", None
+            return f"DATE '{_dt.datetime.now(_dt.timezone.utc).date().isoformat()}'", "date", None
         if k == "col":
             name = self.by_lower.get(str(n.value).lower())
             if name is None:
@@ -121,7 +136,7 @@ class _Compiler:
             return f"(- {self.as_kind(n.args[0], 'num')})", "num", None
         if k == "arith":
             a, b = (self.as_kind(x, "num") for x in n.args)
-            return f"({a} {n.value} {b})", "num", None
+            return _not_nan(f"({a} {n.value} {b})"), "num", None
         if k == "cast":
             return self.cast(n)
         if k == "case":
@@ -167,8 +182,6 @@ class _Compiler:
 
     def as_kind(self, n: Node, target: str) -> str:
         sql, kind, lit = self.expr(n)
-        if target == "bool" and kind == "text" and lit is None:
-            raise self.fail(n, "text where true/false is expected (compare it, e.g. Region = 'West', or flag = true)")
         if target == "num" and kind == "num":
             return f"CAST({sql} AS DOUBLE)"  # arithmetic in float64: no overflow error on any row
         return self.convert(n, sql, kind, lit, target)
@@ -197,7 +210,19 @@ class _Compiler:
                 raise self.fail(a, f"{_KIND_NAMES[kind]} compared with {_KIND_NAMES[target]}")
             else:
                 out.append(self.convert(a, sql, kind, lit, target))
+        if target == "num" and not all(self.is_integer(a) or k == "null" for a, (_, k, _) in zip(args, typed)):
+            # compared as float64 unless all are integers: a DECIMAL(38) column beside 0.5 overflowed the common
+            # decimal type on its largest values, which made the comparison fail on those rows
+            out = [f"CAST({x} AS DOUBLE)" for x in out]
         return [*out, target]
+
+    def is_integer(self, n: Node) -> bool:
+        """An integer column or literal, compared exactly (a 64-bit id has no exact float64)."""
+        if n.kind == "num":
+            return re.fullmatch(r"-?[0-9]+", str(n.value)) is not None
+        if n.kind == "col":
+            return self.by_lower.get(str(n.value).lower()) in self.integer
+        return False
 
     def cast(self, n: Node):
         sql_type, kind = CAST_TYPES[n.value]
@@ -243,7 +268,10 @@ class _Compiler:
                     raise self.fail(a, f"{unit!r} is not a date unit (one of {', '.join(UNITS)})")
                 parts.append(_quote_text(unit))
             elif k == "fmt":
-                parts.append(_quote_text(self.literal_arg(n, a, "a format")))
+                fmt = self.literal_arg(n, a, "a format")
+                if name == "strptime" and re.search(r"%[zZ]", fmt):
+                    raise self.fail(a, "a time-zone directive (%z, %Z) in strptime: the times are compared without one")
+                parts.append(_quote_text(fmt))
             elif k == "int":
                 if a.kind != "num" or not re.fullmatch(r"-?\d{1,2}", str(a.value)):
                     raise self.fail(a, f"{name}(x, n) takes a whole number of digits between -99 and 99 as n")
@@ -251,7 +279,7 @@ class _Compiler:
             elif k == "time":
                 sql, kind, lit = self.expr(a)
                 parts.append(sql if kind in ("date", "ts") else self.convert(a, sql, kind, lit, "ts"))
-            elif k == "num" and name == "substring":
+            elif k == "num" and name in ("substring", "left", "right"):
                 parts.append(f"CAST({self.as_kind(a, 'num')} AS BIGINT)")
             else:
                 parts.append(self.as_kind(a, k))
@@ -259,6 +287,8 @@ class _Compiler:
         sql = f"{fn}({', '.join(parts)})"
         if name == "date_trunc":
             sql = f"CAST({sql} AS TIMESTAMP)"
+        elif result == "num" and name in ("sqrt", "ln", "log10", "exp"):
+            sql = _not_nan(sql)
         return sql, result, None
 
 
@@ -270,6 +300,8 @@ def compile_condition(text: str, types: dict) -> Compiled:
     tree = parse(text)
     c = _Compiler(text, types)
     sql, kind, lit = c.expr(tree)
+    if kind == "text" and lit is None:  # a flag in a column read as text ('true', 'f', '1'): NULL if not one
+        sql, kind = c.convert(tree, sql, kind, lit, "bool"), "bool"
     if kind != "bool":
         raise ConditionError(f"bad --where {text!r}: it is {_KIND_NAMES[kind]}, not a true/false condition "
                              "(compare it, e.g. \"Region = 'West'\")")

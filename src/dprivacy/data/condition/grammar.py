@@ -29,18 +29,25 @@ FUNCTIONS = {
     "dayofyear": (("time",), "num"), "hour": (("time",), "num"), "minute": (("time",), "num"),
     "second": (("time",), "num"),
     "date_trunc": (("unit", "time"), "ts"), "date_diff": (("unit", "time", "time"), "num"),
-    "strptime": (("text", "fmt"), "ts"),
+    "strptime": (("text", "fmt"), "ts"), "strftime": (("time", "fmt"), "text"),
+    "date_part": (("unit", "time"), "num"),
+    "left": (("text", "num"), "text"), "right": (("text", "num"), "text"), "strpos": (("text", "text"), "num"),
+    "isnan": (("num",), "bool"), "isinf": (("num",), "bool"), "sqrt": (("num",), "num"), "ln": (("num",), "num"),
+    "log10": (("num",), "num"), "exp": (("num",), "num"),
     "coalesce": (("same", "same*"), "same"), "nullif": (("same", "same"), "same"),
     "greatest": (("same", "same", "same*"), "same"), "least": (("same", "same", "same*"), "same"),
 }
 #: Other spellings of the same functions.
 ALIASES = {"substr": "substring", "char_length": "length", "ceiling": "ceil", "datediff": "date_diff",
-           "datetrunc": "date_trunc", "try_strptime": "strptime", "len": "length", "lcase": "lower", "ucase": "upper"}
+           "datetrunc": "date_trunc", "try_strptime": "strptime", "len": "length", "lcase": "lower", "ucase": "upper",
+           "instr": "strpos", "ifnull": "coalesce", "datepart": "date_part"}
 #: Date units of date_trunc and date_diff.
 UNITS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second")
 #: Target types of CAST (always compiled as TRY_CAST) and their kinds.
 CAST_TYPES = {"double": ("DOUBLE", "num"), "float": ("DOUBLE", "num"), "real": ("DOUBLE", "num"),
               "bigint": ("BIGINT", "num"), "integer": ("BIGINT", "num"), "int": ("BIGINT", "num"),
+              "smallint": ("BIGINT", "num"), "tinyint": ("BIGINT", "num"), "hugeint": ("DOUBLE", "num"),
+              "decimal": ("DOUBLE", "num"), "numeric": ("DOUBLE", "num"),
               "varchar": ("VARCHAR", "text"), "text": ("VARCHAR", "text"), "date": ("DATE", "date"),
               "timestamp": ("TIMESTAMP", "ts"), "boolean": ("BOOLEAN", "bool"), "bool": ("BOOLEAN", "bool")}
 
@@ -60,18 +67,18 @@ _FOREIGN_SYMBOLS = (("||", "text concatenation '||'"), ("->>", "a JSON path '->>
                     (">>", "a bit shift '>>'"), ("!~~", "the operator '!~~'"), ("~~", "the operator '~~'"),
                     ("^@", "the operator '^@'"), ("[", "a list or index '[...]'"), ("]", "a list or index '[...]'"),
                     ("{", "a struct '{...}'"), ("}", "a struct '{...}'"), (";", "';'"), ("#", "a column by position '#N'"),
-                    ("?", "a parameter '?'"), ("$", "a parameter '$'"), ("%", "the modulo '%'"), ("^", "a power '^'"),
+                    ("?", "a parameter '?'"), ("$", "a parameter '$'"), ("^", "a power '^'"),
                     ("&", "a bit operator '&'"), ("|", "a bit operator '|'"), ("~", "the operator '~'"),
                     ("!", "the operator '!'"), ("@", "the operator '@'"), (".", "a qualified name or '.' (name the column alone)"),
                     (":", "':'"), ("`", "a backquote (quote a column name with \")"), ("\\", "a backslash"))
 
 _TOKEN = re.compile(r"""
     (?P<ws>\s+)
-  | (?P<num>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?(?![\w.]))
+  | (?P<num>(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?(?![\w.]))
   | (?P<str>'(?:[^']|'')*')
   | (?P<qid>"(?:[^"]|"")+")
-  | (?P<id>[^\W\d]\w*)
-  | (?P<op><=|>=|<>|!=|=|<|>|\+|-|\*|/|\(|\)|,)
+  | (?P<id>[^\W0-9]\w*)
+  | (?P<op><=|>=|<>|!=|=|<|>|\+|-|\*|/|%|\(|\)|,)
 """, re.VERBOSE)
 
 
@@ -250,9 +257,9 @@ class _Parser:
         kind, val, pos = self.peek()
         node = self.primary() if kind in ("num", "str") or self.word() in ("true", "false", "null", "date",
                                                                              "timestamp") else None
-        if node is None and kind == "op" and val == "-" and self.peek(1)[0] == "num":
+        if node is None and kind == "op" and val in ("-", "+") and self.peek(1)[0] == "num":
             self.take()
-            return self.node("num", "-" + self.take()[1], (), pos)
+            return self.node("num", ("-" if val == "-" else "") + self.take()[1], (), pos)
         if node is None or node.kind not in ("num", "str", "bool", "null", "date", "ts"):
             raise _refuse(self.text, "an IN list of anything but literals", pos)
         return node
@@ -271,7 +278,7 @@ class _Parser:
         left = self.unary()
         while True:
             kind, val, pos = self.peek()
-            if kind == "op" and val in ("*", "/"):
+            if kind == "op" and val in ("*", "/", "%"):
                 self.take()
                 left = self.node("arith", val, (left, self.unary()), pos)
             else:
@@ -331,7 +338,9 @@ class _Parser:
         if word in ("cast", "try_cast"):
             return self.cast()
         nk, nv, _ = self.peek(1)
-        if word in _FOREIGN_WORDS and (nk in ("id", "num", "str", "qid") or (nk == "op" and nv in ("(", "*"))):
+        operator_word = nk == "id" and nv.lower() in ("in", "is", "like", "ilike", "between", "and", "or", "not")
+        if word in _FOREIGN_WORDS and not operator_word and (nk in ("id", "num", "str", "qid")
+                                                             or (nk == "op" and nv in ("(", "*"))):
             raise _refuse(self.text, _FOREIGN_WORDS[word], pos)  # a word that cannot be a column here
         if self.peek(1)[0] == "op" and self.peek(1)[1] == "(":
             return self.call()
