@@ -164,6 +164,11 @@ class MetricSpace:
         """Distances from point(s) ``i`` to every point: shape (n,) or (len(i), n)."""
         return self.distances[i]
 
+    def pair_distances(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """Distances d(i[k], j[k]) of listed pairs of point indices (a grid computes them from its
+        coordinates, without the dense matrix)."""
+        return self.distances[i, j]
+
     @property
     def is_extended(self) -> bool:
         """True when some distance is infinite (seed 002 §3)."""
@@ -486,6 +491,10 @@ class GridSpace(MetricSpace):
         if ci.ndim == 1:
             return self.offset_distance(c[:, 0] - ci[0], c[:, 1] - ci[1])
         return self.offset_distance(c[:, 0][None, :] - ci[:, 0][:, None], c[:, 1][None, :] - ci[:, 1][:, None])
+
+    def pair_distances(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        c = self.coordinates / self.step
+        return self.offset_distance(c[i, 0] - c[j, 0], c[i, 1] - c[j, 1])
 
     def scaled(self, epsilon: float) -> "GridSpace":
         e = check_epsilon(epsilon)

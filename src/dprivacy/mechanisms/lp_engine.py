@@ -53,7 +53,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..measures.privacy import check_privacy
 from ..spaces import MetricSpace
 
 #: Absolute violation e^{−εd(a,b)}·H[a,w] − H[b,w] above which a constraint is added. HiGHS is run
