@@ -584,7 +584,7 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
 
     ``c`` is n × m (gain form). ``center`` is a starting stability centre for the duals, with
     ``center_bound`` ≥ L(center) ≥ OPT if the caller knows one (for the binary gain, the tent LP's
-    dual-feasible μ, where L(μ) = Σμ: :func:`~dprivacy.mechanisms.optimal._tent_bracket`); without it
+    dual-feasible μ, where L(μ) = Σμ: :func:`~dprivacy.mechanisms.tent_lp._tent_bracket`); without it
     the first master duals start the smoothing. Stops when the
     relative gap between the bound and the master's objective is at most ``gap`` and no ray improves
     the master at its own duals, or at ``time_limit`` seconds. ``progress(round)`` is called after each
