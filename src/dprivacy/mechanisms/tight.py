@@ -32,6 +32,7 @@ from .._kernels.dispatch import takes_structured
 from .._kernels.phi_solve import TightResult, tight_reason
 from .._validate import check_epsilon
 from ..channels import Channel
+from ..graphs import distance_counts
 from ..spaces import MetricSpace
 
 #: Relative tolerance when comparing distances for ball-size symmetry.
@@ -394,8 +395,6 @@ def ball_size_symmetric_tight(space: MetricSpace, *, epsilon: float) -> TightCon
     e = check_epsilon(epsilon)
     profile = _ball_profile(space)
     if profile is None:
-        from ..graphs import distance_counts
-
         why = distance_counts(space, rtol=SYMMETRY_RTOL).reason or "the row sums of d differ"
         raise ValueError(f"space {space.name!r} is not ball-size symmetric (seed 000 Def 7): {why}")
     return _closed_form(space, space.distances, profile, e)
@@ -423,8 +422,6 @@ def _ball_profile(space: MetricSpace, rtol: float = SYMMETRY_RTOL):
         # relative to the sums themselves: a floor of 1 let grid:3x3:step=1e-10 (sums of 1e-9) pass
         if np.abs(s - s[0]).max() > 4 * rtol * abs(s[0]):
             return None
-    from ..graphs import distance_counts  # lazily: graphs sits beside mechanisms, not below them
-
     counts = distance_counts(space, rtol=rtol)
     return (counts.distances, counts.counts) if counts.symmetric else None
 
