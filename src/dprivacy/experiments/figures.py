@@ -26,6 +26,17 @@ def save_csv(ctx: Context, name: str, header: Sequence[str], columns: Sequence[S
     return path
 
 
+def save_figure(ctx: Context, fig, *, id: str, paper: str, where: str, caption: str, csv_header: Sequence[str],
+                csv_columns: Sequence[Sequence]) -> Figure:
+    """Write the matplotlib figure ``fig`` to ``<id>.png`` (and close it) and its data to ``<id>.csv``: the
+    report's :class:`~dprivacy.experiments.claims.Figure`."""
+    png = ctx.path(f"{id}.png")
+    fig.savefig(png)
+    pyplot().close(fig)
+    csv_path = save_csv(ctx, f"{id}.csv", csv_header, csv_columns)
+    return Figure(id, paper, where, png.name, csv_path.name, caption)
+
+
 def line_plot(
     ctx: Context,
     *,
@@ -57,11 +68,8 @@ def line_plot(
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    png = ctx.path(f"{id}.png")
-    fig.savefig(png)
-    plt.close(fig)
-    csv_path = save_csv(ctx, f"{id}.csv", [xlabel] + list(series), [list(x)] + [list(v) for v in series.values()])
-    return Figure(id, paper, where, png.name, csv_path.name, caption)
+    return save_figure(ctx, fig, id=id, paper=paper, where=where, caption=caption, csv_header=[xlabel] + list(series),
+                       csv_columns=[list(x)] + [list(v) for v in series.values()])
 
 
 def curves(ctx: Context, *, id: str, where: str, x, series: dict, xlabel: str, ylabel: str, title: str,
@@ -84,11 +92,8 @@ def curves(ctx: Context, *, id: str, where: str, x, series: dict, xlabel: str, y
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7.5)
     fig.tight_layout()
-    png = ctx.path(f"{id}.png")
-    fig.savefig(png)
-    plt.close(fig)
-    csv = save_csv(ctx, f"{id}.csv", [xlabel] + list(series), [list(x)] + [list(v[0]) for v in series.values()])
-    return Figure(id, paper, where, png.name, csv.name, caption)
+    return save_figure(ctx, fig, id=id, paper=paper, where=where, caption=caption, csv_header=[xlabel] + list(series),
+                       csv_columns=[list(x)] + [list(v[0]) for v in series.values()])
 
 
 def panel_plot(ctx: Context, *, id: str, paper: str, where: str, caption: str, title: str, panels: list[dict],
@@ -119,11 +124,8 @@ def panel_plot(ctx: Context, *, id: str, paper: str, where: str, caption: str, t
         ax.legend(fontsize=7.5, loc=pan.get("legend_loc", "best"))
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
-    png = ctx.path(f"{id}.png")
-    fig.savefig(png)
-    plt.close(fig)
-    csv_path = save_csv(ctx, f"{id}.csv", csv_header, csv_columns)
-    return Figure(id, paper, where, png.name, csv_path.name, caption)
+    return save_figure(ctx, fig, id=id, paper=paper, where=where, caption=caption, csv_header=csv_header,
+                       csv_columns=csv_columns)
 
 
 def pyplot():

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from .claims import Figure
-from .figures import pyplot, save_csv
+from .figures import pyplot, save_figure
 from .registry import Context
 
 #: Vertices of the equilateral projection of the 2-simplex: e_1, e_2, e_3.
@@ -71,12 +71,9 @@ def simplex_panels(ctx: Context, id: str, where: str, panels, title: str, captio
     fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
-    png = ctx.path(f"{id}.png")
-    fig.savefig(png)
-    plt.close(fig)
-    cols = list(zip(*rows))
-    csv = save_csv(ctx, f"{id}.csv", ["panel", "corner", "pi1", "pi2", "pi3", "x", "y", "area fraction"], cols)
-    return Figure(id, paper, where, png.name, csv.name, caption)
+    return save_figure(ctx, fig, id=id, paper=paper, where=where, caption=caption,
+                       csv_header=["panel", "corner", "pi1", "pi2", "pi3", "x", "y", "area fraction"],
+                       csv_columns=list(zip(*rows)))
 
 
 def tetra_panels(ctx: Context, id: str, where: str, panels, title: str, caption: str, *, paper: str) -> Figure:
@@ -118,8 +115,6 @@ def tetra_panels(ctx: Context, id: str, where: str, panels, title: str, caption:
                loc="lower center", ncol=3, fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=(0, 0.04, 1, 0.97))
-    png = ctx.path(f"{id}.png")
-    fig.savefig(png)
-    plt.close(fig)
-    csv = save_csv(ctx, f"{id}.csv", ["panel", "corner", "pi1", "pi2", "pi3", "pi4", "volume fraction"], list(zip(*rows)))
-    return Figure(id, paper, where, png.name, csv.name, caption)
+    return save_figure(ctx, fig, id=id, paper=paper, where=where, caption=caption,
+                       csv_header=["panel", "corner", "pi1", "pi2", "pi3", "pi4", "volume fraction"],
+                       csv_columns=list(zip(*rows)))

@@ -193,9 +193,8 @@ class OptimalResult(Result):
 
 
 @dataclass
-class _Context:
-    """A checked problem in the form the solvers take: the gain form c_all = π·g (or −π·l), the kept output
-    columns, and the deadline of the time limit."""
+class Problem:
+    """The checked arguments of :func:`~dprivacy.mechanisms.optimal.optimal_mechanism` (:func:`check_problem`)."""
 
     space: MetricSpace
     eps: float
@@ -204,6 +203,19 @@ class _Context:
     kind: str
     binary: bool
     labels: list
+    method: str
+    pairs: str
+    solver: str
+    options: dict | None
+    gap: float
+    time_limit: float | None
+
+
+@dataclass
+class _Context(Problem):
+    """A checked problem in the form the solvers take: with the gain form c_all = π·g (or −π·l), the kept output
+    columns, and the deadline of the time limit."""
+
     kept: np.ndarray
     m: int
     repair: bool

@@ -18,7 +18,7 @@ The front door is :func:`dprivacy.mechanisms.optimal.optimal_mechanism`, which a
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -30,8 +30,8 @@ from ..measures.privacy import check_privacy
 from ..measures.utility import expected_loss, utility
 from ..spaces import MetricSpace
 from .lp_engine import _relative_gap
-from .lp_model import (_PAIRS, OptimalResult, _Context, _objective_matrix, _output_labels, _row_sum_constraints,
-                       no_privacy_bound, privacy_constraints)
+from .lp_model import (_PAIRS, OptimalResult, Problem, _Context, _objective_matrix, _output_labels,
+                       _row_sum_constraints, no_privacy_bound, privacy_constraints)
 from .repair import certified_repair
 from .tent_lp import _tent_bracket
 
@@ -85,25 +85,6 @@ AUTO_CG_POINTS = 64
 #: ε = 4 per cell (the world-cities prior): the decomposition stalled at gap 1.1e-6 after 80 s, where
 #: constraint generation had reached 1.75e-4 after 300 s.
 AUTO_RETRY_GAP = 1e-5
-
-
-@dataclass(frozen=True)
-class Problem:
-    """The checked arguments of :func:`~dprivacy.mechanisms.optimal.optimal_mechanism` (:func:`check_problem`)."""
-
-    space: MetricSpace
-    eps: float
-    p: np.ndarray
-    g: np.ndarray
-    kind: str
-    binary: bool
-    labels: list
-    method: str
-    pairs: str
-    solver: str
-    options: dict | None
-    gap: float
-    time_limit: float | None
 
 
 def check_problem(space: MetricSpace, prior, *, epsilon: float, gain=None, loss=None, outputs: Sequence | None = None,
@@ -181,8 +162,8 @@ def solve(problem: Problem, *, progress=None, repair: bool = True) -> OptimalRes
             "1.5 KB a row); use "
             "method='constraint-generation', a graph metric (edges only), or tight-constraints where it exists"
         )
-    ctx = _Context(space, eps, p, g, kind, binary, labels, kept, m, repair, c_all,
-                   None if time_limit is None else started + time_limit)
+    ctx = _Context(**vars(problem), kept=kept, m=m, repair=repair, c_all=c_all,
+                   deadline=None if time_limit is None else started + time_limit)
     if method == "full":
         return _solve_full(ctx, c, pairs, solver, options, time_limit, started, gap, progress)
     if method == "dantzig-wolfe":
