@@ -397,8 +397,8 @@ def _case_study(ctx: Context, *, space, key: str, where: str, star_pub: float, r
     vl = {f"published ε* = {star_pub}": star_pub}
     if hi:
         vl[f"certified ε* ≈ {hi:.4f}"] = hi
-    fig = curves(ctx, id=fig_id, paper=P, where=where, x=xs, series=series, xlabel="ε", ylabel="utility, uniform prior (optimal remap)",
-                  title=title, caption=caption, vlines=vl)
+    fig = curves(ctx, id=fig_id, paper=P, where=where, x=xs, series=series, xlabel="ε",
+                 ylabel="utility, uniform prior (optimal remap)", title=title, caption=caption, vlines=vl)
     # Claims.
     both = [(t, gg) for t, gg in zip(tight, geo[geo_main]) if t is not None]
     ratios = [t / gg for t, gg in both]

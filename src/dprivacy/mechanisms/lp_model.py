@@ -26,7 +26,8 @@ _PAIRS = ("essential", "all")
 
 @dataclass(frozen=True)
 class OptimalResult(Result):
-    """Outcome of :func:`~dprivacy.mechanisms.optimal.optimal_mechanism`, in the style of ``scipy.optimize.OptimizeResult``.
+    """Outcome of :func:`~dprivacy.mechanisms.optimal.optimal_mechanism`, in the style of
+    ``scipy.optimize.OptimizeResult``.
 
     Attributes
     ----------
