@@ -209,10 +209,10 @@ def test_a_time_limited_decomposition_returns_a_certified_mechanism_and_an_hones
 def test_pricing_that_stops_adding_pairs_early_still_gives_valid_certificates(monkeypatch):
     # One round of lazy pairs per pricing problem: the ray is repaired into the cone and the duals are
     # those of the last solve, so the optimum and the bracket are unchanged.
-    from dprivacy.mechanisms import decomposition
+    from dprivacy.mechanisms import dw_pricing
 
     space, prior, c, opt = _binary_grid_case(11)
-    monkeypatch.setattr(decomposition, "MAX_PAIR_ROUNDS", 1)
+    monkeypatch.setattr(dw_pricing, "MAX_PAIR_ROUNDS", 1)
     out = dantzig_wolfe(space, c, epsilon=1.0, gap=0.0)
     assert out.status in ("optimal", "gap")
     assert out.objective == pytest.approx(opt, abs=LP_TOL)
@@ -251,10 +251,10 @@ def test_scaling_the_gains_scales_the_optimum_and_the_bound(d, eps, s, data):
 def test_simplex_runs_stopped_at_the_iteration_cap_are_solved_again_and_reach_the_optimum(monkeypatch):
     # every warm-started run capped at one iteration: the pricing LPs are solved again from scratch
     # without the cap, the master from scratch and then by interior point; the optimum is unchanged
-    from dprivacy.mechanisms import decomposition
+    from dprivacy.mechanisms import decomposition, dw_pricing
 
     space, prior, c, opt = _binary_grid_case(3, 0.6)
-    monkeypatch.setattr(decomposition, "_pricing_iteration_cap", lambda n: 1)
+    monkeypatch.setattr(dw_pricing, "_pricing_iteration_cap", lambda n: 1)
     monkeypatch.setattr(decomposition, "_master_iteration_cap", lambda n: 1)
     out = dantzig_wolfe(space, c, epsilon=1.0, gap=0.0)
     assert out.status in ("optimal", "gap")

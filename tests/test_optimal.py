@@ -446,6 +446,7 @@ def test_solver_failure_is_a_result_not_an_exception():
 def test_a_numerical_failure_of_the_full_lp_is_solved_by_decomposition_and_says_so(monkeypatch):
     from scipy.optimize import OptimizeResult
 
+    from dprivacy.mechanisms import lp_solve
     from dprivacy.mechanisms import optimal as mod
 
     def failing(c, **kwargs):
@@ -454,7 +455,7 @@ def test_a_numerical_failure_of_the_full_lp_is_solved_by_decomposition_and_says_
     space = spaces.grid(3, 3)
     prior = np.array([0.3, 0.0, 0.1, 0.05, 0.2, 0.0, 0.15, 0.1, 0.1])
     ref = optimal_mechanism(space, prior, epsilon=0.7, loss=space.distances, method="full")
-    monkeypatch.setattr(mod, "linprog", failing)
+    monkeypatch.setattr(lp_solve, "linprog", failing)
     r = mod.optimal_mechanism(space, prior, epsilon=0.7, loss=space.distances, method="full")
     assert r.solved and r.private and r.method == "dantzig-wolfe"
     assert r.solver_message.startswith("the full LP failed: HiGHS Status 4: Solve error; solved by Dantzig")
@@ -473,6 +474,7 @@ def _fake_linprog(x):
 
 
 def test_tiny_negative_entries_are_clipped_and_recorded(monkeypatch):
+    from dprivacy.mechanisms import lp_solve
     from dprivacy.mechanisms import optimal as mod
 
     # A private channel on line:3 whose last column is tiny (1e−12 scale), as an LP vertex can have:
@@ -484,7 +486,7 @@ def test_tiny_negative_entries_are_clipped_and_recorded(monkeypatch):
     assert check_privacy(h, spaces.line(3), epsilon=1.0).ok
     noisy = h.copy()
     noisy[0, 2] = -1e-13
-    monkeypatch.setattr(mod, "linprog", _fake_linprog(noisy))
+    monkeypatch.setattr(lp_solve, "linprog", _fake_linprog(noisy))
     r = mod.optimal_mechanism(spaces.line(3), np.full(3, 1 / 3), epsilon=1.0, method="full")
     assert r.solved
     assert r.min_entry == -1e-13
@@ -503,12 +505,13 @@ def test_tiny_negative_entries_are_clipped_and_recorded(monkeypatch):
     [(-1e-6, 0.0, "below"), (0.0, 1e-4, "sums to 1 only within")],
 )
 def test_implausible_solver_output_is_rejected(monkeypatch, entry, row_shift, reason):
+    from dprivacy.mechanisms import lp_solve
     from dprivacy.mechanisms import optimal as mod
 
     h = truncated_geometric(3, 1.0)
     h[1, 0] = entry if entry else h[1, 0]
     h[1, 1] += row_shift
-    monkeypatch.setattr(mod, "linprog", _fake_linprog(h))
+    monkeypatch.setattr(lp_solve, "linprog", _fake_linprog(h))
     r = mod.optimal_mechanism(spaces.line(3), np.full(3, 1 / 3), epsilon=1.0, method="full")
     assert not r.solved and r.status == -1 and reason in r.solver_message and r.channel is None
 
@@ -568,7 +571,7 @@ def test_auto_retries_a_stalled_decomposition_only_when_its_gap_is_wide(monkeypa
     # gets the time left only if the stalled gap is wider than AUTO_RETRY_GAP
     import dataclasses
 
-    from dprivacy.mechanisms import decomposition, optimal
+    from dprivacy.mechanisms import decomposition, lp_solve, optimal
 
     real = decomposition.dantzig_wolfe
 
@@ -577,14 +580,14 @@ def test_auto_retries_a_stalled_decomposition_only_when_its_gap_is_wide(monkeypa
         return dataclasses.replace(real(*args, **kwargs), status="stalled")
 
     calls = []
-    real_cg = optimal._solve_generated
+    real_cg = lp_solve._solve_generated
 
     def counted(*args, **kwargs):
         calls.append(1)
         return real_cg(*args, **kwargs)
 
     monkeypatch.setattr(decomposition, "dantzig_wolfe", stalling)
-    monkeypatch.setattr(optimal, "_solve_generated", counted)
+    monkeypatch.setattr(lp_solve, "_solve_generated", counted)
     space = spaces.grid(9, 9)
     assert space.n > optimal.AUTO_CG_POINTS
     prior = np.random.default_rng(3).dirichlet(np.ones(space.n))
@@ -626,6 +629,7 @@ def test_the_tent_channel_s_repair_gets_a_tenth_of_the_time_limit(monkeypatch):
     import time
 
     import dprivacy.mechanisms.optimal as O
+    from dprivacy.mechanisms import lp_solve, tent_lp
 
     seen = []
     real = O.certified_repair
@@ -634,7 +638,8 @@ def test_the_tent_channel_s_repair_gets_a_tenth_of_the_time_limit(monkeypatch):
         seen.append((time.perf_counter(), deadline))
         return real(h, space, epsilon=epsilon, deadline=deadline, **kw)
 
-    monkeypatch.setattr(O, "certified_repair", spy)
+    monkeypatch.setattr(tent_lp, "certified_repair", spy)  # the tent channel's repair
+    monkeypatch.setattr(lp_solve, "certified_repair", spy)  # the other repairs
     space = spaces.grid(9, 9)
     p = np.random.default_rng(4).dirichlet(np.full(space.n, 0.3))
     r = _optimal_mechanism(space, p, epsilon=1.0, method="dantzig-wolfe", time_limit=50.0)

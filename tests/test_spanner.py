@@ -418,14 +418,14 @@ def test_a_failed_bound_lp_leaves_the_bound_without_privacy(monkeypatch):
 
     from dprivacy.mechanisms import spanner as sp_mod
 
-    real = sp_mod.optimal_mechanism
+    real = sp_mod.optimal_lp
     calls = []
 
     def second_fails(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs) if len(calls) == 1 else types.SimpleNamespace(solved=False, bound=float("nan"))
 
-    monkeypatch.setattr(sp_mod, "optimal_mechanism", second_fails)
+    monkeypatch.setattr(sp_mod, "optimal_lp", second_fails)
     g = spaces.grid(5, 5)
     p = np.random.default_rng(2).dirichlet(np.ones(g.n))
     r = optimal_mechanism_spanner(g, p, epsilon=1.0, dilation=1.2, exact=False)

@@ -1,6 +1,6 @@
 """dprivacy: metric differential privacy and quantitative information flow.
 
-Data flows one way: spaces → (priors, mechanisms) → measures/bounds → data commands, experiments → cli.
+Data flows one way, through the layers that tests/test_architecture.py writes down and checks.
 Everything loads on first use (``dprivacy.priors``, ``dp.truncated_geometric``, ...), so that
 ``import dprivacy`` and the command line start fast.
 """

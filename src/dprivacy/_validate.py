@@ -137,11 +137,3 @@ def uniform_prior(n: int) -> np.ndarray:
     """The uniform prior on ``n`` secrets."""
     n = check_positive_int(n, name="n")
     return np.full(n, 1.0 / n)
-
-
-def as_rng(rng) -> np.random.Generator:
-    """DESIGN.md randomness convention: None is the release-grade source (ChaCha20 keyed from the OS),
-    an int seed or a Generator is reproducible research mode (:func:`dprivacy.sampling.random_source`)."""
-    from .sampling.source import as_generator
-
-    return as_generator(rng)

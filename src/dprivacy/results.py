@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,40 @@ class Result:
         out.setdefault("ok", bool(self.ok))
         out.setdefault("reason", self.reason)
         return jsonable(out)
+
+
+@dataclass(frozen=True)
+class UtilityResult(Result):
+    """``value``: expected gain (or loss) under ``remap``, the optimal deterministic remap (output z ↦
+    guess ``remap[z]``). ``kind`` is "gain" or "loss". A utility always exists: ``ok`` is True and
+    ``reason`` says what was computed (seed 000 §3.4, seed 001 Def 22 / Prop 23).
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.4 (utility
+       model, optimal remap).
+    .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Def 22, Prop
+       23.
+    """
+
+    value: float
+    remap: np.ndarray = field(repr=False)
+    kind: str = "gain"
+
+    @property
+    def ok(self) -> bool:
+        return True
+
+    @property
+    def reason(self) -> str:
+        what = "expected gain" if self.kind == "gain" else "expected loss"
+        best = "maximises" if self.kind == "gain" else "minimises"
+        return f"{what} {self.value:.12g} under the deterministic remap that {best} it for the prior"
+
+    def __float__(self) -> float:
+        return self.value
 
 
 def _float(x: float):

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import as_prior, as_rng, check_epsilon, check_positive_int
-from ..measures import PrivacyResult, check_privacy_log
-from ..measures.utility import UtilityResult
-from ..mechanisms.base import Mechanism, PrivacyCertificate
+from .._validate import check_epsilon, check_positive_int
+from ..channels.mechanism import Mechanism, PrivacyCertificate
+from ..channels.privacy import PrivacyResult, check_privacy_log
+from ..results import UtilityResult
+from ..sampling import as_generator
 from ..spaces import GridSpace, MetricSpace
 from .maxplus import max_convolution
 from .sampling import KernelRejectionSampler
@@ -180,7 +181,7 @@ class ImplicitTightMechanism(Mechanism):
         every pair among them, every output. Cost O(rows² · n).
         """
         rows = check_positive_int(rows, name="rows", minimum=2)
-        gen = as_rng(rng)
+        gen = as_generator(rng)
         k = min(rows, self.n)
         cells = np.sort(gen.choice(self.n, size=k, replace=False)) if k < self.n else np.arange(self.n)
         # In log space: log H[y, z] = −ε d(y, z) + log z_z is exact where e^{−εd} underflows (ε·d > 708

@@ -8,7 +8,8 @@ Three theory objects are sign tests on a solution of a system with Φ, and all t
 * a prior π is ε·d-regular iff μ Φ = π has a solution μ ≥ 0 (Def 4), :func:`dprivacy.regularity`.
 
 So that one question always gets one answer, there is one set of constants, one certainty vocabulary
-(:data:`CERTAINTY`) and one description of a singular Φ (:func:`describe_singular`). Prop 8 (a
+(:data:`CERTAINTY`), one description of a singular Φ (:func:`describe_singular`) and one result of
+Φ z = 1 with its sentence (:class:`TightResult`, :func:`tight_reason`). Prop 8 (a
 tight-constraints mechanism exists iff the uniform prior is regular, with z = |Y|·μ) holds *by
 construction*: the right-hand side is normalised by its largest entry before the solve
 (b ← b / max b, exact for a constant b), so the uniform prior and the vector of ones are the same
@@ -50,6 +51,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
+
+from ..results import Result
 
 #: Undecided float answers are re-solved in exact rational arithmetic up to this many points.
 EXACT_LIMIT = 40
@@ -183,6 +186,71 @@ class PhiSolution:
     @property
     def consistent(self) -> bool:
         return self.status != "inconsistent"
+
+
+@dataclass(frozen=True)
+class TightResult(Result):
+    """What every solve of Φ z = 1 returns (seed 000 Def 6, Prop 6–8): whether the tight-constraints
+    mechanism exists at ε, its diagonal z and the certificate of the decision. The dense solver returns
+    a :class:`~dprivacy.mechanisms.tight.TightConstraintsResult` and the grid solver a
+    :class:`~dprivacy._kernels.solve.GridTightResult`; both are TightResults with the fields below, and
+    ``.mechanism`` (None when it does not exist). The fields are documented on
+    :class:`~dprivacy.mechanisms.tight.TightConstraintsResult`; the front door
+    :func:`dprivacy.tight_constraints` and the kernels below it both build TightResults, so the type is
+    defined here, with the decision it reports.
+
+    References
+    ----------
+    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 6, Prop 6,
+       Prop 7.
+    """
+
+    exists: bool
+    epsilon: float
+    z: np.ndarray = field(repr=False)
+    negative: tuple = field(repr=False)
+    reason: str
+    residual: float
+    condition: float | None
+    error_bound: float
+    margin: float
+    certainty: str
+    singular: bool | None
+    nullity: int | None
+    method: str
+
+    @property
+    def decided(self) -> bool:
+        """True unless rounding (or an unconverged solve) could change the answer."""
+        return self.certainty != "undecided"
+
+    @property
+    def min_z(self) -> float:
+        """The smallest entry of z."""
+        return float(self.z.min()) if self.z.size else math.inf
+
+    @property
+    def ok(self) -> bool:
+        """The common flag of :class:`dprivacy.results.Result` (here: ``exists``)."""
+        return bool(self.exists)
+
+    def __bool__(self) -> bool:
+        return bool(self.exists)
+
+
+def tight_reason(status: str, z: np.ndarray, n_negative: int, error_bound: float, how: str, *,
+                 undecided_why: str, where=lambda i: "") -> str:
+    """The one sentence of every tight-constraints result (dense and grid): exists / does not exist (the
+    most negative entry of z, seed 000 Prop 8) / undecided, then how it was decided. ``where(i)`` names
+    entry i further (a grid gives its row and column)."""
+    if status == "exists":
+        return f"exists: Φz = 1 has a non-negative solution (min z = {z.min():.6g}); {how}"
+    if status == "absent":
+        i = int(np.argmin(z))
+        return (f"does not exist: z has {n_negative} negative entr{'y' if n_negative == 1 else 'ies'}, the smallest "
+                f"z[{i}]{where(i)} = {z[i]:.6g} (the uniform prior is not ε·d-regular, seed 000 Prop 8); {how}")
+    return f"undecided: min z = {z.min():.3g} is within the error bound {error_bound:.3g} of 0 ({undecided_why}); {how}"
 
 
 def residual(phi: np.ndarray, x: np.ndarray, b: np.ndarray | None = None, *, extended: bool = True) -> np.ndarray:

@@ -9,7 +9,7 @@ of the FFT product,
     ‖μ − μ̃‖∞ ≤ ‖μ − μ̃‖₂ ≤ (‖r‖₂ + δ) / λ_min(Φ̃),
 
 λ_min bounded below by :func:`.spectrum.eigenvalue_lower_bound`. The decision and its reason are
-:func:`dprivacy.priors.decide_prior`, shared with the dense tester: a prior with a zero entry is never
+:func:`.prior_decision.decide_prior`, shared with the dense tester: a prior with a zero entry is never
 regular (seed 000 Prop 2: every entry of a regular prior is at least 1/Σ_{y'} e^{ε d(y,y')} > 0); a
 prior the solve cannot decide is tested for being a corner prior (regular by construction, Def 5)
 with the rows of Φ computed from the metric.
@@ -24,6 +24,7 @@ import numpy as np
 from .._validate import as_prior, check_epsilon
 from ..spaces import GridSpace
 from .phi_solve import PhiSolution
+from .prior_decision import decide_prior
 from .solve import solve_grid
 
 
@@ -45,7 +46,6 @@ def regularity_line(space, prior, *, epsilon: float):
     the certified sum-line solve of Φμ = π (:func:`.sum_line.regularity_sum_line`: CG with the residual bound,
     or a Farkas certificate of non-regularity); a :class:`dprivacy.priors.RegularityResult` as
     :func:`regularity_grid` gives."""
-    from ..priors import decide_prior
     from ..spaces import SumLineSpace
     from .sum_line import regularity_sum_line
 
@@ -70,8 +70,6 @@ def regularity_grid(grid: GridSpace, prior, *, epsilon: float, **solver):
     """Whether ``prior`` is ε·d-regular on ``grid`` (seed 000 Def 4), decided by CG on the FFT operator;
     a :class:`dprivacy.priors.RegularityResult` with ``method="cg"`` (see the module notes for the
     certificate). ``solver``: keyword arguments of :func:`.solve.solve_grid`."""
-    from ..priors import decide_prior
-
     if not isinstance(grid, GridSpace):
         raise TypeError(f"grid must be a GridSpace, got {type(grid).__name__}")
     e = check_epsilon(epsilon)

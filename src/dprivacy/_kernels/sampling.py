@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import as_rng
+from ..sampling import as_generator
 from ..spaces import GridSpace
 
 #: Never run more than this many rounds (each round has a fixed positive acceptance probability, so
@@ -187,7 +187,7 @@ class KernelRejectionSampler:
         ``accepted`` (rounds of the rejection loop: each accepts with probability (1 + r_y)/(K z_max), which
         depends on the secret y through the solver's residual r_y; module notes). The sampler's own totals
         (``mixed``, ``proposals``, ``accepted``) are updated too."""
-        gen = as_rng(rng)
+        gen = as_generator(rng)
         ys = np.asarray(secrets)
         if not np.issubdtype(ys.dtype, np.integer):
             raise TypeError(f"secrets must be integer cell indices, got dtype {ys.dtype}")

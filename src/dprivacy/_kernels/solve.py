@@ -32,11 +32,10 @@ from typing import Callable
 import numpy as np
 
 from .._validate import check_epsilon
-from ..mechanisms.tight import TightResult
 from ..spaces import GridSpace
 from .krylov import KrylovOutcome, pcg
 from .operator import GridConstraintsOperator
-from .phi_solve import decide, margin_of
+from .phi_solve import TightResult, decide, margin_of, tight_reason
 from .spectrum import EigenvalueBound, eigenvalue_lower_bound, fft_rounding
 
 _U = float(np.finfo(np.float64).eps) / 2
@@ -376,8 +375,6 @@ def _result(grid, e, gs: GridSolution, elapsed: float) -> GridTightResult:
         f"{gs.iterations} iterations, ‖1 − Φz‖₂ = {gs.rnorm:.3g}, λ_min(Φ) ≥ {bound.value:.4g} "
         f"(from the {bound.source})"
     )
-    from ..mechanisms.tight import tight_reason
-
     w = grid.width
     if status == "exists":
         how = f"every entry of z exceeds the error bound {eb:.3g} (margin {margin:.3g}); " + how

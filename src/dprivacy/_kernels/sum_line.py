@@ -51,12 +51,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validate import check_epsilon, check_positive_int
-from ..mechanisms.tight import TightResult
 from ..spaces import SumLineSpace
 from .implicit import ImplicitTightMechanism
 from .krylov import pcg
-from .phi_solve import decide, margin_of
+from .phi_solve import TightResult, decide, margin_of, tight_reason
 from .spectrum import fft_rounding
+from .threshold_search import Probe, _always_exists, bracket_threshold, check_search
 
 _U = float(np.finfo(np.float64).eps) / 2
 
@@ -347,8 +347,6 @@ def tight_constraints_sum_line(n: int, delta: int, *, epsilon: float, tol: float
     e = check_epsilon(epsilon)
     n = check_positive_int(n, name="n")
     delta = check_positive_int(delta, name="delta")
-    from ..mechanisms.tight import tight_reason
-
     if delta >= n - 1:
         # Every two answers adjacent (sum:1,V): a clique, ball-size symmetric, z = 1/(1 + (n−1)e^{−ε}) for every
         # ε (seed 000 Prop 9); Φ = αJ + (1 − α)I is positive definite, but its circulant embedding is not, so the
@@ -383,7 +381,7 @@ def tight_constraints_sum_line(n: int, delta: int, *, epsilon: float, tol: float
 
 
 class _Prober:
-    """Existence probes for :func:`dprivacy.threshold.bracket_threshold`, warm-started."""
+    """Existence probes for :func:`.threshold_search.bracket_threshold`, warm-started."""
 
     def __init__(self, n, delta, tol, max_iter, progress=None):
         self.n, self.delta, self.tol, self.max_iter, self.progress = n, delta, tol, max_iter, progress
@@ -391,8 +389,6 @@ class _Prober:
         self._last = None
 
     def __call__(self, eps: float) -> str:
-        from ..threshold import Probe
-
         sol = solve_sum_line(self.n, self.delta, eps, tol=self.tol, max_iter=self.max_iter, x0=self._last)
         if np.isfinite(sol.x).all() and sol.method == "cg":
             self._last = sol.x
@@ -406,12 +402,10 @@ def tight_threshold_sum_line(n: int, delta: int, *, tol: float = 1e-4, scan: int
                              solver_tol: float = DEFAULT_TOL, max_iter: int = MAX_ITER, lo: float | None = None,
                              hi: float | None = None, eps_min: float | None = None, progress=None):
     """Bracket the threshold ε* above which the tight-constraints mechanism exists on the sum line (the
-    search of :func:`dprivacy.threshold.bracket_threshold`, each probe a certified :func:`solve_sum_line`;
+    search of :func:`.threshold_search.bracket_threshold`, each probe a certified :func:`solve_sum_line`;
     ``lo``/``hi`` an optional starting bracket, ``eps_min`` the smallest ε probed, default 1e-3;
     ``progress(probe)`` after each probe).
     Δ = 1 is a line (ε* = 0, closed form)."""
-    from ..threshold import _always_exists, bracket_threshold, check_search
-
     n = check_positive_int(n, name="n")
     delta = check_positive_int(delta, name="delta")
     tol, scan, scan_factor, lo, hi = check_search(tol, scan, scan_factor, lo, hi)
@@ -530,12 +524,12 @@ class SumLineMechanism(ImplicitTightMechanism):
     def sample_indices(self, secrets, *, rng=None) -> np.ndarray:
         """One output answer per secret answer: each distinct secret's row quantised once and drawn exactly
         (:meth:`sample_answer`), one uniform integer per draw from ``rng`` (None: the release-grade source)."""
-        from .._validate import as_rng
+        from ..sampling import as_generator
 
         idx = np.asarray(secrets)
         if idx.size and (not np.issubdtype(idx.dtype, np.integer) or idx.min() < 0 or idx.max() >= self.n):
             raise ValueError(f"secret indices must be integers in 0..{self.n - 1}")
-        gen = as_rng(rng)
+        gen = as_generator(rng)
         out = np.empty(idx.shape, dtype=np.int64)
         flat = idx.ravel()
         res = out.ravel()
@@ -601,10 +595,10 @@ class SumLineMechanism(ImplicitTightMechanism):
     def sample_answer(self, y: int, rng=None):
         """One release from row y: (output index, :meth:`row_sampler`), one uniform integer from ``rng``
         (None: the release-grade source)."""
-        from .._validate import as_rng
+        from ..sampling import as_generator
 
         sampler = self.row_sampler(y)
-        return int(sampler.sample(np.array([0]), as_rng(rng))[0]), sampler
+        return int(sampler.sample(np.array([0]), as_generator(rng))[0]), sampler
 
     # -- accuracy (every true answer at once) ----------------------------------------------------
 

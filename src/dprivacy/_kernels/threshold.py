@@ -2,7 +2,7 @@
 (seed 000 Prop 8, §7.2), by certified existence tests of :func:`.solve.tight_constraints_grid`.
 
 Same contract, result type and search as :func:`dprivacy.threshold.tight_threshold` (the search is
-:func:`dprivacy.threshold.bracket_threshold`, shared): a bracket (lo, hi] with non-existence
+:func:`.threshold_search.bracket_threshold`, shared): a bracket (lo, hi] with non-existence
 *certified* at lo and existence certified at hi, narrowed by Illinois steps on the continuous function
 ε ↦ min z(ε), then a scan above hi that checks the papers' assumption that existence persists for
 every ε > ε*. What is specific to grids:
@@ -23,8 +23,8 @@ import numpy as np
 
 from .._validate import check_epsilon
 from ..spaces import GridSpace
-from ..threshold import Probe, ThresholdResult, bracket_threshold, check_search
 from .solve import DEFAULT_TOL, tight_constraints_grid
+from .threshold_search import Probe, ThresholdResult, bracket_threshold, check_search
 
 #: Default lower limit of the downward search, as a fraction of the first ε tried (1/step).
 DEFAULT_EPS_MIN_FACTOR = 1e-3
@@ -103,7 +103,7 @@ def tight_threshold_grid(
     solver_tol, max_iter, workers
         Passed to :func:`.solve.tight_constraints_grid` (which refines an undecided answer itself).
     progress : callable, optional
-        ``progress(probe)`` after each existence test (a :class:`dprivacy.threshold.Probe`).
+        ``progress(probe)`` after each existence test (a :class:`.threshold_search.Probe`).
 
     Returns
     -------

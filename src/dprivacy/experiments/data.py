@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import as_rng, check_positive_int
+from .._validate import check_positive_int
+from ..sampling import as_generator
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def household_day(n_readings: int = 48, *, rng=None) -> Trace:
     n = check_positive_int(n_readings, name="n_readings")
     if 1440 % n:
         raise ValueError(f"n_readings must divide the 1440 minutes of a day, got {n}")
-    g = as_rng(rng)
+    g = as_generator(rng)
     minutes = np.arange(1440)
     t = minutes / 60.0
     p = np.full(1440, 150.0)
@@ -126,7 +127,7 @@ def tv_signature(seconds: int = 300, interval: int = 10, *, rng=None) -> Trace:
     k = check_positive_int(interval, name="interval")
     if s % k:
         raise ValueError(f"interval ({k} s) must divide seconds ({s})")
-    g = as_rng(rng)
+    g = as_generator(rng)
     cuts = np.cumsum(g.exponential(12.0, size=s))  # more cuts than needed
     cuts = cuts[cuts < s]
     scene = np.searchsorted(cuts, np.arange(s), side="right")

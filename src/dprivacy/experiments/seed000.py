@@ -26,9 +26,10 @@ from ..mechanisms.geometric import truncated_geometric
 from ..mechanisms.tight import tight_constraints
 from ..queries import kcount_space, sum_space
 from ..threshold import tight_threshold
-from .claims import Claim, Figure
-from .figures import save_csv
+from .claims import Claim
+from .figures import curves
 from .registry import PAPERS, Context, Outcome, experiment
+from .regions import region_fraction_3, region_fraction_4, simplex_panels, tetra_panels
 
 P = PAPERS["000"]
 
@@ -118,110 +119,9 @@ def _mu_tolerance_fn(space, prior=None, tol=MU_TOL):
     return f
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def curves(ctx: Context, *, id: str, where: str, x, series: dict, xlabel: str, ylabel: str, title: str,
-            caption: str, vlines: dict | None = None, paper: str = P) -> Figure:
-    """Line plot where each series has its own style: ``series[label] = (ys, style_dict)``; None is a
-    gap (a mechanism that does not exist there). ``vlines``: label → x of a labelled vertical line."""
-    plt = _plt()
-    x = np.asarray(x, dtype=float)
-    fig, ax = plt.subplots(figsize=(7.0, 4.6), dpi=110)
-    for label, (ys, style) in series.items():
-        y = np.array([np.nan if v is None else v for v in ys], dtype=float)
-        ax.plot(x, y, label=label, **{"marker": "o", "markersize": 3, **style})
-    for i, (label, xv) in enumerate((vlines or {}).items()):
-        ax.axvline(xv, color="0.4", lw=0.8, ls=":")
-        ax.annotate(label, (xv, 0.02 + 0.4 * i), xycoords=("data", "axes fraction"), rotation=90, fontsize=7,
-                    color="0.3", xytext=(3, 0), textcoords="offset points", va="bottom")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7.5)
-    fig.tight_layout()
-    png = ctx.path(f"{id}.png")
-    fig.savefig(png)
-    plt.close(fig)
-    csv = save_csv(ctx, f"{id}.csv", [xlabel] + list(series), [list(x)] + [list(v[0]) for v in series.values()])
-    return Figure(id, paper, where, png.name, csv.name, caption)
-
-
 # ---------------------------------------------------------------------------------------------
 # Example 1 / Fig 2 and Example 2 / Fig 3: regions of regular priors
 # ---------------------------------------------------------------------------------------------
-
-#: Vertices of the equilateral projection of the 2-simplex: e_1, e_2, e_3.
-_TRI = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, math.sqrt(3) / 2]])
-
-
-def _hull_measure(points: np.ndarray) -> float:
-    from scipy.spatial import ConvexHull
-
-    return float(ConvexHull(points).volume)
-
-
-def region_fraction_3(corners: np.ndarray) -> float:
-    """Area of the region of regular priors (convex hull of the 3 corner priors, seed 000 Prop 3) as a
-    fraction of the area of the simplex; affine maps keep area ratios, so the projection is exact."""
-    return _hull_measure(corners @ _TRI) / (math.sqrt(3) / 4)
-
-
-def region_fraction_4(corners: np.ndarray) -> float:
-    """Volume of the region (hull of the 4 corner priors) over the volume of the 3-simplex, both
-    projected on the first three coordinates as in seed 000 Fig 3 (the projected simplex has volume 1/6)."""
-    return _hull_measure(corners[:, :3]) * 6.0
-
-
-def simplex_panels(ctx: Context, id: str, where: str, panels, title: str, caption: str, paper: str = P) -> Figure:
-    """Four 2-D barycentric panels: the simplex, the region (hull of the corners), the corners, u."""
-    from matplotlib.patches import Polygon
-
-    plt = _plt()
-    fig, axes = plt.subplots(2, 2, figsize=(8.6, 8.0), dpi=110)
-    rows = []
-    centre = np.full(3, 1 / 3) @ _TRI
-    for ax, (ptitle, corners, frac) in zip(axes.flat, panels):
-        ax.add_patch(Polygon(_TRI, closed=True, fill=False, edgecolor="0.35", lw=1.0, label="all priors (simplex)"))
-        xy = corners @ _TRI
-        ax.add_patch(Polygon(xy, closed=True, facecolor="tab:blue", alpha=0.35, edgecolor="tab:blue", lw=1.2,
-                             label="regular priors (hull of the corners)"))
-        ax.plot(xy[:, 0], xy[:, 1], "o", color="tab:blue", ms=4, label="corner priors c$^y$")
-        ax.plot(*centre, "x", color="k", ms=6, label="uniform prior")
-        for k, p in enumerate(xy):
-            d = p - centre
-            d = d / (np.linalg.norm(d) or 1.0)
-            ax.annotate(f"c$^{k + 1}$", p, xytext=(12 * d[0] - 4, 12 * d[1] - 4), textcoords="offset points", fontsize=9,
-                        color="tab:blue")
-        for k, (vx, vy) in enumerate(_TRI):
-            lab = ["π=(1,0,0)", "π=(0,1,0)", "π=(0,0,1)"][k]
-            ax.annotate(lab, (vx, vy), xytext=[(-20, -14), (-20, -14), (-22, 6)][k], textcoords="offset points", fontsize=8)
-        ax.set_xlim(-0.12, 1.12)
-        ax.set_ylim(-0.12, 0.98)
-        ax.set_aspect("equal")
-        ax.set_xlabel("π₂ + π₃/2", fontsize=8)
-        ax.set_ylabel("(√3/2)·π₃", fontsize=8)
-        ax.tick_params(labelsize=7)
-        ax.set_title(f"{ptitle}: region = {100 * frac:.1f}% of the simplex", fontsize=9)
-        for k, c in enumerate(corners):
-            rows.append((ptitle, f"c{k + 1}", *c, *(c @ _TRI), frac))
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    png = ctx.path(f"{id}.png")
-    fig.savefig(png)
-    plt.close(fig)
-    cols = list(zip(*rows))
-    csv = save_csv(ctx, f"{id}.csv", ["panel", "corner", "pi1", "pi2", "pi3", "x", "y", "area fraction"], cols)
-    return Figure(id, paper, where, png.name, csv.name, caption)
 
 
 @experiment("000-fig2", "000", "Example 1 / Fig 2: regular priors of the 3-node line and ring, ε = 0.7 and 1.6")
@@ -252,7 +152,7 @@ def fig2(ctx: Context) -> Outcome:
         "Seed 000 Fig 2: regions of ε·d-regular priors (convex hull of the corner priors)",
         "Regular priors of the 3-node line (top) and ring (bottom) at ε = 0.7 and 1.6, in the barycentric "
         "projection of the prior simplex; the region is the convex hull of the corner priors (Prop 3) and "
-        "grows with ε.")
+        "grows with ε.", paper=P)
     claims = []
     for name in cases:
         claims.append(Claim(
@@ -283,52 +183,6 @@ def fig2(ctx: Context) -> Outcome:
     return Outcome(claims, [fig], notes)
 
 
-def tetra_panels(ctx: Context, id: str, where: str, panels, title: str, caption: str, paper: str = P) -> Figure:
-    """2×2 3-D panels: the projected 3-simplex (wireframe) and the projected region of regular priors."""
-    from itertools import combinations
-
-    from mpl_toolkits.mplot3d.art3d import Poly3DCollection
-
-    plt = _plt()
-    fig = plt.figure(figsize=(8.8, 8.4), dpi=110)
-    simplex = np.array([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0], [0, 0, 0]])
-    rows = []
-    for k, (ptitle, corners, frac) in enumerate(panels):
-        ax = fig.add_subplot(2, 2, k + 1, projection="3d")
-        for a, b in combinations(range(4), 2):
-            ax.plot(*simplex[[a, b]].T, color="0.5", lw=0.8, ls="--")
-        pts = corners[:, :3]
-        faces = [pts[list(f)] for f in combinations(range(4), 3)]
-        ax.add_collection3d(Poly3DCollection(faces, facecolor="tab:orange", alpha=0.35, edgecolor="tab:red", lw=0.8))
-        ax.scatter(*pts.T, color="tab:red", s=10)
-        ax.scatter([0.25], [0.25], [0.25], color="k", marker="x", s=20)
-        ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1)
-        ax.set_zlim(0, 1)
-        ax.set_xlabel("π₁", fontsize=8)
-        ax.set_ylabel("π₂", fontsize=8)
-        ax.set_zlabel("π₃", fontsize=8)
-        ax.tick_params(labelsize=6)
-        ax.view_init(elev=22, azim=40)
-        ax.set_title(f"{ptitle}\nregion = {100 * frac:.2f}% of the simplex volume", fontsize=9)
-        for j, c in enumerate(corners):
-            rows.append((ptitle, f"c{j + 1}", *c, frac))
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
-    fig.legend(handles=[Line2D([], [], color="0.5", ls="--", label="all priors (projected 3-simplex)"),
-                        Patch(facecolor="tab:orange", alpha=0.35, edgecolor="tab:red", label="regular priors"),
-                        Line2D([], [], color="k", marker="x", ls="", label="uniform prior")],
-               loc="lower center", ncol=3, fontsize=8)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0.04, 1, 0.97))
-    png = ctx.path(f"{id}.png")
-    fig.savefig(png)
-    plt.close(fig)
-    csv = save_csv(ctx, f"{id}.csv", ["panel", "corner", "pi1", "pi2", "pi3", "pi4", "volume fraction"], list(zip(*rows)))
-    return Figure(id, paper, where, png.name, csv.name, caption)
-
-
 @experiment("000-fig3", "000", "Example 2 / Fig 3: regular priors of the 4-point discrete metric d = D")
 def fig3(ctx: Context) -> Outcome:
     frac, panels = {}, []
@@ -345,7 +199,8 @@ def fig3(ctx: Context) -> Outcome:
         ctx, "000-fig3", "Fig 3 (Example 2)", panels,
         "Seed 000 Fig 3: regular priors of the 4-point discrete metric, projected on (π₁, π₂, π₃)",
         f"Regions of regular priors for d = D on 4 points, D ∈ {{{', '.join(f'{d:g}' for d in EX2_D)}}} (our choice: the "
-        "text does not give the D of the figure), projected on the first three coordinates; the region grows with D.")
+        "text does not give the D of the figure), projected on the first three coordinates; the region grows with D.",
+        paper=P)
     claims = [
         Claim("000-fig3-grows", P, "Example 2: the larger D, the bigger the region (volume fractions increase with D)",
               True, bool(np.all(np.diff(seq) > 0)),
@@ -428,7 +283,7 @@ def example3(ctx: Context) -> Outcome:
     mu_closed = (math.exp(EX3_EPS) / (4 * (3 + math.exp(EX3_EPS)))) ** EX3_U
 
     fig = curves(
-        ctx, id="000-fig4", where="Fig 4 (Example 3)", x=xs,
+        ctx, id="000-fig4", paper=P, where="Fig 4 (Example 3)", x=xs,
         series={
             "Prop 5 with this π (π regular: a valid bound)": (valid, {"color": "tab:blue"}),
             "Prop 5 formula where π is NOT regular (not a bound)": (formula_only, {"color": "tab:blue", "ls": "--", "marker": None}),
@@ -542,8 +397,8 @@ def _case_study(ctx: Context, *, space, key: str, where: str, star_pub: float, r
     vl = {f"published ε* = {star_pub}": star_pub}
     if hi:
         vl[f"certified ε* ≈ {hi:.4f}"] = hi
-    fig = curves(ctx, id=fig_id, where=where, x=xs, series=series, xlabel="ε", ylabel="utility, uniform prior (optimal remap)",
-                  title=title, caption=caption, vlines=vl)
+    fig = curves(ctx, id=fig_id, paper=P, where=where, x=xs, series=series, xlabel="ε",
+                 ylabel="utility, uniform prior (optimal remap)", title=title, caption=caption, vlines=vl)
     # Claims.
     both = [(t, gg) for t, gg in zip(tight, geo[geo_main]) if t is not None]
     ratios = [t / gg for t, gg in both]
@@ -627,7 +482,7 @@ def fig6a(ctx: Context) -> Outcome:
     xs = sorted(set(epsilon_grid(0.75, SUM_RANGE[1], step).tolist()) | ({float(hi_a)} if hi_a else set()))
     t, _, f, geo = _utilities(alt, xs, {"truncated geometric, ε/(v−1) per unit step (ε-DP)": lambda e: truncated_geometric(alt, epsilon=e)})
     out.figures.append(curves(
-        ctx, id="000-fig6a-values-1-to-v", where="§7.1 sum query / Fig 6a (reading: values 1..v)", x=xs,
+        ctx, id="000-fig6a-values-1-to-v", paper=P, where="§7.1 sum query / Fig 6a (reading: values 1..v)", x=xs,
         series={"tight-constraints mechanism (absent where it does not exist)": (t, {"color": "tab:blue", "lw": 1.6}),
                 "Σμ with μΦ = u where μ < 0 (no mechanism)": (formula_where_absent(f, t),
                                                               {"color": "tab:blue", "ls": "--", "marker": None, "lw": 0.9}),

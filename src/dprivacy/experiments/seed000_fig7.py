@@ -38,7 +38,8 @@ from ..mechanisms.tight import tight_constraints
 from ..threshold import tight_threshold
 from .claims import Claim
 from .registry import Context, Outcome, experiment
-from .seed000 import GRID, MU_TOL, P, curves, first_true_on_grid, formula_where_absent, epsilon_grid
+from .figures import curves
+from .seed000 import GRID, MU_TOL, P, epsilon_grid, first_true_on_grid, formula_where_absent
 
 # Seed 000 §7.2: "a grid of 100 × 100 locations, with step size 1 km"; "ε ranging from 0.4 to 1.3";
 # uniform prior; d_2 the Euclidean distance.
@@ -255,7 +256,7 @@ def fig7(ctx: Context) -> Outcome:
 
     # 4. The figure.
     fig = curves(
-        ctx, id="000-fig7", where="§7.2 / Fig 7", x=xs,
+        ctx, id="000-fig7", paper=P, where="§7.2 / Fig 7", x=xs,
         series={
             "tight-constraints mechanism (where it exists)": (tight, {"color": "tab:blue", "lw": 1.6}),
             "Φz=1 solution with negative entries (not a mechanism)": (

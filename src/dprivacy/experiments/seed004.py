@@ -19,7 +19,8 @@ from ..mechanisms.tight import tight_constraints
 from ..queries import kcount_space
 from .claims import Claim
 from .registry import PAPERS, Context, Outcome, experiment
-from .seed000 import curves, simplex_panels, tetra_panels, region_fraction_3, region_fraction_4
+from .figures import curves
+from .regions import region_fraction_3, region_fraction_4, simplex_panels, tetra_panels
 
 P = PAPERS["004"]
 

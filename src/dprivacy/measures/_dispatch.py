@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..channels import Channel
+from ..channels.mechanism import Mechanism
 
 
 METHODS = ("auto", "dense", "structured")
@@ -18,8 +19,6 @@ def check_method(method) -> None:
 
 def mechanism_of(channel):
     """The :class:`~dprivacy.mechanisms.base.Mechanism` behind ``channel``, or None."""
-    from ..mechanisms.base import Mechanism
-
     return channel if isinstance(channel, Mechanism) else None
 
 

@@ -8,47 +8,11 @@ Bayes vulnerability, so U = 2^{−H∞(Y|Z)} (seed 001 Prop 24).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from .._validate import as_float_matrix, as_prior
-from ..results import Result
+from ..results import UtilityResult
 from ._dispatch import dense_matrix, mechanism_of, n_inputs
-
-
-@dataclass(frozen=True)
-class UtilityResult(Result):
-    """``value``: expected gain (or loss) under ``remap``, the optimal deterministic remap (output z ↦
-    guess ``remap[z]``). ``kind`` is "gain" or "loss". A utility always exists: ``ok`` is True and
-    ``reason`` says what was computed (seed 000 §3.4, seed 001 Def 22 / Prop 23).
-
-    References
-    ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
-       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.4 (utility
-       model, optimal remap).
-    .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
-       information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Def 22, Prop
-       23.
-    """
-
-    value: float
-    remap: np.ndarray = field(repr=False)
-    kind: str = "gain"
-
-    @property
-    def ok(self) -> bool:
-        return True
-
-    @property
-    def reason(self) -> str:
-        what = "expected gain" if self.kind == "gain" else "expected loss"
-        best = "maximises" if self.kind == "gain" else "minimises"
-        return f"{what} {self.value:.12g} under the deterministic remap that {best} it for the prior"
-
-    def __float__(self) -> float:
-        return self.value
 
 
 def _joint(channel, prior) -> np.ndarray:

@@ -62,6 +62,9 @@ improving ray" is only concluded after a round that priced every output.
 Measured on Euclidean and Manhattan grids with the world-cities prior (``benchmarks/bench_lp_scale.py``),
 this beats constraint generation on the n·|W|-variable LP from 8×8 on: the master has n rows, and the
 pricing LPs have n variables and a few thousand rows.
+
+This module runs the rounds (:func:`dantzig_wolfe`); the cone's geometry is :mod:`.privacy_cone`, the
+pricing LP :mod:`.dw_pricing` and the master's helpers :mod:`.dw_master`.
 """
 
 from __future__ import annotations
@@ -72,10 +75,17 @@ import time
 import numpy as np
 
 from ..spaces import MetricSpace
+from .dw_master import (ENTER_RTOL, MASTER_DUAL_TOL, MASTER_LADDER, POOL_MAX_ENTRIES, POOL_PER_POINT, _channel,
+                        _enter_tol, _Pool, _pool_capacity, _purge, _run_master)
+from .dw_pricing import AFRESH_LADDER, MAX_FACTOR, PAIR_ATOL, PRICING_SIMPLEX_OPTIONS, ROW_SCALE_POWER, _Pricing
 from .lp_engine import MAX_MODEL_BYTES, EngineOutcome, Round, _new_highs, _relative_gap
+from .privacy_cone import _cone_factors, largest_minorant, lattice_step, smallest_majorant, snap_to_lattice, tent_inverse
 
-#: A priced ray violating a pair constraint r(a) ≤ e^{εd(a,b)} r(b) by more than this gets the pair added.
-PAIR_ATOL = 1e-9
+#: The decomposition's public names, with those of the modules it is made of (:mod:`.privacy_cone`,
+#: :mod:`.dw_pricing`, :mod:`.dw_master`).
+__all__ = ["AFRESH_LADDER", "ENTER_RTOL", "MASTER_DUAL_TOL", "MASTER_LADDER", "MAX_FACTOR", "PAIR_ATOL", "POOL_MAX_ENTRIES",
+           "POOL_PER_POINT", "PRICING_SIMPLEX_OPTIONS", "ROW_SCALE_POWER", "dantzig_wolfe", "estimate_bytes",
+           "largest_minorant", "lattice_step", "smallest_majorant", "snap_to_lattice", "tent_inverse"]
 
 #: Ray entries below this (rays are scaled to a largest entry of 1) are left out of the master's
 #: matrix: HiGHS drops matrix values below 1e-9 anyway, and keeping them slows the simplex. The
@@ -83,36 +93,14 @@ PAIR_ATOL = 1e-9
 #: absorbed by the caller's certified repair.
 MASTER_DROP = 1e-9
 
-#: A ray enters the master when its reduced cost at the master's duals exceeds this (relative to the
-#: master's objective scale) and :data:`MASTER_DUAL_TOL`.
-ENTER_RTOL = 1e-12
-
-#: The master's primal and dual feasibility tolerances. A ray whose reduced cost is below the dual
-#: tolerance is not taken by the master's simplex: measured on grid:20x20, 120 such rays entered in each
-#: of the last 30 rounds of a 600 s run and moved neither the objective nor the bound.
-MASTER_DUAL_TOL = 1e-9
-
 #: Columns of the master are purged (the most negative reduced costs among those at zero) when there
 #: are more than this many per point, down to ``KEEP_PER_POINT`` per point; purged columns go to the
 #: pool below.
 PURGE_PER_POINT = 3
 KEEP_PER_POINT = 2
 
-#: Purged columns are kept in a pool of up to this many per point (the oldest leave first); after each
-#: master solve, pool columns with a positive reduced cost re-enter and the master is solved again. An
-#: output's optimal column lies inside a face of the cone and takes many rays to write, and a ray
-#: purged too early is priced again at the cost of a whole round: measured (world-cities prior, ε = 1,
-#: 2 threads), keeping 12 columns per point in the master instead of 3 cut the rounds from 71 to 45
-#: on grid:10x10, 173+ to 84 on 14×14 and 238 to 92 on 20×20 Manhattan, but made the master up to
-#: three quarters of the time (dense columns); the pool keeps the rounds and a small master.
-POOL_PER_POINT = 10
-
-#: The pool holds at most about this many entries (10 per point on 50×50 would be 62 million).
-POOL_MAX_ENTRIES = 20_000_000
-
 #: Pool-and-resolve passes per round at most.
 POOL_PASSES = 10
-
 
 #: HiGHS options of the master's primal simplex. Its columns are dense rays with entries from 1e-9 to 1,
 #: and HiGHS's default scaling makes the simplex take more and slower iterations on them: measured on a
@@ -121,48 +109,12 @@ POOL_PASSES = 10
 #: pricing of the pivot row brings that to 0.38 s (results in benchmarks/RESULTS.md).
 MASTER_SIMPLEX_OPTIONS = {"simplex_scale_strategy": 0, "simplex_price_strategy": 1}
 
-#: HiGHS options of the pricing LPs' dual simplex: Devex pricing instead of the default dual steepest
-#: edge, whose weights each warm-started run sets up again over thousands of pair rows. Measured on a
-#: pricing LP captured on grid:14x14 (196 columns, 4,841 rows, warm basis, new costs): 7.8 ms and 45
-#: iterations by default, 4.5 ms and 44 with Devex; in whole runs (2 threads) 14×14 42.6 s against
-#: 48.4 s, 20×20 Manhattan 66.2 s against 69.8 s.
-PRICING_SIMPLEX_OPTIONS = {"simplex_dual_edge_weight_strategy": 1}
-
-#: Option sets for a pricing LP the warm-started dual simplex could not finish, each tried in a new
-#: HiGHS instance until one solves it. Measured on 34 such problems (19×15 grid of 200 km cells, ε = 4
-#: per cell; their factors e^{εd} span eight orders of magnitude): the dual simplex from scratch solved
-#: none, without scaling 2, with tolerances 1e-9 29, interior point 0 (4 at 1e-9), the primal simplex
-#: all 34 (in 43 ms each on average).
-AFRESH_LADDER = ({}, {"simplex_strategy": 4},
-                 {"primal_feasibility_tolerance": 1e-9, "dual_feasibility_tolerance": 1e-9},
-                 {"solver": "ipm"})
-
-#: The pricing LPs' pair rows r(a) − F·r(b) ≤ 0 are divided by F to this power. Measured on three
-#: pricing problems of that 19×15 grid whose certificates were loose: unscaled rows left the Lagrangian
-#: bound 7e-4 to 0.22 above the LP's optimum (the clipped negative duals, times F), dividing by √F
-#: 3e-9 or less, by F 6e-12 or less; the simplex took 261–414 iterations scaled against 408–768
-#: unscaled. With √F the solver's primal tolerance moves a far entry by at most 1e-11 (by F, 7.5e-9).
-ROW_SCALE_POWER = 0.5
-
-#: Option changes for a master the warm-started simplex could not finish, each tried from scratch in
-#: turn. A master on sum:30,3 (91 rows, 405 rays, entries down to 2e-9; a Dirichlet prior) failed at
-#: once ("Solve error") by the primal and the dual simplex and by interior point, at tolerances 1e-9
-#: with or without presolve; with tolerances 1e-8 the primal simplex solved it in 301 iterations.
-MASTER_LADDER = ({}, {"primal_feasibility_tolerance": 10 * MASTER_DUAL_TOL,
-                      "dual_feasibility_tolerance": 10 * MASTER_DUAL_TOL}, {"solver": "ipm"})
-
-#: Pair constraints whose factor e^{εd} exceeds this are not given to HiGHS (whose simplex loses its
-#: footing on wider coefficient ranges, e.g. "unbounded" with a box; its hard limit is 1e15). Measured
-#: again with the scaled rows on the 19×15 grid at ε = 4 per cell: 1e10 left the bound at gap 2.4e-5
-#: and 1e12 at the tent bound, where 1e8 reaches 1.1e-6; the relaxation it makes costs about
-#: n·max|c − u|/MAX_FACTOR in the bound.
-MAX_FACTOR = 1e8
-
-#: ... but when the decomposition stalls above its gap target (no improving ray, the bound held up by the
-#: relaxation), the pricing LPs are given the pairs up to this factor and the rounds go on: found by
-#: hypothesis, 5 points at ε = 6.75 (factors up to 4e10) stalled at a relative gap of 1.8e-4 with the
-#: optimal objective; with the far pairs the bound met it in the next round. Only after a stall, since
-#: from the start such pairs cost more than they give (above).
+#: The pricing LPs hold the pairs up to :data:`~.dw_pricing.MAX_FACTOR`; when the decomposition stalls above
+#: its gap target (no improving ray, the bound held up by that relaxation), they are given the pairs up to
+#: this factor and the rounds go on: on 5 points at ε = 6.75 (factors up to 4e10, a case hypothesis
+#: generated) the run stalls at a relative gap of 1.8e-4 with the optimal objective, and with the far pairs
+#: the bound meets it in the next round. Only after a stall, since from the start such pairs cost more than
+#: they give (:data:`~.dw_pricing.MAX_FACTOR`).
 STALL_MAX_FACTOR = 1e12
 
 #: Outputs priced per round at most once some ray has entered (the most promising first, by the bound
@@ -198,9 +150,6 @@ SNAP_ATOL = 1e-7
 #: in the pricing LPs from the start.
 COMPLETE_PAIRS_PER_POINT = 16
 
-#: Rounds of lazy pair generation for one pricing problem at most.
-MAX_PAIR_ROUNDS = 100
-
 #: The relative gap under which "no improving ray" is reported as optimal (the solvers' tolerances).
 STALL_GAP = 1e-6
 
@@ -215,13 +164,6 @@ STALL_ROUNDS = 25
 #: The same once the gap is below STALL_GAP (measured on grid:14x14: the last 20 rounds of a 129 s run
 #: moved nothing).
 STALL_ROUNDS_CLOSE = 5
-
-def _pricing_iteration_cap(n: int) -> int:
-    """Simplex iterations of one warm-started pricing run on n points, after which the LP is solved
-    again from scratch. Measured on grid:20x20 (ε = 1, world-cities prior, 600 s): warm pricing runs
-    take a median 35 and a 99.9th percentile of 939 iterations, and about 850 (≈ 2n) from scratch; but
-    about one in 300 warm runs stalled for 40,000–60,000 iterations (6–10 s each, 0.05 s from scratch)."""
-    return 2 * n + 1000
 
 
 def _master_iteration_cap(n: int) -> int:
@@ -261,321 +203,6 @@ def estimate_bytes(n: int, m: int) -> int:
     return int(dense + master)
 
 
-def _pool_capacity(n: int) -> int:
-    """Columns the pool holds on n points."""
-    return max(0, min(POOL_PER_POINT * n, POOL_MAX_ENTRIES // max(n, 1)))
-
-
-def _cone_factors(space: MetricSpace, epsilon: float) -> np.ndarray:
-    """E[a, b] = e^{εd(a, b)} (∞ where d is ∞: no constraint)."""
-    with np.errstate(over="ignore"):
-        return np.exp(epsilon * space.distances)
-
-
-def largest_minorant(r: np.ndarray, factors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    r"""The largest vector of K below ``r`` ≥ 0: r̃(a) = min_b e^{εd(a,b)} r(b), and the minimising b.
-
-    r̃ ∈ K by the triangle inequality (e^{εd(a,b)} ≤ e^{εd(a,c)} e^{εd(c,b)}), r̃ ≤ r (b = a), and
-    r̃ = r iff r ∈ K; a point a with r̃(a) < r(a) violates its pair (a, argmin) by r(a) − r̃(a).
-    """
-    with np.errstate(invalid="ignore"):
-        t = factors * r[None, :]
-    t[np.isnan(t)] = np.inf  # 0·∞: no constraint between the two points
-    arg = t.argmin(axis=1)
-    return t[np.arange(r.size), arg], arg
-
-
-def smallest_majorant(r: np.ndarray, factors: np.ndarray) -> np.ndarray:
-    r"""The smallest vector of K above ``r`` ≥ 0: r̂(a) = max_b e^{−εd(a,b)} r(b).
-
-    r̂ ∈ K by the triangle inequality, r̂ ≥ r (b = a), and r̂ = r iff r ∈ K. It repairs a pricing
-    optimum whose violations are only at the solver's absolute tolerance: an entry that should be
-    e^{−38} (a far point of a 20×20 Manhattan grid) comes back as 0 within the primal tolerance, and
-    the largest minorant below such an r is 0 everywhere (every point is within a finite factor of the
-    zero), while the majorant moves no entry by more than that tolerance.
-    """
-    return (r[None, :] / factors).max(axis=1)  # factors ≥ 1 (∞ at infinite distance: r/∞ = 0)
-
-
-def _markov_precision(x: np.ndarray, epsilon: float):
-    """The inverse of T[i, j] = e^{−ε|x_i − x_j|} for sorted distinct points x on a line: tridiagonal.
-
-    T is the covariance of a stationary Ornstein–Uhlenbeck process sampled at x, a Markov chain, so its
-    precision matrix couples neighbours only: with a_i = e^{−ε(x_{i+1} − x_i)} and s_i = 1/(1 − a_i²),
-    P[i, i] = s_{i−1} + s_i − 1 inside, s_1 and s_{n−1} at the two ends,
-    P[i, i+1] = −a_i s_i.
-    """
-    import scipy.sparse as sp
-
-    n = x.size
-    if n == 1:
-        return sp.csr_matrix(np.ones((1, 1)))
-    a = np.exp(-epsilon * np.diff(x))
-    s = 1.0 / (1.0 - a * a)
-    diag = np.zeros(n)
-    diag[:-1] += s
-    diag[1:] += s
-    diag[1:-1] -= 1.0
-    off = -a * s
-    return sp.diags([off, diag, off], [-1, 0, 1], format="csr")
-
-
-def lattice_step(space: MetricSpace) -> float | None:
-    """λ when every distance of the space is a multiple of λ along a path of steps λ (Manhattan grids
-    and evenly spaced lines), else None. There the pricing LP's vertices are r = e^{−ελk} with integer
-    k ≥ 0 (a tight tree of unit steps from the points at 1), which :func:`snap_to_lattice` restores
-    exactly from the solver's approximate vertex."""
-    from ..spaces import GridSpace
-
-    if isinstance(space, GridSpace):
-        return float(space.step) if space.metric == "manhattan" else None
-    line = _line_order(space)
-    if line is None:
-        return None
-    gaps = np.diff(line[1])
-    return float(gaps[0]) if np.allclose(gaps, gaps[0], rtol=1e-12, atol=0) else None
-
-
-def _line_order(space: MetricSpace):
-    """(order, sorted positions) of a space of at least two points with distinct finite 1-D
-    coordinates, else None."""
-    c = space.coordinates
-    if c is None or c.ndim != 2 or c.shape[1] != 1 or space.n < 2:
-        return None
-    order = np.argsort(c[:, 0], kind="stable")
-    xs = c[order, 0]
-    return (order, xs) if np.all(np.isfinite(xs)) and np.all(np.diff(xs) > 0) else None
-
-
-def snap_to_lattice(r: np.ndarray, epsilon: float, step: float) -> np.ndarray:
-    """r ∈ K ∩ [0, 1]^n rounded to the nearest lattice ray e^{−ε·step·k}, k = round(−ln r / (ε·step)).
-
-    The result is in K again: on a path metric with steps λ, r ∈ K means |ℓ_a − ℓ_b| ≤ λ for the
-    neighbours' ℓ = −ln r / ε, and rounding ℓ/λ to integers keeps neighbours at most one step apart and
-    ℓ ≥ 0 (so r ≤ 1). Zero entries stay zero."""
-    pos = r > 0
-    with np.errstate(divide="ignore"):
-        k = np.round(-np.log(np.where(pos, r, 1.0)) / (epsilon * step))
-    return np.where(pos, np.exp(-epsilon * step * k), 0.0)
-
-
-def tent_inverse(space: MetricSpace, epsilon: float, tents: np.ndarray):
-    r"""The inverse of the tent matrix T = e^{−εd} (seed 000's privacy-constraints matrix Φ, Def 3)
-    when it is sparse, else None.
-
-    On a line T is the covariance of a sampled Ornstein–Uhlenbeck process and its inverse is tridiagonal
-    (:func:`_markov_precision`); on a Manhattan grid T is the Kronecker product of the two lines' tent
-    matrices and its inverse the product of theirs (9 entries per row). The master's rows
-    Σ_k α_k r_k = 1 can then be written M·Σ_k α_k r_k = M·1 with M = T^{-1}: the same LP, but a tent
-    (on 50×50 Manhattan about 800 entries above 1e-9) becomes a unit vector, and a product-shaped ray a
-    few entries. Rays of other shapes stay partly dense (measured on 20×20 Manhattan: about 250 of 400
-    entries), so the gain is largest while the master is mostly tents. Returned only when ‖M·T − I‖ is
-    at rounding level (it is checked here against ``tents``).
-
-    References
-    ----------
-    seed 000 (000_455db39b8f235120.txt) Def 3 (Φ, φ_yy' = e^{−d(y, y')}).
-    """
-    import scipy.sparse as sp
-
-    from ..spaces import GridSpace
-
-    m = None
-    if isinstance(space, GridSpace) and space.metric == "manhattan" and space.n > 1:
-        step = space.step
-        rows = _markov_precision(np.arange(space.height) * step, epsilon)
-        cols = _markov_precision(np.arange(space.width) * step, epsilon)
-        m = sp.kron(rows, cols, format="csr")  # cell (col, row) is index row·width + col
-    elif (line := _line_order(space)) is not None:
-        order, xs = line
-        p = _markov_precision(xs, epsilon).tocoo()
-        m = sp.csr_matrix((p.data, (order[p.row], order[p.col])), shape=(space.n, space.n))
-    if m is None:
-        return None
-    with np.errstate(all="ignore"):
-        err = np.abs(m @ tents - np.eye(space.n)).max()
-    # the spaces' distances must be the ones the structure assumes (e.g. a line's |x_i − x_j|)
-    return m if np.isfinite(err) and err <= 1e-9 else None
-
-
-class _Pricing:
-    """The shared pricing LP: max ⟨v, r⟩ over r ∈ [0, 1]^n and the pair constraints added so far."""
-
-    def __init__(self, n: int, factors: np.ndarray, time_limit):
-        import highspy
-
-        self.n = n
-        self.factors = factors
-        self.time_limit = time_limit
-        #: pairs with a larger factor e^{εd} are not given to HiGHS (:data:`MAX_FACTOR`; raised after a stall)
-        self.max_factor = MAX_FACTOR
-        self.h = self._new_instance()
-        self.h.changeObjectiveSense(highspy.ObjSense.kMaximize)
-        self.h.addCols(n, np.zeros(n), np.zeros(n), np.ones(n), 0, np.zeros(n, np.int32),
-                       np.zeros(0, np.int32), np.zeros(0))
-        self.have = np.zeros((n, n), dtype=bool)
-        self.a = np.empty(0, dtype=np.intp)
-        self.b = np.empty(0, dtype=np.intp)
-        self.coef = np.empty(0)
-        self.div = np.empty(0)  # each row's divisor
-        self._all = np.arange(n, dtype=np.int32)
-        #: every essential pair is a row: no pair is generated lazily
-        self.complete = False
-
-    def _options(self) -> dict:
-        return {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10, "solver": "simplex",
-                "simplex_strategy": 1, "simplex_iteration_limit": _pricing_iteration_cap(self.n),
-                **PRICING_SIMPLEX_OPTIONS}
-
-    def _new_instance(self):
-        h = _new_highs(self.time_limit)
-        for key, value in self._options().items():
-            h.setOptionValue(key, value)
-        return h
-
-    def _solve_afresh(self, left: float | None):
-        """Solve the current model in a new HiGHS instance, which replaces this one, trying the
-        :data:`AFRESH_LADDER` in turn. After a failed warm-started run, ``clearSolver`` and a run from
-        scratch in the same instance could fail again where a new instance with the same model and
-        options solved it (measured on a 19×15 grid of 200 km cells at ε = 4 per cell: 364 of the
-        pricing problems of 30 s ended "Unknown", "Unbounded" or "Solve error" in the engine's
-        instances; a fresh instance solved all but 8 of them). Any of the ladder's answers is safe to
-        use: the ray is repaired into K and the certificate is valid for any duals."""
-        import highspy
-
-        done = (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit)
-        model = self.h.getModel()
-        h = None
-        start = time.perf_counter()
-        for options in AFRESH_LADDER:
-            h = self._new_instance()
-            h.setOptionValue("simplex_iteration_limit", 2**31 - 1)
-            for key, value in options.items():
-                h.setOptionValue(key, value)
-            if left is not None:
-                h.setOptionValue("time_limit", float(max(left - (time.perf_counter() - start), 1e-3)))
-            h.passModel(model)
-            h.run()
-            if h.getModelStatus() in done:
-                break
-        # the engine's options again for the warm starts to come (the solution stays readable)
-        for key, value in self._options().items():
-            h.setOptionValue(key, value)
-        self.h = h
-        return h.getModelStatus()
-
-    def _violated_pairs(self, r: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For the points ``rows`` whose r(a) exceeds the largest minorant, the pair (a, b) the LP can
-        be given (factor F ≤ :data:`MAX_FACTOR`) that r violates most, the smaller F among ties; only
-        points with such a pair violated by more than :data:`PAIR_ATOL` are returned. The most violated
-        pair overall can be one the LP cannot hold: on a 19×15 grid at ε = 4 per cell, entries returned
-        as 0 tie at F·0 = 0, the first of them was a far pair past MAX_FACTOR, the LP was given nothing,
-        and a ray the LP valued at 5e-4 was repaired to 0 in 98% of the pricing problems."""
-        f = self.factors[rows]
-        with np.errstate(invalid="ignore"):
-            t = np.where(f <= self.max_factor, f * r[None, :], np.inf)
-        t[np.isnan(t)] = np.inf
-        t[np.arange(rows.size), rows] = np.inf  # not the point itself
-        low = t.min(axis=1)
-        partner = np.where(t <= low[:, None], f, np.inf).argmin(axis=1)
-        keep = r[rows] - low > PAIR_ATOL
-        return rows[keep], partner[keep]
-
-    def add_pairs(self, a: np.ndarray, b: np.ndarray) -> int:
-        """Rows (r(a) − F·r(b))/√F ≤ 0, F = e^{εd(a,b)}, for the pairs not yet present; returns how many
-        were added. Dividing by √F (:data:`ROW_SCALE_POWER`) keeps the certificates tight: a dual
-        −3e-10 of a row with F = 6e7, inside the solver's tolerance but set to 0 for the Lagrangian
-        bound, raised that bound by 0.019 in a pricing problem whose optimum was 6.5e-4."""
-        # HiGHS refuses matrix values above 1e15; a pair whose factor is that large stays out of the
-        # pricing LP (a relaxation: its bounds stay valid) and is enforced on the ray by the repair
-        keep = ~self.have[a, b] & (a != b) & (self.factors[a, b] <= self.max_factor)
-        a, b = a[keep], b[keep]
-        if a.size:
-            # a pair given twice in one call is added once
-            key = np.unique(a.astype(np.int64) * self.n + b)
-            a, b = np.divmod(key, self.n)
-        k = a.size
-        if k == 0:
-            return 0
-        self.have[a, b] = True
-        f = self.factors[a, b]
-        idx = np.empty(2 * k, dtype=np.int32)
-        idx[0::2] = a
-        idx[1::2] = b
-        val = np.empty(2 * k)
-        div = f ** ROW_SCALE_POWER
-        val[0::2] = 1.0 / div
-        val[1::2] = -f / div
-        import highspy
-
-        st = self.h.addRows(k, np.full(k, -np.inf), np.zeros(k), 2 * k, np.arange(0, 2 * k, 2, dtype=np.int32), idx, val)
-        if st == highspy.HighsStatus.kError:
-            raise RuntimeError(f"HiGHS refused {k} pair constraints of the pricing LP")
-        self.a = np.concatenate([self.a, a])
-        self.b = np.concatenate([self.b, b])
-        self.coef = np.concatenate([self.coef, f])
-        self.div = np.concatenate([self.div, div])
-        return k
-
-    def solve(self, v: np.ndarray, deadline: float | None):
-        """Price objective ``v``: returns (status, ray in K, Aᵀμ for the duals μ ≥ 0, pairs added)."""
-        import highspy
-
-        self.h.changeColsCost(self.n, self._all, v)
-        added = 0
-        for _ in range(MAX_PAIR_ROUNDS):
-            if deadline is not None:
-                left = deadline - time.perf_counter()
-                if left <= 0:
-                    return "time-limit", None, None, added
-                self.h.setOptionValue("time_limit", float(self.h.getRunTime() + left))
-            self.h.run()
-            ms = self.h.getModelStatus()
-            if ms not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
-                # the warm-started simplex can lose its footing on tiny costs (seen: "unbounded" with
-                # every variable boxed) or stall (the iteration cap); solve once more from scratch,
-                # uncapped, in a new instance
-                ms = self._solve_afresh(None if deadline is None else deadline - time.perf_counter())
-            solved_rows = self.a.size  # the duals below belong to these rows
-            if ms == highspy.HighsModelStatus.kTimeLimit:
-                return "time-limit", None, None, added
-            if ms != highspy.HighsModelStatus.kOptimal:
-                return f"HiGHS: {self.h.modelStatusToString(ms)} in a pricing problem", None, None, added
-            sol = self.h.getSolution()
-            duals = np.asarray(sol.row_dual, dtype=np.float64)  # read now: adding rows invalidates them
-            r = np.clip(np.asarray(sol.col_value, dtype=np.float64), 0.0, 1.0)
-            low, _ = largest_minorant(r, self.factors)
-            bad = np.flatnonzero(r - low > PAIR_ATOL)
-            if bad.size == 0:
-                break
-            up = smallest_majorant(r, self.factors)
-            if float((up - r).max()) <= PAIR_ATOL:
-                # in K up to the solver's absolute tolerance: violations only at tiny entries
-                # (largest_minorant would pull the whole ray to 0 through an entry returned as 0)
-                low = up
-                break
-            rows, partner = self._violated_pairs(r, bad)
-            if rows.size and not self.complete and self.add_pairs(rows, partner) > 0:
-                added += rows.size
-                continue
-            # violations the LP cannot be given (pairs past MAX_FACTOR) or that persist: both repairs
-            # are in K, and the minorant is 0 wherever r was 0 at a point within a finite factor (far
-            # entries that should be e^{−εd} ≈ 1e-40 come back as 0), while the majorant raises such
-            # entries by at most r(a)/e^{εd(a,b)}: keep the better one
-            if float(v @ up) > float(v @ low):
-                low = up
-            break
-        # either sign convention gives a valid certificate (negative multipliers set to 0); the caller
-        # keeps whichever bounds better
-        ats = []
-        for lam in (duals, -duals):
-            lam = np.maximum(lam, 0.0) / self.div[:solved_rows]  # the multipliers of r(a) − F·r(b) ≤ 0
-            a, b, f = self.a[:solved_rows], self.b[:solved_rows], self.coef[:solved_rows]
-            at = np.bincount(a, weights=lam, minlength=self.n) - np.bincount(b, weights=f * lam, minlength=self.n)
-            ats.append(at)
-        return "optimal", low, ats, added
-
-
 def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: np.ndarray | None = None,
                   center_bound: float = float("inf"), gap: float = 1e-7, time_limit: float | None = None,
                   progress=None, threads: int | None = None) -> EngineOutcome:
@@ -584,7 +211,7 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
 
     ``c`` is n × m (gain form). ``center`` is a starting stability centre for the duals, with
     ``center_bound`` ≥ L(center) ≥ OPT if the caller knows one (for the binary gain, the tent LP's
-    dual-feasible μ, where L(μ) = Σμ: :func:`~dprivacy.mechanisms.optimal._tent_bracket`); without it
+    dual-feasible μ, where L(μ) = Σμ: :func:`~dprivacy.mechanisms.tent_lp._tent_bracket`); without it
     the first master duals start the smoothing. Stops when the
     relative gap between the bound and the master's objective is at most ``gap`` and no ray improves
     the master at its own duals, or at ``time_limit`` seconds. ``progress(round)`` is called after each
@@ -912,37 +539,6 @@ def _widen_pricing(pricers: list, factors: np.ndarray, pairs: tuple) -> bool:
     return True
 
 
-def _enter_tol(objective: float) -> float:
-    """The reduced cost above which a ray enters the master (:data:`ENTER_RTOL`, :data:`MASTER_DUAL_TOL`)."""
-    return max(ENTER_RTOL * abs(objective), MASTER_DUAL_TOL)
-
-
-def _run_master(master):
-    """Solve the master; when the warm-started simplex ends in neither an optimum nor the time limit
-    (the iteration cap; seen on grid:20x20: status "Unknown" after a stall), solve it again from
-    scratch, then with the tolerances 10 times looser, then by interior point (:data:`MASTER_LADDER`).
-    Returns the model status."""
-    import highspy
-
-    done = (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit)
-    master.run()
-    ms = master.getModelStatus()
-    for options in MASTER_LADDER:
-        if ms in done:
-            break
-        saved = {}
-        for key, value in options.items():
-            old = master.getOptionValue(key)
-            saved[key] = old[1] if isinstance(old, tuple) else old  # highspy may return (status, value)
-            master.setOptionValue(key, value)
-        master.clearSolver()
-        master.run()
-        ms = master.getModelStatus()
-        for key, value in saved.items():
-            master.setOptionValue(key, value)
-    return ms
-
-
 def _price_list(pricing: _Pricing, ws, c, us, u, scale, limit: int, deadline):
     """Price outputs ``ws`` in order at the smoothed duals ``us`` (one pricer, one thread): a list of
     (w, status, ray, certificates, pairs added). Stops after ``limit`` outputs once a ray improves the
@@ -1004,75 +600,3 @@ def _pair_rows(pricers: list) -> int:
     return int(max(p.a.size for p in pricers))
 
 
-def _channel(weights, ray_out, ray_vec, n: int, m: int) -> np.ndarray:
-    """H[·, w] = Σ_{k: w_k = w} α_k r_k, from the full rays and the master's column values α."""
-    x = np.clip(weights, 0.0, None)
-    h = np.zeros((n, m))
-    for xk, w, r in zip(x, ray_out, ray_vec):
-        if xk > 0:
-            h[:, w] += xk * r
-    return h
-
-
-def _purge(master, ray_out: list, ray_vec: list, keep: int, primal) -> tuple[list, list]:
-    """Delete master columns at zero with the most negative reduced costs in the master's solution
-    ``primal`` (values, reduced costs), down to ``keep`` columns; returns the deleted (outputs, rays)."""
-    x, rc = primal
-    idle = np.flatnonzero((x <= 0) & (rc < 0))
-    excess = len(ray_vec) - keep
-    if excess <= 0 or idle.size == 0:
-        return [], []
-    drop = np.sort(idle[np.argsort(rc[idle], kind="stable")[:excess]])
-    gone = ([ray_out[i] for i in drop], [ray_vec[i] for i in drop])
-    master.deleteCols(drop.size, drop.astype(np.int32))
-    alive = np.ones(len(ray_vec), dtype=bool)
-    alive[drop] = False
-    ray_out[:] = [w for w, a in zip(ray_out, alive) if a]
-    ray_vec[:] = [r for r, a in zip(ray_vec, alive) if a]
-    return gone
-
-
-class _Pool:
-    """Columns purged from the master, kept (up to ``capacity``, the oldest leave first) so that they
-    can re-enter without being priced again."""
-
-    def __init__(self, capacity: int, c: np.ndarray):
-        self.c = c
-        self.rays = np.empty((capacity, c.shape[0]))
-        self.out = np.zeros(capacity, dtype=np.intp)
-        self.cost = np.zeros(capacity)  # ⟨c_w, r⟩
-        self.born = np.full(capacity, -1, dtype=np.int64)  # -1: free slot
-        self.clock = 0
-        self.top = 0  # slots at and above this were never used: ``take`` reads the view below it
-
-    def add(self, outs: list, vecs: list) -> None:
-        k = min(len(vecs), self.born.size)
-        if k == 0:
-            return
-        free = np.flatnonzero(self.born < 0)
-        if free.size < k:  # evict the oldest
-            used = np.flatnonzero(self.born >= 0)
-            free = np.concatenate([free, used[np.argsort(self.born[used], kind="stable")[:k - free.size]]])
-        slots = free[:k]
-        self.rays[slots] = np.asarray(vecs[-k:])
-        self.out[slots] = outs[-k:]
-        ct = self.c.T
-        for i in range(0, k, 256):  # in blocks: the gathered gain columns stay small on thousands of points
-            b = slots[i:i + 256]
-            self.cost[b] = np.einsum("ij,ij->i", self.rays[b], ct[self.out[b]])
-        self.born[slots] = self.clock + np.arange(k)
-        self.clock += k
-        self.top = max(self.top, int(slots.max()) + 1)
-
-    def take(self, u: np.ndarray, tol: float, limit: int) -> tuple[list, list]:
-        """Remove and return (outputs, rays) of up to ``limit`` pool columns whose reduced cost
-        ⟨c_w − u, r⟩ exceeds ``tol``, the largest first."""
-        top = self.top
-        # free slots below ``top`` hold old rays: their reduced costs are computed and ignored
-        rc = self.cost[:top] - self.rays[:top] @ u
-        good = np.flatnonzero((rc > tol) & (self.born[:top] >= 0))
-        if good.size == 0:
-            return [], []
-        slots = good[np.argsort(-rc[good], kind="stable")[:limit]]
-        self.born[slots] = -1
-        return [int(w) for w in self.out[slots]], [self.rays[i].copy() for i in slots]

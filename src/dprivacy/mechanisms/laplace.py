@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import as_rng, check_epsilon
+from .._validate import check_epsilon
+from ..sampling import as_generator
 from .base import Mechanism, built, built_from_log
 from ..spaces import MetricSpace
 from .geometric import line_coordinates, line_epsilon
@@ -66,7 +67,7 @@ def laplace_sample(values, *, epsilon: float, sensitivity: float = 1.0, rng=None
         raise TypeError(f"values must be numbers or an array of numbers: {exc}") from None
     if not np.isfinite(v).all():
         raise ValueError("values must be finite (got NaN or infinity)")
-    gen = as_rng(rng)
+    gen = as_generator(rng)
     if method == "textbook":
         out = v + gen.laplace(0.0, s / e, size=v.shape)
         return float(out) if out.ndim == 0 else out

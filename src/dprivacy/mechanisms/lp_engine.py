@@ -12,7 +12,7 @@ closed to the requested gap.
 (gain form: maximise Σ c[y, w] H[y, w], c = π·g, or c = −π·l for a loss):
 
 * a **certified value** LB ≤ OPT: the restricted solution is lifted onto *all* privacy constraints
-  (:func:`~dprivacy.mechanisms.optimal.certified_repair`), checked exactly
+  (:func:`~dprivacy.mechanisms.repair.certified_repair`), checked exactly
   (:func:`~dprivacy.measures.check_privacy`), and its expected gain computed by
   :mod:`dprivacy.measures`. Any private channel's value is ≤ OPT.
 * a **Lagrangian bound** UB ≥ OPT: for any multipliers λ ≥ 0 on the privacy constraints
@@ -53,7 +53,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..measures.privacy import check_privacy
 from ..spaces import MetricSpace
 
 #: Absolute violation e^{−εd(a,b)}·H[a,w] − H[b,w] above which a constraint is added. HiGHS is run
@@ -149,7 +148,7 @@ def lagrangian_bound(c: np.ndarray, a, b, j, coef, lam) -> float:
 
 def lagrangian_bound_matrix(c: np.ndarray, a_ub, lam) -> float:
     """:func:`lagrangian_bound` for privacy rows given as a sparse matrix ``a_ub`` (rows A·vec(H) ≤ 0,
-    H row-major n × m), e.g. :func:`dprivacy.mechanisms.optimal.privacy_constraints`."""
+    H row-major n × m), e.g. :func:`dprivacy.mechanisms.lp_model.privacy_constraints`."""
     lam = np.maximum(np.asarray(lam, dtype=np.float64), 0.0)
     return float((c - (a_ub.T @ lam).reshape(c.shape)).max(axis=1).sum())
 

@@ -34,7 +34,8 @@ from ..measures.privacy import check_privacy
 from ..spaces import MetricSpace
 from ..spanners import SpannerResult, build_spanner, spanner_space
 from .lp_engine import Round
-from .optimal import OptimalResult, _objective_matrix, no_privacy_bound, optimal_mechanism
+from .lp_model import OptimalResult, _objective_matrix, no_privacy_bound
+from .lp_solve import optimal_lp
 
 #: ``exact="auto"`` solves the exact LP for comparison only when its worst-case size (all ordered pairs,
 #: n(n−1)·|W| privacy constraints) is at most this (n ≤ 37 when W = Y; about a second on a 6×6 grid).
@@ -57,7 +58,7 @@ class SpannerOptimalResult(Result):
     Attributes
     ----------
     status, solver_message, channel, value, objective, kind, remap
-        As in :class:`~dprivacy.mechanisms.optimal.OptimalResult`, for the LP on the spanner's edges
+        As in :class:`~dprivacy.mechanisms.lp_model.OptimalResult`, for the LP on the spanner's edges
         (``solved``: the LP returned a channel).
     epsilon : float
         The requested ε (the mechanism is meant to be ε·d-private).
@@ -309,15 +310,15 @@ def optimal_mechanism_spanner(
         )
     lp_eps = eps * (1.0 - margin) / spanner.dilation
 
-    # the limit goes to optimal_mechanism itself (not only to linprog's options), so that a solve it stops
-    # returns the best constant channel with an honest bound, as every method does, not a failure
-    # the limit bounds the whole call (spanner, LP, bound LP, exact LP), as the README says: each solve gets what is
-    # left (each had the whole limit: 613 s for a default of 300, review); the bound LP is skipped when nothing is
+    # the limit goes to optimal_lp itself (not only to linprog's options), so that a solve it stops returns the
+    # best constant channel with an honest bound, as every method does, not a failure; it bounds the whole call
+    # (spanner, LP, bound LP, exact LP), as the README says: each solve gets what is left, and the bound LP and
+    # the exact LP are skipped when less than 5% of it is left
     def left():
         return None if time_limit is None else max(float(time_limit) - (time.perf_counter() - started), 1e-3)
 
     common = dict(gain=gain, loss=loss, outputs=outputs, method="full", solver=method, repair=repair)
-    lp = optimal_mechanism(proxy, prior, epsilon=lp_eps, options=options, time_limit=left(), **common)
+    lp = optimal_lp(proxy, prior, epsilon=lp_eps, options=options, time_limit=left(), **common)
     t1 = time.perf_counter()
     if lp.solved:
         check = check_privacy(lp.channel, space, epsilon=eps)
@@ -342,7 +343,7 @@ def optimal_mechanism_spanner(
         relaxed_bound = free_bound  # unless the bound LP below does better
     if bound and lp.solved and (time_limit is None or left() > 0.05 * float(time_limit)):
         # ε on the spanner's edges: implied by ε·d-privacy (each edge is a pair of the space), so a relaxation.
-        relaxed = optimal_mechanism(proxy, prior, epsilon=eps, options=options, time_limit=left(), **common)
+        relaxed = optimal_lp(proxy, prior, epsilon=eps, options=options, time_limit=left(), **common)
         if relaxed.solved and np.isfinite(relaxed.bound):
             relaxed_bound = min(relaxed.bound, free_bound) if kind == "gain" else max(relaxed.bound, free_bound)
             report(2, relaxed_bound, relaxed.n_constraints)
@@ -352,7 +353,7 @@ def optimal_mechanism_spanner(
     ex = None
     exact_value = exact_seconds = optimality_loss = relative_loss = float("nan")
     if run_exact:
-        ex = optimal_mechanism(space, prior, epsilon=eps, options=exact_options if exact_options is not None else options,
+        ex = optimal_lp(space, prior, epsilon=eps, options=exact_options if exact_options is not None else options,
                                pairs="essential", time_limit=left(), **common)
         exact_seconds = ex.seconds
         if ex.solved:

@@ -27,66 +27,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..results import Result
-from .._validate import check_epsilon
-from ..channels import Channel
-from ..spaces import MetricSpace
 from .._kernels import phi_solve as _ps
 from .._kernels.dispatch import takes_structured
+from .._kernels.phi_solve import TightResult, tight_reason
+from .._validate import check_epsilon
+from ..channels import Channel
+from ..graphs import distance_counts
+from ..spaces import MetricSpace
 
 #: Relative tolerance when comparing distances for ball-size symmetry.
 SYMMETRY_RTOL = 1e-9
 
 _METHODS = ("auto", "dense", "structured", "closed-form", "exact")
-
-
-@dataclass(frozen=True)
-class TightResult(Result):
-    """What every solve of Φ z = 1 returns (seed 000 Def 6, Prop 6–8): whether the tight-constraints
-    mechanism exists at ε, its diagonal z and the certificate of the decision. The dense solver returns
-    a :class:`TightConstraintsResult` and the grid solver a
-    :class:`~dprivacy._kernels.solve.GridTightResult`; both are TightResults with the fields below, and
-    ``.mechanism`` (None when it does not exist). The fields are documented on
-    :class:`TightConstraintsResult`.
-
-    References
-    ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
-       differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 6, Prop 6,
-       Prop 7.
-    """
-
-    exists: bool
-    epsilon: float
-    z: np.ndarray = field(repr=False)
-    negative: tuple = field(repr=False)
-    reason: str
-    residual: float
-    condition: float | None
-    error_bound: float
-    margin: float
-    certainty: str
-    singular: bool | None
-    nullity: int | None
-    method: str
-
-    @property
-    def decided(self) -> bool:
-        """True unless rounding (or an unconverged solve) could change the answer."""
-        return self.certainty != "undecided"
-
-    @property
-    def min_z(self) -> float:
-        """The smallest entry of z."""
-        return float(self.z.min()) if self.z.size else math.inf
-
-    @property
-    def ok(self) -> bool:
-        """The common flag of :class:`dprivacy.results.Result` (here: ``exists``)."""
-        return bool(self.exists)
-
-    def __bool__(self) -> bool:
-        return bool(self.exists)
 
 
 @dataclass(frozen=True)
@@ -443,8 +395,6 @@ def ball_size_symmetric_tight(space: MetricSpace, *, epsilon: float) -> TightCon
     e = check_epsilon(epsilon)
     profile = _ball_profile(space)
     if profile is None:
-        from ..graphs import distance_counts
-
         why = distance_counts(space, rtol=SYMMETRY_RTOL).reason or "the row sums of d differ"
         raise ValueError(f"space {space.name!r} is not ball-size symmetric (seed 000 Def 7): {why}")
     return _closed_form(space, space.distances, profile, e)
@@ -472,8 +422,6 @@ def _ball_profile(space: MetricSpace, rtol: float = SYMMETRY_RTOL):
         # relative to the sums themselves: a floor of 1 let grid:3x3:step=1e-10 (sums of 1e-9) pass
         if np.abs(s - s[0]).max() > 4 * rtol * abs(s[0]):
             return None
-    from ..graphs import distance_counts  # lazily: graphs sits beside mechanisms, not below them
-
     counts = distance_counts(space, rtol=rtol)
     return (counts.distances, counts.counts) if counts.symmetric else None
 
@@ -515,20 +463,6 @@ def _constraints(d: np.ndarray, e: float) -> np.ndarray:
 
 def _empty_negative():
     return np.zeros(0, dtype=np.intp), np.zeros(0)
-
-
-def tight_reason(status: str, z: np.ndarray, n_negative: int, error_bound: float, how: str, *,
-                 undecided_why: str, where=lambda i: "") -> str:
-    """The one sentence of every tight-constraints result (dense and grid): exists / does not exist (the
-    most negative entry of z, seed 000 Prop 8) / undecided, then how it was decided. ``where(i)`` names
-    entry i further (a grid gives its row and column)."""
-    if status == "exists":
-        return f"exists: Φz = 1 has a non-negative solution (min z = {z.min():.6g}); {how}"
-    if status == "absent":
-        i = int(np.argmin(z))
-        return (f"does not exist: z has {n_negative} negative entr{'y' if n_negative == 1 else 'ies'}, the smallest "
-                f"z[{i}]{where(i)} = {z[i]:.6g} (the uniform prior is not ε·d-regular, seed 000 Prop 8); {how}")
-    return f"undecided: min z = {z.min():.3g} is within the error bound {error_bound:.3g} of 0 ({undecided_why}); {how}"
 
 
 def _result(space: MetricSpace, phi: np.ndarray, e: float, sol: _ps.PhiSolution) -> TightConstraintsResult:

@@ -103,9 +103,7 @@ def delivered_epsilon(weights: np.ndarray, space, pairs=None) -> float:
     i, j = space.constraint_pairs() if pairs is None else pairs
     if i.size == 0:
         return 0.0
-    from ..measures.privacy import _pair_distances
-
-    d = _pair_distances(space, i, j)
+    d = space.pair_distances(i, j)
     fin = np.isfinite(d) & (d > 0)
     i, j, d = i[fin], j[fin], d[fin]
     if i.size == 0:

@@ -2,6 +2,11 @@
 
 A mechanism H : Y → Z with finite Y and Z is a row-stochastic matrix: rows are indexed by secrets,
 columns by outputs, and H[y, z] is the probability of reporting z when the secret is y.
+
+This package holds :class:`Channel` (here), the d-privacy check of a stored channel on a metric space
+(:mod:`.privacy`) and the Mechanism object, a channel built on a metric space at a privacy level ε with the
+certificate of its privacy (:mod:`.mechanism`, also at :mod:`dprivacy.mechanisms.base`): what the measures,
+the kernels and the mechanism constructors above all share.
 """
 
 from __future__ import annotations
@@ -11,7 +16,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ._validate import as_prior, as_rng, as_stochastic, check_row_indices
+from .._validate import as_prior, as_stochastic, check_row_indices
+from ..sampling import as_generator
 
 #: Two posteriors closer than this in every entry are the same inner of a hyper-distribution.
 POSTERIOR_ATOL = 1e-12
@@ -168,9 +174,9 @@ class Channel:
         positive probability is unreachable. ``rng``: None is the release-grade source, an int seed or a
         Generator is reproducible research mode (:func:`dprivacy.sampling.random_source`).
         """
-        from .sampling.exact import ExactSampler
+        from ..sampling.exact import ExactSampler
 
-        gen = as_rng(rng)
+        gen = as_generator(rng)
         ys = check_row_indices(secrets, self.n_inputs)
         if ys.size == 0:
             return np.zeros(ys.shape, dtype=np.intp)

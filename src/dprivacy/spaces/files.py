@@ -1,0 +1,139 @@
+"""Metric spaces read from files: a distance matrix (:func:`load_matrix`), an edge list whose graph metric is
+the space (:func:`load_edge_list`), and the guarded reading of a numeric array (:func:`load_array`). See
+:mod:`dprivacy.spaces`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .metric import DENSE_LIMIT_BYTES, MetricSpace, from_graph
+
+def load_matrix(path, *, check_triangle: bool = True) -> MetricSpace:
+    """A metric space from a distance matrix stored as .npy or .csv (comma-separated, no header),
+    validated like :func:`from_matrix` (triangle inequality included unless ``check_triangle=False``)."""
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"distance matrix file not found: {p}")
+    if p.suffix.lower() == ".npy":
+        d = load_array(p, "distance matrix")
+    elif p.suffix.lower() == ".csv":
+        d = load_array(p, "distance matrix", ndmin=2)
+    else:
+        raise ValueError(f"distance matrix must be a .npy or .csv file, got {p.name!r}")
+    return MetricSpace(d, name=f"matrix:{p}", check_triangle=check_triangle)
+
+
+def load_array(path, what: str, *, ndmin: int = 1, max_bytes: int = DENSE_LIMIT_BYTES) -> np.ndarray:
+    """Read a real numeric array from .npy, .csv (comma-separated) or .txt (whitespace-separated), any
+    case of the extension, with errors that name the file and say what was expected (an empty file,
+    pickled data, complex/datetime/record data, text that is not numbers, a declared size over
+    ``max_bytes``). A CSV may start with a byte-order mark and with one header line of column names."""
+    import warnings
+    from pathlib import Path
+
+    if not str(path).strip():  # Path("") is ".", the current folder (review: "path . is a directory")
+        raise ValueError(f"{what} path is empty, expected a .npy, .csv or .txt file")
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"{what} file not found: {p}")
+    if p.is_dir():
+        raise ValueError(f"{what} path {p} is a directory, expected a .npy, .csv or .txt file")
+    if not p.is_file():  # a device or a pipe (/dev/zero) has no size to check and was read without end
+        raise ValueError(f"{what} path {p} is not a regular file, expected a .npy, .csv or .txt file")
+    suffix = p.suffix.lower()
+    if suffix == ".npy":
+        try:
+            head = np.load(p, allow_pickle=False, mmap_mode="r")  # reads the header only
+        except (ValueError, OSError, EOFError) as exc:
+            raise ValueError(f"{what} file {p} is not a readable numeric .npy array ({exc})") from None
+        if head.dtype.kind not in "biuf":
+            raise ValueError(f"{what} file {p} holds {head.dtype} data, expected real numbers")
+        need = int(head.size) * 8
+        if need > max_bytes:
+            raise MemoryError(f"{what} file {p} declares shape {head.shape} ({need / 2**30:.1f} GiB as float64), over the "
+                              f"{max_bytes / 2**30:.0f} GiB limit")
+        return np.array(head, dtype=np.float64)
+    if suffix not in (".csv", ".txt"):
+        raise ValueError(f"{what} must be a .npy, .csv or .txt file, got {p.name!r}")
+    if p.stat().st_size > max_bytes:
+        raise MemoryError(f"{what} file {p} is {p.stat().st_size / 2**30:.1f} GiB, over the {max_bytes / 2**30:.0f} GiB limit")
+    delim = "," if suffix == ".csv" else None
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{what} file {p} is not text ({exc})") from None
+    lines = text.splitlines()
+    skip = 0
+    if lines:
+        first = [c.strip() for c in (lines[0].split(",") if delim else lines[0].split())]
+
+        def number(c: str) -> bool:
+            try:
+                float(c)
+                return True
+            except ValueError:
+                return False
+
+        # a header line of column names: no cell of it is a number (a line of numbers with one bad
+        # cell is data, and its error names the cell: '0.5,0.5,x' was dropped as a header and the
+        # one-line prior reported empty)
+        # ... and names start like names: '1/3,1/3,1/3' is a line of data that is not numbers (it was taken for
+        # a header and the one-line file called empty)
+        named = all(c and (c[0].isalpha() or c[0] in "_\"'") for c in first)
+        skip = 1 if named and not any(number(c) for c in first if c) else 0
+        if skip and len([ln for ln in lines[1:] if ln.strip()]) == 0:
+            raise ValueError(f"{what} file {p} holds a header line only ({lines[0].strip()[:60]!r}), no numbers")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy warns (rather than fails) on an empty file
+        try:
+            a = np.loadtxt(lines[skip:], delimiter=delim, dtype=np.float64, ndmin=ndmin)
+        except UserWarning:
+            raise ValueError(f"{what} file {p} is empty") from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{what} file {p} does not hold numbers separated by "
+                             f"{'commas' if delim else 'whitespace'} ({str(exc).splitlines()[0]})") from None
+    if a.size == 0:
+        raise ValueError(f"{what} file {p} is empty")
+    return a
+
+
+def load_edge_list(path) -> MetricSpace:
+    """A graph metric from an edge list file: one edge per line, two node names separated by
+    whitespace or a comma; ``#`` starts a comment. Node names that are all integers are sorted."""
+    from pathlib import Path
+
+    if not str(path).strip():
+        raise ValueError("edge list path is empty (graph:FILE), expected a text file with one edge per line")
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"edge list file not found: {p}")
+    if p.is_dir():
+        raise ValueError(f"edge list path {str(p)!r} is a folder, expected a text file with one edge per line")
+    if not p.is_file():  # graph:/dev/zero grew to 24 GB
+        raise ValueError(f"edge list path {str(p)!r} is not a regular file, expected a text file with one edge per line")
+    if p.stat().st_size > DENSE_LIMIT_BYTES:
+        raise MemoryError(f"edge list {p} is {p.stat().st_size / 2**30:.1f} GiB, over the {DENSE_LIMIT_BYTES / 2**30:.0f} GiB limit")
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"edge list {p} is not text ({exc.reason} at byte {exc.start}); expected one edge per line") from None
+    edges = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        s = raw.split("#", 1)[0].strip()
+        if not s:
+            continue
+        parts = s.replace(",", " ").split()
+        if len(parts) != 2:
+            raise ValueError(f"{p}:{lineno}: expected two node names per line, got {raw.strip()!r}")
+        edges.append(tuple(parts))
+    if not edges:
+        raise ValueError(f"edge list {p} has no edges")
+    # Names that are all canonical integers ("1", not "01") are sorted as numbers; otherwise every name
+    # is kept as written, so "01" and "1" stay two nodes.
+    names = {x for e in edges for x in e}
+    if all(x.lstrip("-").isdigit() and str(int(x)) == x for x in names):
+        edges = [(int(a), int(b)) for a, b in edges]
+    return from_graph(edges, name=f"graph:{p}")
