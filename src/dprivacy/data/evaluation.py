@@ -348,10 +348,10 @@ def evaluate_release(original, released, *, lat=None, lon=None, key=None, coords
         finally:
             os.unlink(tmp)
     if png:
-        write_bytes_atomic(png, png_bytes)
+        write_bytes_atomic(png, png_bytes, force=force)  # (without --force: never over a file made meanwhile)
         res["png"] = str(png)
     if html:
-        write_bytes_atomic(html, html_page(res, png_bytes, title).encode("utf-8"))
+        write_bytes_atomic(html, html_page(res, png_bytes, title).encode("utf-8"), force=force)
         res["html"] = str(html)
     return res
 

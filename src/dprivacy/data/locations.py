@@ -708,7 +708,8 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
     smaller ε.
     """
     from ..sampling.source import NOT_FOR_RELEASE
-    from .io import AtomicWriter, check_sidecar, commit_sidecar, file_format, removed_unless_completed, signals_held
+    from .commit import release_commit
+    from .io import AtomicWriter, check_sidecar, commit_sidecar, file_format, removed_unless_completed
 
     t0 = time.perf_counter()
     check_sidecar(input_path, output_path, force=force)
@@ -734,7 +735,7 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
     # the GIL). One writer thread keeps the order; every write is waited for before the writer is
     # closed or its temporary file removed.
     notice = None if src.release else NOT_FOR_RELEASE  # the file says it too, not only its sidecar (review)
-    held = contextlib.ExitStack()  # signals wait from the last checks to the sidecar (io.signals_held)
+    held = contextlib.ExitStack()  # from the last checks to the sidecar: commit.release_commit
     with held:
         with AtomicWriter(output_path, ob.out_schema, force=force, geojson_coords=geo,
                           plain_columns=(ob.lat_c, ob.lon_c), notice=notice) as w, \
@@ -800,8 +801,9 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
                 raise ValueError(f"none of the {report.rows_read:,} rows of {input_path} could be released ({why})")
             if seen_keys is not None:
                 seen_keys.check()
-            # from here to the sidecar a signal waits: the writer's rename and the sidecar stay one step
-            held.enter_context(signals_held())
+            # from here to the sidecar other runs into this folder wait and so does a signal: the writer's move to
+            # OUTPUT (which fails, without --force, if OUTPUT exists by then) and the sidecar are one step
+            held.enter_context(release_commit(output_path))
         with removed_unless_completed(output_path):
             report.seconds = time.perf_counter() - t0
             rejection_note(report)

@@ -1,0 +1,108 @@
+"""What the library needs to know about the process and the files it is given, with the standard library only.
+
+Light on purpose: the command line imports it before any heavy module (numpy, pyarrow, DuckDB), to install its
+signal handlers and to see the memory limit before OpenBLAS starts its threads.
+
+* :func:`check_input_file`: every file the library reads (tables, points, priors, key lists, sidecars, ledgers) is a
+  regular file, checked by ``stat`` before it is opened — a FIFO waits for a writer for ever (and a pipe can be read
+  only once, while the commands read their input twice), a device such as ``/dev/zero`` never ends;
+* :func:`stop_signals`: the signals that stop a command;
+* :func:`address_space_limit` and :func:`memory_failure`: the memory limit set on the process (``ulimit -v``), and
+  whether an exception means that memory ran out.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def check_input_file(path, what: str = "input file", *, folder: bool = False) -> None:
+    """Refuse ``path`` unless it is a regular file (or, with ``folder``, a folder: a Parquet folder of parts, whose
+    parts the reader checks in turn), without opening it: FileNotFoundError when it does not exist, ValueError with
+    one line naming the path, what it is and what was expected otherwise. Symbolic links are followed."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{what} not found: {path}") from None
+    except OSError as exc:  # a name too long, a folder on the way that is a file, no permission
+        raise ValueError(f"{what} {path}: {exc.strerror or exc}") from None
+    if stat.S_ISREG(st.st_mode) or (folder and stat.S_ISDIR(st.st_mode)):
+        return
+    if stat.S_ISDIR(st.st_mode):
+        raise ValueError(f"{what} {path} is a folder, expected a file")
+    kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+    raise ValueError(f"{what} {path} is {kind}, not a regular file: expected a file on disk (a pipe waits for a writer "
+                     "and is read only once, a device never ends; copy the data to a file first)")
+
+
+def stop_signals() -> list:
+    """SIGINT, SIGTERM and SIGHUP (where it exists) that have a handler: not those ignored, as under nohup, whose
+    command must go on when the terminal closes."""
+    import signal
+
+    sigs = (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP"))
+    return [s for s in sigs if s is not None and signal.getsignal(s) not in (signal.SIG_IGN, None)]
+
+
+def address_space_limit() -> int | None:
+    """The bytes of address space (``ulimit -v``: RLIMIT_AS) or of data (``ulimit -d``: RLIMIT_DATA, which also
+    limits mmap on Linux) this process may use, the smaller one; None when neither is limited."""
+    try:
+        import resource
+    except ImportError:  # not on this system
+        return None
+    limits = []
+    for name in ("RLIMIT_AS", "RLIMIT_DATA"):
+        which = getattr(resource, name, None)
+        if which is None:
+            continue
+        try:
+            soft = resource.getrlimit(which)[0]
+        except (OSError, ValueError):
+            continue
+        if soft != resource.RLIM_INFINITY and soft > 0:
+            limits.append(int(soft))
+    return min(limits) if limits else None
+
+
+#: The variables OpenBLAS reads for its number of threads, in its order.
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+def one_blas_thread_under_a_limit(environ=os.environ) -> bool:
+    """Under a memory limit (:func:`address_space_limit`), and unless the user chose a number of threads, set
+    ``OPENBLAS_NUM_THREADS=1`` (before numpy is loaded; True when it was set). OpenBLAS reserves about 41 MB of
+    address space per core when numpy loads (its buffer and the thread's stack: 98 MB against 139 MB for numpy's
+    import on 2 cores, measured), and a failure there ends the process from C ("pthread_create failed", "Memory
+    allocation still failed after 10 retries") before Python can say anything: on 64 cores that is 2.6 GB, over a
+    limit of 1.5 GB. The commands' dense algebra took no longer on one thread (design --mechanism optimal on a 12×12
+    grid: 58 s against 88 s on two)."""
+    if address_space_limit() is None or any(environ.get(v) for v in BLAS_THREAD_VARIABLES):
+        return False
+    environ["OPENBLAS_NUM_THREADS"] = "1"
+    return True
+
+
+def memory_failure(exc) -> str | None:
+    """One line saying that memory ran out, when ``exc`` is a failure to allocate or to load (a MemoryError, numpy's
+    and pyarrow's included; DuckDB's OutOfMemoryException; a shared library that could not be mapped; a thread that
+    could not be started); None for any other exception."""
+    text = str(exc).strip()
+    msg = text.splitlines()[0] if text else ""
+    low = msg.lower()
+    if isinstance(exc, MemoryError):
+        # (the library's own refusals, "... needs about 12 GiB ... over the memory limit", already say it)
+        return msg if "memory" in low else f"memory ran out ({msg or type(exc).__name__})"
+    if type(exc).__name__ == "OutOfMemoryException" or "out of memory error" in low:  # DuckDB
+        return f"memory ran out ({msg})"
+    if isinstance(exc, (ImportError, OSError)) and ("failed to map segment" in low or "cannot allocate memory" in low
+                                                   or getattr(exc, "errno", None) == errno.ENOMEM):
+        return f"memory ran out while loading the program ({msg})"
+    if isinstance(exc, RuntimeError) and "can't start new thread" in low:
+        return f"memory ran out: a thread could not be started ({msg})"
+    return None
