@@ -21,23 +21,23 @@ _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character de
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
-def check_input_file(path, what: str = "input file", *, folder: bool = False) -> None:
+def check_input_file(path, what: str = "input file", *, folder: bool = False, expected: str = "a file") -> None:
     """Refuse ``path`` unless it is a regular file (or, with ``folder``, a folder: a Parquet folder of parts, whose
     parts the reader checks in turn), without opening it: FileNotFoundError when it does not exist, ValueError with
-    one line naming the path, what it is and what was expected otherwise. Symbolic links are followed."""
+    one line naming the path, what it is and ``expected`` otherwise. Symbolic links are followed."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
         raise FileNotFoundError(f"{what} not found: {path}") from None
     except OSError as exc:  # a name too long, a folder on the way that is a file, no permission
-        raise ValueError(f"{what} {path}: {exc.strerror or exc}") from None
+        raise ValueError(f"{what} {path}: {exc.strerror or exc}, expected {expected}") from None
     if stat.S_ISREG(st.st_mode) or (folder and stat.S_ISDIR(st.st_mode)):
         return
     if stat.S_ISDIR(st.st_mode):
-        raise ValueError(f"{what} {path} is a folder, expected a file")
-    kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
-    raise ValueError(f"{what} {path} is {kind}, not a regular file: expected a file on disk (a pipe waits for a writer "
-                     "and is read only once, a device never ends; copy the data to a file first)")
+        raise ValueError(f"{what} {path} is a folder, expected {expected}")
+    kind = next((name for test, name in _KINDS if test(st.st_mode)), "a special file")
+    raise ValueError(f"{what} {path} is {kind}, not a regular file: expected {expected} on disk (a pipe waits for a "
+                     "writer and is read only once, a device never ends: copy the data to a file first)")
 
 
 def stop_signals() -> list:

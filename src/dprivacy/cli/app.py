@@ -789,6 +789,9 @@ def cmd_obfuscate(args) -> int:
         eps = epsilon_for_accuracy(radius, prob) / epsilon_per_metre(1.0, unit)
     else:
         eps = args.epsilon
+    from .._system import check_input_file
+
+    check_input_file(args.input, "input file", folder=True, expected="a CSV, Parquet or GeoJSON file")  # (a FIFO or a device: before a grid is built for it)
     if _same_file(args.input, args.output):
         raise CliError(f"dprivacy obfuscate: error: OUTPUT {args.output} is the input file: write the release to a new file "
                        "(--force never overwrites the input)")
@@ -951,17 +954,9 @@ def _parse_keys(text: str) -> list:
         path = text[1:]
         if not path:
             raise CliError("dprivacy query: error: --keys @FILE needs a file name after '@'")
-        try:
-            with open(path, encoding="utf-8-sig") as fh:  # (a byte-order mark is not part of the first key: review)
-                lines = fh.read().splitlines()
-        except FileNotFoundError:
-            raise CliError(f"dprivacy query: error: --keys file not found: {path}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CliError(f"dprivacy query: error: --keys cannot read {path}: {exc}") from None
-        keys = [ln.strip() for ln in lines if ln.strip()]
-        if not keys:
-            raise CliError(f"dprivacy query: error: --keys file {path} has no key (one per line)")
-        return keys
+        from ..data.tables import read_keys_file
+
+        return read_keys_file(path)
     keys = [k.strip() for k in text.split(",")]
     if any(not k for k in keys):
         raise CliError(f"dprivacy query: error: --keys must be KEY1,KEY2,... with no empty key, got {text!r} (keys with "

@@ -26,7 +26,7 @@ import time
 import zlib
 from pathlib import Path
 
-from .tables import PRIVACY_MODELS
+from .tables import PRIVACY_MODELS, check_table_file
 
 #: Spending within this of the budget counts as within it (ε values are decimal inputs).
 SLACK = 1e-12
@@ -221,6 +221,11 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
                          "under one name and the others keep the old spending; keep one name (remove the other links)")
     if not ledger.parent.is_dir():
         raise ValueError(f"budget ledger {given}: the folder {ledger.parent} does not exist")
+    lock = ledger.with_name(ledger.name + ".lock")
+    if lock.exists() and not lock.is_file():  # (opened to be locked: a FIFO there would be waited on)
+        raise ValueError(f"budget ledger {given}: its lock {lock} is not a regular file: remove it (it is made on use)")
+    if os.path.exists(table):  # (hashed below, before the query: a FIFO was waited on for ever; a missing table is a name)
+        check_table_file(table)
     key = table_key(table)
     if not _finite(epsilon) or epsilon <= 0:
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")

@@ -36,9 +36,13 @@ def _parquet_pieces(path: Path) -> list[tuple[str, int]]:
     """(file, row group) for every row group of a Parquet file or of the .parquet files of a folder."""
     import pyarrow.parquet as pq
 
+    from .._system import check_input_file
+
     files = sorted(str(p) for p in path.rglob("*.parquet")) if path.is_dir() else [str(path)]
     if not files:
         raise ValueError(f"no .parquet files in {path}")
+    for f in files:  # (a FIFO named part.parquet would be waited on for ever)
+        check_input_file(f, f"the Parquet part of {path}")
     return [(f, g) for f in files for g in range(pq.ParquetFile(f).num_row_groups)]
 
 

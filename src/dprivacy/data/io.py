@@ -433,10 +433,11 @@ def _read_batches(path, *, batch_rows: int, text_columns=()) -> tuple[object, It
     import pyarrow as pa
 
     path = Path(path)
-    check_input_file(path, "input file", folder=True)  # (a FIFO or /dev/zero: refused before it is opened)
+    expected = "a CSV, Parquet or GeoJSON file"
+    check_input_file(path, "input file", folder=True, expected=expected)  # (a FIFO or /dev/zero: before it is opened)
     fmt = file_format(path)
     if fmt != "parquet" and path.is_dir():  # (a folder is read as Parquet parts only)
-        check_input_file(path, "input file")
+        check_input_file(path, "input file", expected=expected)
     if fmt == "csv":
         from pyarrow import csv
 
@@ -459,7 +460,7 @@ def _read_batches(path, *, batch_rows: int, text_columns=()) -> tuple[object, It
         if not parts:
             raise ValueError(f"{path} is a folder with no .parquet file")
         for p in parts:
-            check_input_file(p, f"the Parquet part of {path}")
+            check_input_file(p, f"the Parquet part of {path}", expected="a Parquet file")
         def schema_of(p):
             try:
                 return pq.read_schema(p)
@@ -756,7 +757,7 @@ def geojson_batches(path, *, batch_rows: int = BATCH_ROWS):
 
     import pyarrow as pa
 
-    check_input_file(path, "input file")
+    check_input_file(path, "input file", expected="a GeoJSON file")
     header: dict = {}
     rows = _feature_rows(path, header, batch_rows)
     first = next(rows)  # reads the members written before the features, and the first chunk

@@ -656,8 +656,11 @@ def _read_sidecar(side: Path) -> dict:
     """A release's sidecar, checked where evaluate relies on it ({} when there is none)."""
     import json
 
+    from .._system import check_input_file
+
     if not side.exists():
         return {}
+    check_input_file(side, "the release's sidecar", expected="a JSON file")  # (a FIFO there was waited on for ever)
     try:
         meta = json.loads(side.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:

@@ -127,6 +127,31 @@ def parse_query(spec: str) -> Query:
     raise ValueError(f"bad --query {spec!r}: expected count, kcount:COL1,COL2,..., sum:COL, avg:COL or percentile:COL:P")
 
 
+def check_table_file(table) -> None:
+    """Refuse a table that is not a regular file (a FIFO, ``/dev/zero``, a socket) before anything opens it: the
+    budget ledger hashes it and DuckDB reads it several times (a FIFO was waited on for ever)."""
+    from .._system import check_input_file
+
+    check_input_file(table, "table", expected="a CSV or Parquet file")
+
+
+def read_keys_file(path) -> list:
+    """The group keys of a ``--keys @FILE``: one per line (UTF-8, a byte-order mark dropped), stripped, blank lines
+    skipped; a FIFO or a device is refused before it is opened."""
+    from .._system import check_input_file
+
+    check_input_file(path, "--keys file", expected="a text file with one key per line")
+    try:
+        with open(path, encoding="utf-8-sig") as fh:  # (a byte-order mark is not part of the first key: review)
+            lines = fh.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--keys cannot read {path}: {exc}") from None
+    keys = [ln.strip() for ln in lines if ln.strip()]
+    if not keys:
+        raise ValueError(f"--keys file {path} has no key (one per line)")
+    return keys
+
+
 def sensitivity(q: Query, privacy: str, bounds, total: int | None = None, *, selected: bool = False,
                 skip_invalid: bool = False) -> float:
     """Δ of the integer answer the noise is added to (the sum for avg under d_h, d̃1, d1; the rounded mean
@@ -737,12 +762,11 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     if prior is not None and mechanism not in ("optimal", "tight-constraints"):
         raise ValueError(f"--prior is used only by --mechanism optimal and tight-constraints; --mechanism {mechanism} ignores it "
                          "(drop --prior)")
-    if not os.path.exists(table):
-        raise FileNotFoundError(f"table not found: {table}")
     if os.path.isdir(table):  # (DuckDB's message named a disabled file system operation: review)
         raise ValueError(f"{table} is a folder: query reads one CSV or Parquet file (combine a folder of parts, e.g. the "
                          "Dask engine's output, into one file first)")
-    if os.path.isfile(table) and os.path.getsize(table) == 0:
+    check_table_file(table)
+    if os.path.getsize(table) == 0:
         raise ValueError(f"{table} is empty (0 bytes): not a table (a CSV needs at least a header line)")
     table = os.path.abspath(table)
     if any(ch in table for ch in "*?[]{}"):
