@@ -11,7 +11,8 @@ per table); the recorded budget changes only with ``change_budget`` (``--change-
 known by its resolved path, by its file identity (device, inode) and by the SHA-256 of its bytes
 (decompressed, for gzip), so a hard link, a moved file, a byte-for-byte copy and its gzip share its
 budget; a copy that differs in any byte (a row added, another format) is another table, and the ledger
-cannot know it holds the same people.
+cannot know it holds the same people. The ledger is therefore the data owner's own file, not to be published with the
+answers: it names the table's full path, and the SHA-256 of its bytes confirms a guess of the whole table.
 """
 
 from __future__ import annotations

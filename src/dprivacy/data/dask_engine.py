@@ -226,7 +226,7 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
     first = pieces[0][0]
     ob, report, src, _, _ = prepare_obfuscation(first, out, **kwargs)
     ob.noise_parts = 1  # one thread per task: the workers already take the cores
-    report.input = str(inp)
+    report.input = inp.name
     if src.release:
         report.random_source = dict(report.random_source, per_task="each task keys its own ChaCha20 from the worker's OS")
     held = contextlib.ExitStack()
@@ -337,7 +337,9 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
             found = next((r["sorted"] for r in results if r.get("sorted")), None)
             if found is not None:  # (read on the first part: the order of the parts is the input's)
                 report.notes.append(sorted_note_text(*found))
-            report.notes.append(f"Dask engine: {len(pieces)} row groups, " + (f"scheduler {scheduler}" if scheduler else f"LocalCluster of {workers} workers"))
+            # (the scheduler's address names the owner's machines: not in the sidecar, which travels with the release)
+            report.notes.append(f"Dask engine: {len(pieces)} row groups, " + ("an existing cluster (--scheduler)" if scheduler
+                                                                              else f"LocalCluster of {workers} workers"))
             if not src.release:
                 report.notes.append("reproducible run (seeded): NOT for release")
             commit_sidecar(out, report.to_dict())

@@ -1162,11 +1162,27 @@ def removed_unless_completed(output_path):
         raise
 
 
+#: Fields of a report that stay with the caller and are not in the sidecar, which travels with the release: the run
+#: time depends on the owner's machine and its load (and on the size and content of the data).
+SIDECAR_OMITS = ("seconds",)
+
+
+def sidecar_report(report: dict) -> dict:
+    """``report`` as the sidecar carries it: without :data:`SIDECAR_OMITS`, and the input and output named by their
+    file names only (a full path names the owner's folders, often their user name, and the working directory)."""
+    out = {k: v for k, v in report.items() if k not in SIDECAR_OMITS}
+    for k in ("input", "output"):
+        if isinstance(out.get(k), str):
+            out[k] = Path(out[k]).name
+    return out
+
+
 def commit_sidecar(output_path, report: dict) -> None:
-    """Write the sidecar of a release already at ``output_path``; when that fails, remove the release too,
-    so that an error leaves no release without its report. Then the release is complete: :data:`ON_COMPLETE`."""
+    """Write the sidecar of a release already at ``output_path`` (:func:`sidecar_report` of ``report``); when that
+    fails, remove the release too, so that an error leaves no release without its report. Then the release is
+    complete: :data:`ON_COMPLETE`."""
     with removed_unless_completed(output_path):
-        write_json_atomic(sidecar_path(output_path), report)
+        write_json_atomic(sidecar_path(output_path), sidecar_report(report))
     for hook in list(ON_COMPLETE):
         hook(output_path)
 

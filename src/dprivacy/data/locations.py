@@ -43,6 +43,7 @@ import contextlib
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -630,7 +631,7 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
         name = release.mechanism.name + (" + distance remap" if release.remap is not None else "")
         guarantee = grid_guarantee(release.grid, epsilon, unit, release.mechanism.name)
     report = ObfuscationReport(
-        str(input_path), str(output_path), name, float(epsilon), unit, e_m, guarantee=guarantee,
+        Path(input_path).name, Path(output_path).name, name, float(epsilon), unit, e_m, guarantee=guarantee,
         random_source=src.to_dict(), lat_column=lat_c, lon_column=lon_c,
         precision_degrees=(precision if coords == "degrees" else SEMICIRCLE_DEG) if release is None else None,
         version=__version__)

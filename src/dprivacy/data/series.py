@@ -237,7 +237,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
             f"every reading by at most t units changes the probability of any release by at most a factor e^(ε·t) "
             f"(noise at ε/n = {eps_reading:.3g} per reading)")
         report = SeriesReport(
-            input=str(input_path), output=str(output_path), column=column, time_column=time_column, metric=metric,
+            input=Path(input_path).name, output=Path(output_path).name, column=column, time_column=time_column, metric=metric,
             unit=unit, epsilon=eps, epsilon_per_reading=eps_reading, delivered_epsilon=delivered, readings=n_valid,
             skipped_invalid=n_invalid,
             noise=(f"two-sided geometric K·U, P(K = k) ∝ exp(−|k|·{params.s}/{params.t}), drawn exactly in integers "
