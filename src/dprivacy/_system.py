@@ -8,7 +8,8 @@ signal handlers and to see the memory limit before OpenBLAS starts its threads.
   only once, while the commands read their input twice), a device such as ``/dev/zero`` never ends;
 * :func:`stop_signals`: the signals that stop a command;
 * :func:`address_space_limit` and :func:`memory_failure`: the memory limit set on the process (``ulimit -v``), and
-  whether an exception means that memory ran out.
+  whether an exception means that memory ran out;
+* :func:`import_pandas_for_pyarrow`: pandas imported where an interrupt is not lost.
 """
 
 from __future__ import annotations
@@ -38,6 +39,12 @@ def check_input_file(path, what: str = "input file", *, folder: bool = False, ex
     kind = next((name for test, name in _KINDS if test(st.st_mode)), "a special file")
     raise ValueError(f"{what} {path} is {kind}, not a regular file: expected {expected} on disk (a pipe waits for a "
                      "writer and is read only once, a device never ends: copy the data to a file first)")
+
+
+#: Stop signals received while a command runs (appended by the command line's handler): C code that catches the
+#: KeyboardInterrupt a signal raised (a module imported from C, pyarrow's import of pandas) must not let the command
+#: commit its release as if nothing had happened (:func:`dprivacy.data.commit.release_commit` checks it).
+STOP_REQUESTED: list = []
 
 
 def stop_signals() -> list:
@@ -86,6 +93,21 @@ def one_blas_thread_under_a_limit(environ=os.environ) -> bool:
         return False
     environ["OPENBLAS_NUM_THREADS"] = "1"
     return True
+
+
+def import_pandas_for_pyarrow() -> None:
+    """Import pandas (when installed) from Python, before pyarrow does. pyarrow imports it from C++ the first time it
+    converts an array to numpy (``to_numpy``, even zero-copy: about 0.45 s here), with the command's threads running: a
+    Ctrl-C in that window was seen lost (the command went on, wrote its release and exited 0) or leaving pandas
+    half-imported ("partially initialized module 'pandas'", reported as an internal error). Imported here, in the main
+    thread, an interrupt stops the command as anywhere else; the time is the same, since pyarrow would import it
+    anyway."""
+    import importlib.util
+    import sys
+
+    if "pandas" in sys.modules or importlib.util.find_spec("pandas") is None:
+        return
+    import pandas  # noqa: F401
 
 
 def memory_failure(exc) -> str | None:

@@ -131,7 +131,10 @@ def folder_locked(folder):
 def release_commit(output_path):
     """The step from a release's move to OUTPUT to its sidecar: the folder locked (:func:`folder_locked`), then the
     stop signals waiting (:func:`~.io.signals_held`) until the sidecar is written or the release removed."""
+    from .._system import STOP_REQUESTED
     from .io import signals_held
 
+    if STOP_REQUESTED:  # a stop signal whose KeyboardInterrupt some C code swallowed: the release is not committed
+        raise KeyboardInterrupt
     with folder_locked(Path(os.path.abspath(output_path)).parent), signals_held():
         yield

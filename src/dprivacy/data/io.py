@@ -420,6 +420,9 @@ def read_batches(path, *, batch_rows: int = BATCH_ROWS, text_columns=()) -> tupl
     """(schema, iterator of pyarrow.RecordBatch) for a CSV, Parquet or GeoJSON file of points. Two columns
     of one name are refused (written out, one of them was lost: name,name,lat,lon with A,B gave A, A).
     ``text_columns``: columns of a CSV read as their text, without type inference."""
+    from .._system import import_pandas_for_pyarrow
+
+    import_pandas_for_pyarrow()  # (before pyarrow's to_numpy imports it where a Ctrl-C is lost)
     schema, batches = _read_batches(path, batch_rows=batch_rows, text_columns=text_columns)
     seen: set = set()
     for name in schema.names:

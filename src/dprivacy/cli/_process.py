@@ -1,0 +1,219 @@
+"""The command line's process: the stop signals from its first instruction to its exit, and how it ends.
+
+``dprivacy`` (the console script: ``dprivacy.cli:main``) and ``python -m dprivacy`` / ``python -m dprivacy.cli`` call
+:func:`main` before any command's module is loaded — this module and :mod:`dprivacy._system` import the standard
+library only. From there:
+
+* Ctrl-C (SIGINT), SIGTERM and SIGHUP stop the command with one line on standard error — ``dprivacy: interrupted``
+  (exit 130) or ``dprivacy: terminated (signal N)`` (exit 128 + N) — whether they come while argparse, numpy,
+  pyarrow or DuckDB load (about the first second), during the work, or while another outcome is being reported. They
+  raise (SIGTERM and SIGHUP as :class:`_Terminated`, a KeyboardInterrupt) so that the same clean-up runs: atomic
+  writers remove their temporary files, a solver's child process is killed.
+* Once the command is complete (its release and sidecar written: ``io.ON_COMPLETE``; or it returned its status) a
+  first signal is noted and the command finishes with its own status; a second ends the process at once. At the
+  very end of the interpreter's shutdown the stop signals are ignored: Python resets its handlers to the system's
+  default there, and a signal then ended a finished command "killed by SIGINT".
+* Under a memory limit (``ulimit -v``) OpenBLAS is given one thread before numpy loads
+  (:func:`dprivacy._system.one_blas_thread_under_a_limit`).
+* :func:`main` called in-process (``main(argv)``) puts the caller's handlers back and hands it a signal noted late.
+
+What remains outside: a signal in the first milliseconds, while Python starts and imports this package (before
+:func:`main` runs), meets Python's own handling — a KeyboardInterrupt traceback for SIGINT, the system's default
+action (the process killed) for SIGTERM and SIGHUP.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+EXIT_INTERRUPTED = 130
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised like Ctrl-C so that the same clean-up runs (atomic writers remove their
+    temporary files, a solver's child process is killed): `timeout -s TERM` left .partial files (review)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+#: The signal that asked the command to stop (a KeyboardInterrupt raised from it may come back converted, e.g. by
+#: DuckDB as its own interrupt, and would read as Ctrl-C).
+_SIGNALLED: list = []
+
+#: Seconds a terminated command has for its clean-up before it exits anyway (a solver in C code, HiGHS, only
+#: returns to Python at its next check: `timeout -s TERM 8` took a minute).
+TERMINATE_GRACE = 15.0
+
+#: Set once the command is complete: from then on a signal is noted (:func:`_late_signal`), not raised.
+_COMPLETE: list = []
+
+#: Signals received once the command's work is complete (its release and sidecar written, or the command returned).
+_LATE: list = []
+
+
+def _terminate(signum, frame):
+    import threading
+
+    if not _SIGNALLED:
+        _SIGNALLED.append(signum)
+
+        def hard_exit():
+            print(f"dprivacy: terminated (signal {signum}; clean-up not finished in {TERMINATE_GRACE:g} s)", file=sys.stderr,
+                  flush=True)
+            os._exit(128 + signum)
+
+        t = threading.Timer(TERMINATE_GRACE, hard_exit)
+        t.daemon = True
+        t.start()
+    raise _Terminated(signum)
+
+
+def _stop(signum, frame):
+    """The handler of the stop signals from :func:`main`'s first instruction: while the command runs, Ctrl-C raises
+    KeyboardInterrupt and SIGTERM/SIGHUP raise :class:`_Terminated`; once it is complete, the signal is noted."""
+    import _signal
+
+    if _COMPLETE:
+        return _late_signal(signum, frame)
+    from .._system import STOP_REQUESTED
+
+    STOP_REQUESTED.append(signum)
+    if signum == _signal.SIGINT:
+        raise KeyboardInterrupt
+    return _terminate(signum, frame)
+
+
+def _late_signal(signum, frame):
+    """From the point where the command's work is complete: a first Ctrl-C or SIGTERM is noted and the command
+    finishes (printing its report) with its own exit status — nothing is undone, and saying "interrupted" beside a
+    complete release was wrong (review); a second one ends the process at once."""
+    if _LATE:
+        os._exit(128 + signum)
+    _LATE.append(signum)
+
+
+def _stop_being_interruptible(*_) -> None:
+    import signal
+    import threading
+
+    from .._system import stop_signals
+
+    if threading.current_thread() is threading.main_thread():
+        _COMPLETE.append(True)
+        for sig in stop_signals():
+            signal.signal(sig, _late_signal)
+
+
+def stopped() -> bool:
+    """Whether a stop signal came while the command ran: an error that follows it is reported as the interrupt (C code
+    that imports a module turns the KeyboardInterrupt into an ImportError: numpy's import of datetime did)."""
+    from .._system import STOP_REQUESTED
+
+    return bool(STOP_REQUESTED)
+
+
+def interrupted() -> int:
+    """Say that the command was stopped by a signal (one line) and return its exit status: 128 + the signal for
+    SIGTERM/SIGHUP (possibly seen through another library's interrupt), 130 for Ctrl-C."""
+    if _SIGNALLED:
+        print(f"dprivacy: terminated (signal {_SIGNALLED[0]})", file=sys.stderr)
+        return 128 + _SIGNALLED[0]
+    print("dprivacy: interrupted", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+def _ignore_stop_signals_at_exit() -> None:
+    """The last exit hook of the command line's process: nothing is left to stop, and Python's shutdown resets the
+    handlers to the system's default (which would end a finished command as killed by the signal)."""
+    import signal
+
+    from .._system import stop_signals
+
+    for sig in stop_signals():
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def _install() -> dict:
+    """Install :func:`_stop` for the stop signals, in the main thread, and return the handlers it replaced. The C
+    module ``_signal`` only: ``signal`` imports ``enum``, and ``threading`` is not loaded yet at this point of the
+    console script (a Ctrl-C while they loaded was a traceback)."""
+    import _signal
+
+    restore = {}
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        sig = getattr(_signal, name, None)
+        if sig is None:
+            continue
+        try:
+            old = _signal.getsignal(sig)
+            # ignored (nohup): stays ignored; Ctrl-C: ours only where Python's own is installed (a caller's handler is
+            # kept, as the caller wants it)
+            if old in (_signal.SIG_IGN, None) or (name == "SIGINT" and old is not _signal.default_int_handler):
+                restore[sig] = old
+                continue
+            restore[sig] = _signal.signal(sig, _stop)
+        except ValueError:  # not the main thread: the handlers are the main thread's own work's
+            return {}
+    return restore
+
+
+def main(argv=None) -> int:
+    """Run the command line (``argv``: the arguments, default ``sys.argv[1:]``) and return its exit status."""
+    _LATE.clear()
+    _COMPLETE.clear()
+    from .._system import STOP_REQUESTED
+
+    STOP_REQUESTED.clear()
+    restore: dict = {}
+    hooked = False
+    code = None
+    try:
+        try:  # (the handlers installed inside: a signal right after them is reported like any other)
+            restore = _install()
+            # numpy's C extension imports datetime with PyCapsule_Import, which turns a KeyboardInterrupt meanwhile into
+            # an ImportError ("Importing the numpy C-extensions failed"): imported here, an interrupt stays one
+            import datetime  # noqa: F401
+            import threading
+
+            from .._system import one_blas_thread_under_a_limit
+
+            in_main_thread = threading.current_thread() is threading.main_thread()
+            if argv is None:  # the command line's own process (a library caller's environment is theirs)
+                import atexit
+
+                atexit.register(_ignore_stop_signals_at_exit)  # (registered first: run last)
+                one_blas_thread_under_a_limit()
+            from ..data import io as data_io
+            from . import app
+
+            if in_main_thread:
+                # (only here: a main() in another thread must not change the handlers of the main thread's own work)
+                hooked = True
+                data_io.ON_COMPLETE.append(_stop_being_interruptible)
+            code = app._main(argv)
+            if argv is None:
+                _COMPLETE.append(True)
+        except KeyboardInterrupt:  # a signal while the modules loaded, or while _main reported another outcome
+            if argv is None:
+                _COMPLETE.append(True)
+            code = interrupted()
+        return code
+    finally:
+        if hooked and _stop_being_interruptible in data_io.ON_COMPLETE:
+            data_io.ON_COMPLETE.remove(_stop_being_interruptible)
+        if argv is None:
+            # the command line's own process: from here to its exit a signal no longer turns a finished command
+            # into a traceback (a SIGTERM in this window printed one and exited 0: review)
+            _stop_being_interruptible()
+        else:  # called in-process (argv given): the caller's handlers come back, and a signal noted late reaches them
+            import signal
+
+            for sig, handler in restore.items():
+                signal.signal(sig, handler)
+            late, _LATE[:] = list(_LATE), []
+            _COMPLETE.clear()
+            if late:
+                signal.raise_signal(late[0])
