@@ -110,6 +110,39 @@ def import_pandas_for_pyarrow() -> None:
     import pandas  # noqa: F401
 
 
+#: Address space OpenBLAS's buffer takes when a thread first multiplies matrices (32 MB in its builds for x86-64, and
+#: guard pages), with a margin.
+BLAS_BUFFER_BYTES = 48 * 2**20
+
+
+def reserve_blas_buffer() -> None:
+    """Under a memory limit, have OpenBLAS allocate its buffer now (a 64×64 product) rather than at the first product
+    of the work: OpenBLAS allocates it on first use and, when that fails, prints "Memory allocation still failed after
+    10 retries, giving up" and ends the process from C (exit 1; seen under ulimit -v 400000 in obfuscate). Before it,
+    MemoryError when the limit leaves less than :data:`BLAS_BUFFER_BYTES` (the process's size read from /proc), which
+    the caller reports in one line. Other threads that multiply matrices allocate their own buffer later: that case
+    still ends in C."""
+    limit = address_space_limit()
+    if limit is None:
+        return
+    size = None
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    size = int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        size = None
+    if size is not None and limit - size < BLAS_BUFFER_BYTES:
+        raise MemoryError(f"memory ran out: {size / 2**20:.0f} MB of the address-space limit of {limit / 2**20:.0f} MB "
+                          "(ulimit -v) are taken once the program is loaded, and the linear algebra needs "
+                          f"{BLAS_BUFFER_BYTES / 2**20:.0f} MB more")
+    import numpy as np
+
+    a = np.ones((64, 64))
+    a @ a
+
+
 def memory_failure(exc) -> str | None:
     """One line saying that memory ran out, when ``exc`` is a failure to allocate or to load (a MemoryError, numpy's
     and pyarrow's included; DuckDB's OutOfMemoryException; a shared library that could not be mapped; a thread that
@@ -117,6 +150,8 @@ def memory_failure(exc) -> str | None:
     text = str(exc).strip()
     msg = text.splitlines()[0] if text else ""
     low = msg.lower()
+    if "memory ran out" in low:  # (said already, e.g. by a ledger's charge of the failure)
+        return msg
     if isinstance(exc, MemoryError):
         # (the library's own refusals, "... needs about 12 GiB ... over the memory limit", already say it)
         return msg if "memory" in low else f"memory ran out ({msg or type(exc).__name__})"
@@ -125,6 +160,6 @@ def memory_failure(exc) -> str | None:
     if isinstance(exc, (ImportError, OSError)) and ("failed to map segment" in low or "cannot allocate memory" in low
                                                    or getattr(exc, "errno", None) == errno.ENOMEM):
         return f"memory ran out while loading the program ({msg})"
-    if isinstance(exc, RuntimeError) and "can't start new thread" in low:
+    if "can't start new thread" in low or "failed to launch worker thread" in low:  # Python's, pyarrow's
         return f"memory ran out: a thread could not be started ({msg})"
     return None

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 
-from .._system import memory_failure
+from .._system import memory_failure, reserve_blas_buffer
 from ._process import _LATE, interrupted, main, stopped  # noqa: F401 (main, _LATE: app.main and app._LATE, as before)
 
 EXIT_NO = 1  # the answer is no (check: not private), like diff and grep
@@ -1301,6 +1301,7 @@ def _main(argv=None) -> int:
         # An overflow or an invalid operation (inf − inf, 0·inf) is a number the command cannot stand behind:
         # make it an error with one line rather than a multi-line warning followed by NaN in the output.
         np.seterr(over="raise", invalid="raise")
+        reserve_blas_buffer()  # (under ulimit -v: OpenBLAS's buffer now, or one line; later it ended the process in C)
         code = args.func(args)
         return 0 if code is None else int(code)
     except CliError as exc:

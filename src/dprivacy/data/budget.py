@@ -272,15 +272,17 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
         try:
             result = run() if run is not None else None
         except Exception as exc:
+            from .._system import memory_failure
             from .tables import ScanFailed
 
-            if not isinstance(exc, ScanFailed):
+            memory = memory_failure(exc)
+            if not isinstance(exc, ScanFailed) and memory is None:
                 raise
             # a failure while the rows were read can depend on them: it costs ε like an answer (a free failure was a
-            # free yes/no question: review)
+            # free yes/no question: review); so does running out of memory on the way (a value's size, a row's text)
             record(failed=True)
-            raise ScanFailed(f"{exc} (ε = {float(epsilon):g} charged: a failure while reading the rows may depend on "
-                             f"them; spent {after:g} of {budget:g})") from None
+            raise ScanFailed(f"{memory or exc} (ε = {float(epsilon):g} charged: a failure while reading the rows may "
+                             f"depend on them; spent {after:g} of {budget:g})") from None
         protected = getattr(result, "protected_column", None)
         public = list(getattr(result, "public_columns", None) or [])
         unit = getattr(result, "unit", None) if privacy in ("d1", "dinf") else None

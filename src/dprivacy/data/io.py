@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 from typing import Iterator
 
-from .._system import check_input_file, stop_signals  # noqa: F401 (stop_signals: io.stop_signals, as before)
+from .._system import check_input_file, memory_failure, stop_signals  # noqa: F401 (io.stop_signals, as before)
 from .commit import commit_new, fresh_temp_name
 
 #: Usual names of coordinate columns, in order of preference.
@@ -452,6 +452,8 @@ def _read_batches(path, *, batch_rows: int, text_columns=()) -> tuple[object, It
         except MemoryError:  # (pyarrow's ArrowMemoryError is an ArrowException too: not a damaged file)
             raise
         except (OSError, pa.ArrowException) as exc:  # a truncated gzip, a .gz that is not one (review)
+            if memory_failure(exc):  # (no thread for the reader: memory, not the file)
+                raise MemoryError(memory_failure(exc)) from None
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ValueError(f"cannot read {path}: {msg} (a damaged, truncated or mislabelled file?)") from None
         return reader.schema, _csv_batches(reader, path)
@@ -508,6 +510,8 @@ def _csv_batches(reader, path):
     except MemoryError:  # (pyarrow's ArrowMemoryError: memory ran out, the file is fine)
         raise
     except (OSError, pa.ArrowException) as exc:  # a truncated gzip, a .gz that is not one: name the file (review)
+        if memory_failure(exc):
+            raise MemoryError(memory_failure(exc)) from None
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ValueError(f"cannot read {path}: {msg} (a damaged, truncated or mislabelled file?)") from None
 

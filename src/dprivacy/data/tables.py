@@ -450,6 +450,15 @@ def _csv_dialect(path: str) -> tuple[str, int]:
     return (best if bare.count(best) > 0 else ","), skip
 
 
+def _duckdb_error(exc, message: str) -> Exception:
+    """The error to raise for DuckDB's ``exc``: ``message`` as a ValueError, or a MemoryError when DuckDB ran out of
+    memory (a file that could not be read for want of memory is not a bad file, nor a bad condition)."""
+    from .._system import memory_failure
+
+    mem = memory_failure(exc)
+    return MemoryError(f"{mem}, while DuckDB read the table") if mem else ValueError(message)
+
+
 def _check_table_shape(con, path: str) -> None:
     """Refuse a table DuckDB would silently read as another one: a CSV whose first lines its sniffer
     skips (a header ``a,b`` with 2-field rows, then a 3-field line, was read as the empty table with
@@ -470,7 +479,9 @@ def _check_table_shape(con, path: str) -> None:
         try:
             names = list(con.execute(f"SELECT * FROM {_relation(path, header=False)} "
                                      "LIMIT 1").fetchone() or ())
-        except duckdb.Error:
+        except duckdb.Error as exc:
+            if isinstance(_duckdb_error(exc, ""), MemoryError):
+                raise _duckdb_error(exc, "") from None
             return
     seen: dict = {}
     for n in names:
@@ -487,7 +498,17 @@ def _connect(path: str):
     no network, no extension loading) and the configuration locked, before any user text is run."""
     import duckdb
 
+    from .._system import address_space_limit
+
     con = duckdb.connect()
+    limit = address_space_limit()
+    if limit is not None:
+        # under `ulimit -v` DuckDB's address space grows by about 90 MB a thread over about 0.9 GB (jemalloc's arenas
+        # and the stacks: 0.91 GB at 1 thread, 1.47 GB at 8, measured on a 75 MB CSV) and its allocations fail beyond
+        # the limit: as many threads as fit, at least one, and a buffer pool within half the limit
+        threads = max(1, min(os.cpu_count() or 1, (limit - 2**30) // (128 * 2**20)))
+        con.execute(f"SET threads={int(threads)}")
+        con.execute(f"SET memory_limit='{max(limit // 2, 64 * 2**20) // 2**20}MB'")
     con.execute(f"SET allowed_paths=[{_literal(path)}]")
     con.execute("SET enable_external_access=false")
     con.execute("SET lock_configuration=true")
@@ -569,7 +590,7 @@ def check_where(con, where: str, rel: str) -> set:
     try:
         columns = {str(r[0]).lower(): str(r[0]) for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()}
     except duckdb.Error as exc:
-        raise ValueError(f"bad --where {where!r}: {str(exc).splitlines()[0]}") from None
+        raise _duckdb_error(exc, f"bad --where {where!r}: {str(exc).splitlines()[0]}") from None
 
     # names that are not columns but may stand alone: SQL's clock keywords, which DuckDB parses as column
     # references, and inside a lambda its parameters (list_filter(l, x -> x > 1)); both were refused as "not a
@@ -644,14 +665,15 @@ def bind_where(con, where: str, rel: str, text_columns=()) -> None:
             msg += (f" (column(s) {', '.join(map(repr, text_columns))} of this CSV are read as text: their types, "
                     "guessed from the rows, would depend on the protected data; compare numbers with a cast, e.g. "
                     "TRY_CAST(Quantity AS DOUBLE) >= 2, or use a Parquet table, whose types are declared)")
-        raise ValueError(f"bad --where {where!r}: {msg}") from None
+        raise _duckdb_error(exc, f"bad --where {where!r}: {msg}") from None
     if typ != "BOOLEAN":
         raise ValueError(f"bad --where {where!r}: it is a {typ}, not a true/false condition")
     try:  # the query evaluates it as try(...) (a total condition): volatile functions cannot be wrapped
         con.execute(f"DESCRIBE SELECT coalesce(try({w}), false) AS __w FROM {rel}").fetchall()
-    except duckdb.Error:
-        raise ValueError(f"bad --where {where!r}: a function that cannot be evaluated as a total condition (a volatile "
-                         "one such as error() or random()) is not allowed: the condition must depend on the row only") from None
+    except duckdb.Error as exc:
+        raise _duckdb_error(exc, f"bad --where {where!r}: a function that cannot be evaluated as a total condition (a "
+                            "volatile one such as error() or random()) is not allowed: the condition must depend on the row "
+                            "only") from None
 
 
 def truncated_geometric_rows(alpha: float, lo: int, hi: int, answers=None) -> np.ndarray:
@@ -824,10 +846,10 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     except duckdb.Error as exc:
         first = str(exc).splitlines()[0]
         if _relation(table).startswith("read_csv"):
-            raise ValueError(f"cannot read {table} as one CSV table (delimiter {_csv_dialect(table)[0]!r} from its header line, "
-                             "quotes \", every line with the header's number of fields: a line of another shape?): "
-                             f"{first}") from None
-        raise ValueError(f"cannot read {table}: {first}") from None
+            raise _duckdb_error(exc, f"cannot read {table} as one CSV table (delimiter {_csv_dialect(table)[0]!r} from its "
+                                "header line, quotes \", every line with the header's number of fields: a line of another "
+                                f"shape?): {first}") from None
+        raise _duckdb_error(exc, f"cannot read {table}: {first}") from None
     for c in [query.column, group_by, *query.columns]:
         if c is not None and c not in cols:
             raise ValueError(f"unknown column {c!r}: the table's columns are {', '.join(cols)}")
@@ -837,7 +859,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     try:
         types = {r[0]: str(r[1]).upper() for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()}
     except duckdb.Error as exc:
-        raise ValueError(f"cannot read {table}: {str(exc).splitlines()[0]}") from None
+        raise _duckdb_error(exc, f"cannot read {table}: {str(exc).splitlines()[0]}") from None
     if group_by is not None and group_by in (query.column, *query.columns):
         # the keys are released exactly (treated as public): grouping by the column the query aggregates would
         # publish its distinct values (a review got every sale amount, the maximum included)
