@@ -13,12 +13,18 @@ library only. From there:
   first signal is noted and the command finishes with its own status; a second ends the process at once. At the
   very end of the interpreter's shutdown the stop signals are ignored: Python resets its handlers to the system's
   default there, and a signal then ended a finished command "killed by SIGINT".
+* C code that catches the KeyboardInterrupt does not make the command go on, nor misreport it: numpy's C extension
+  imports datetime with PyCapsule_Import, which turns it into an ImportError (datetime is imported first, here), and
+  pyarrow imports pandas from C++ (pandas is imported first, :func:`dprivacy._system.import_pandas_for_pyarrow`); an
+  error that follows a stop signal is reported as the interrupt (:func:`stopped`), and a release is not committed
+  after one (``_system.STOP_REQUESTED``, checked by ``data.commit.release_commit``).
 * Under a memory limit (``ulimit -v``) OpenBLAS is given one thread before numpy loads
   (:func:`dprivacy._system.one_blas_thread_under_a_limit`).
 * :func:`main` called in-process (``main(argv)``) puts the caller's handlers back and hands it a signal noted late.
 
-What remains outside: a signal in the first milliseconds, while Python starts and imports this package (before
-:func:`main` runs), meets Python's own handling — a KeyboardInterrupt traceback for SIGINT, the system's default
+What remains outside: a signal in the first milliseconds (about 20 ms here, 30 ms on a loaded machine), while Python
+starts, runs the console script's ``import re`` and imports this package, before :func:`main` runs, meets Python's
+own handling — a KeyboardInterrupt traceback for SIGINT, the system's default
 action (the process killed) for SIGTERM and SIGHUP.
 """
 
