@@ -26,9 +26,10 @@ PACKAGE = SRC / "dprivacy"
 #: The layers, bottom first. A module may import from its own layer and the layers below it, never from a
 #: layer above; within a layer, and within a package, imports must not go round in a circle.
 LAYERS: list[tuple[str, tuple[str, ...], str]] = [
-    ("foundation", ("_validate", "results", "_threads"),
+    ("foundation", ("_validate", "results", "_threads", "_system"),
      "argument checks, the result vocabulary (Result, strict JSON, and the result types that a front door and "
-     "the kernel or hook below it both build) and the thread pool: they import nothing from dprivacy"),
+     "the kernel or hook below it both build), the thread pool, and the process's contact with the system (input "
+     "files that must be regular, memory limits): they import nothing from dprivacy above them"),
     ("metric spaces", ("spaces", "graphs", "spanners"),
      "finite metric spaces (Y, d), and the graphs and spanners built on them"),
     ("randomness", ("sampling",),

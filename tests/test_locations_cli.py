@@ -265,7 +265,8 @@ def command(argv):
         print("not reached")
     return 0
 app._main = command
-sys.exit(app.main())
+from dprivacy.cli import main
+sys.exit(main())
 """
     for sig in ("SIGINT", "SIGTERM"):
         out = tmp_path / f"r-{sig}.bin"
@@ -326,8 +327,9 @@ def command(argv):
     os.kill(os.getpid(), signal.SIGINT)
     return 0
 app._main = command
+from dprivacy.cli import main
 for k in range(2):
-    got.append(app.main(["obfuscate"]))
+    got.append(main(["obfuscate"]))
 print(got, app._LATE, io.ON_COMPLETE)
 """
     p = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r.bin")], capture_output=True, text=True,

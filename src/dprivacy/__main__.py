@@ -1,7 +1,7 @@
-"""``python -m dprivacy``: the command line."""
+"""``python -m dprivacy``: the command line (its signals handled from the first instruction: :mod:`.cli._process`)."""
 
 import sys
 
-from .cli.app import main
+from .cli._process import main
 
 sys.exit(main())

@@ -1,7 +1,7 @@
-"""``python -m dprivacy.cli``: the command line."""
+"""``python -m dprivacy.cli``: the command line (its signals handled from the first instruction: :mod:`._process`)."""
 
 import sys
 
-from .app import main
+from ._process import main
 
 sys.exit(main())

@@ -14,9 +14,11 @@ import time
 from pathlib import Path
 
 
+from .._system import memory_failure, reserve_blas_buffer
+from ._signals import _LATE, interrupted, stopped  # noqa: F401 (_LATE: app._LATE, as before)
+
 EXIT_NO = 1  # the answer is no (check: not private), like diff and grep
 EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 #: The reader closed the pipe: the status of a process ended by SIGPIPE (128 + 13), which is neither "done"
 #: nor "the answer is no" (1 made `dprivacy check ... --json | true` read as "not private").
 EXIT_PIPE = 141
@@ -269,7 +271,6 @@ def _lp_options(args, space) -> dict:
 #: ε times the largest finite distance may be at most this: float64 overflows near 1.8e308, and the
 #: mechanisms multiply ε·d by small factors (ε·d/2, 2ε·d) on the way.
 MAX_SCALED_DIAMETER = 1e300
-from .._validate import MIN_SCALED_DISTANCE  # noqa: E402 (the smallest ε·d design takes, as the builders)
 
 
 def _check_scale(space, eps: float) -> None:
@@ -277,6 +278,7 @@ def _check_scale(space, eps: float) -> None:
     "overflow encountered in multiply")."""
     import numpy as np
 
+    from .._validate import MIN_SCALED_DISTANCE  # (the smallest ε·d design takes, as the builders; numpy: here)
     from ..spaces import GridSpace, SumLineSpace
 
     if space.n < 2:
@@ -789,6 +791,9 @@ def cmd_obfuscate(args) -> int:
         eps = epsilon_for_accuracy(radius, prob) / epsilon_per_metre(1.0, unit)
     else:
         eps = args.epsilon
+    from .._system import check_input_file
+
+    check_input_file(args.input, "input file", folder=True, expected="a CSV, Parquet or GeoJSON file")  # (a FIFO or a device: before a grid is built for it)
     if _same_file(args.input, args.output):
         raise CliError(f"dprivacy obfuscate: error: OUTPUT {args.output} is the input file: write the release to a new file "
                        "(--force never overwrites the input)")
@@ -955,17 +960,9 @@ def _parse_keys(text: str) -> list:
         path = text[1:]
         if not path:
             raise CliError("dprivacy query: error: --keys @FILE needs a file name after '@'")
-        try:
-            with open(path, encoding="utf-8-sig") as fh:  # (a byte-order mark is not part of the first key: review)
-                lines = fh.read().splitlines()
-        except FileNotFoundError:
-            raise CliError(f"dprivacy query: error: --keys file not found: {path}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CliError(f"dprivacy query: error: --keys cannot read {path}: {exc}") from None
-        keys = [ln.strip() for ln in lines if ln.strip()]
-        if not keys:
-            raise CliError(f"dprivacy query: error: --keys file {path} has no key (one per line)")
-        return keys
+        from ..data.tables import read_keys_file
+
+        return read_keys_file(path)
     keys = [k.strip() for k in text.split(",")]
     if any(not k for k in keys):
         raise CliError(f"dprivacy query: error: --keys must be KEY1,KEY2,... with no empty key, got {text!r} (keys with "
@@ -1311,99 +1308,6 @@ def _join_negative_values(argv: list) -> list:
     return out
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP, raised like Ctrl-C so that the same clean-up runs (atomic writers remove their
-    temporary files, a solver's child process is killed): `timeout -s TERM` left .partial files (review)."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-#: The signal that asked the command to stop (a KeyboardInterrupt raised from it may come back converted, e.g. by
-#: DuckDB as its own interrupt, and would read as Ctrl-C).
-_SIGNALLED: list = []
-
-#: Seconds a terminated command has for its clean-up before it exits anyway (a solver in C code, HiGHS, only
-#: returns to Python at its next check: `timeout -s TERM 8` took a minute).
-TERMINATE_GRACE = 15.0
-
-
-def _terminate(signum, frame):
-    import threading
-
-    if not _SIGNALLED:
-        _SIGNALLED.append(signum)
-
-        def hard_exit():
-            print(f"dprivacy: terminated (signal {signum}; clean-up not finished in {TERMINATE_GRACE:g} s)", file=sys.stderr,
-                  flush=True)
-            os._exit(128 + signum)
-
-        t = threading.Timer(TERMINATE_GRACE, hard_exit)
-        t.daemon = True
-        t.start()
-    raise _Terminated(signum)
-
-
-#: Signals received once the command's work is complete (its release and sidecar written, or the command returned).
-_LATE: list = []
-
-
-def _late_signal(signum, frame):
-    """From the point where the command's work is complete: a first Ctrl-C or SIGTERM is noted and the command
-    finishes (printing its report) with its own exit status — nothing is undone, and saying "interrupted" beside a
-    complete release was wrong (review); a second one ends the process at once."""
-    if _LATE:
-        os._exit(128 + signum)
-    _LATE.append(signum)
-
-
-def _stop_being_interruptible(*_) -> None:
-    import signal
-    import threading
-
-    from ..data.io import stop_signals
-
-    if threading.current_thread() is threading.main_thread():
-        for sig in stop_signals():
-            signal.signal(sig, _late_signal)
-
-
-def main(argv=None) -> int:
-    import signal
-    import threading
-
-    from ..data import io as data_io
-
-    restore = {}
-    in_main_thread = threading.current_thread() is threading.main_thread()
-    if in_main_thread:
-        for sig in data_io.stop_signals():  # (Ctrl-C keeps Python's KeyboardInterrupt; the others raise _Terminated)
-            restore[sig] = signal.signal(sig, _terminate) if sig != signal.SIGINT else signal.getsignal(sig)
-        # (only here: a main() in another thread must not change the handlers of the main thread's own work)
-        data_io.ON_COMPLETE.append(_stop_being_interruptible)
-    _LATE.clear()
-    done = False
-    try:
-        code = _main(argv)
-        done = True
-        return code
-    finally:
-        if in_main_thread:
-            data_io.ON_COMPLETE.remove(_stop_being_interruptible)
-        if done and argv is None:
-            # the command line's own process: from here to its exit a signal no longer turns a finished command
-            # into a traceback (a SIGTERM in this window printed one and exited 0: review)
-            _stop_being_interruptible()
-        else:  # called in-process (argv given): the caller's handlers come back, and a signal noted late reaches them
-            for sig, handler in restore.items():
-                signal.signal(sig, handler)
-            late, _LATE[:] = list(_LATE), []
-            if late:
-                signal.raise_signal(late[0])
-
-
 def _main(argv=None) -> int:
     try:
         parser = make_parser()  # numpy is not imported before the arguments are parsed: --version stays fast
@@ -1413,17 +1317,14 @@ def _main(argv=None) -> int:
         # An overflow or an invalid operation (inf − inf, 0·inf) is a number the command cannot stand behind:
         # make it an error with one line rather than a multi-line warning followed by NaN in the output.
         np.seterr(over="raise", invalid="raise")
+        reserve_blas_buffer()  # (under ulimit -v: OpenBLAS's buffer now, or one line; later it ended the process in C)
         code = args.func(args)
         return 0 if code is None else int(code)
     except CliError as exc:
         print(str(exc).splitlines()[0], file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        if _SIGNALLED:  # a SIGTERM/SIGHUP, possibly seen through another library's interrupt
-            print(f"dprivacy: terminated (signal {_SIGNALLED[0]})", file=sys.stderr)
-            return 128 + _SIGNALLED[0]
-        print("dprivacy: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM/SIGHUP (_process._Terminated)
+        return interrupted()
     except BrokenPipeError:
         # the reader closed the pipe (`dprivacy ... --json | head`): not an error of the command. Point
         # stdout at /dev/null so that Python's flush at exit does not report it either.
@@ -1439,22 +1340,22 @@ def _main(argv=None) -> int:
               "ε: within 1e150)", file=sys.stderr)
         return EXIT_USAGE
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, MemoryError, KeyError, OSError, OverflowError, ArithmeticError) as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if stopped():  # (an error that follows a stop signal is its doing: _process.stopped)
+            return interrupted()
+        msg = memory_failure(exc) or (str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         print(f"dprivacy: error: {msg}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:  # a bug: still one line and no traceback for the user, but say it is one
+        if stopped():
+            return interrupted()
         msg = str(exc).splitlines()[0] if str(exc) else ""
+        if memory_failure(exc):  # DuckDB's OutOfMemoryException, a library not mapped, no thread: not a bug
+            print(f"dprivacy: error: {memory_failure(exc)}", file=sys.stderr)
+            return EXIT_USAGE
         if isinstance(exc, RuntimeError) and "interrupted" in msg.lower():
             # DuckDB turns Ctrl-C during a scan into RuntimeError("Query interrupted") (seen on `query`
             # over an 8-million-row Parquet file): an interruption, not a bug
-            if _SIGNALLED:
-                print(f"dprivacy: terminated (signal {_SIGNALLED[0]})", file=sys.stderr)
-                return 128 + _SIGNALLED[0]
-            print("dprivacy: interrupted", file=sys.stderr)
-            return EXIT_INTERRUPTED
+            return interrupted()
         print(f"dprivacy: internal error ({type(exc).__name__}: {msg}); please report it", file=sys.stderr)
         return EXIT_USAGE
 
-
-if __name__ == "__main__":  # python -m dprivacy.cli.app
-    sys.exit(main())

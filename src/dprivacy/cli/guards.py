@@ -10,7 +10,8 @@ estimates are *measured*, not guessed: peak resident memory of the command at a 
 be a little early, an accepted command does not die for memory.
 
 The limit is :data:`MEMORY_FRACTION` of the machine's physical memory (``os.sysconf``), or the
-``DPRIVACY_MEMORY_LIMIT`` environment variable (bytes, or a number with K, M, G or T).
+``DPRIVACY_MEMORY_LIMIT`` environment variable (bytes, or a number with K, M, G or T), and at most the process's
+address-space limit (``ulimit -v``) less :data:`ADDRESS_SPACE_OVERHEAD`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ MEMORY_FRACTION = 0.5
 
 #: Interpreter, numpy, scipy and HiGHS loaded: ~60-90 MB measured, rounded up.
 BASE_BYTES = 150 * 2**20
+
+#: Address space a command uses beyond its resident memory (libraries mapped, allocator reserves): peak virtual size
+#: less peak resident size of ``design`` measured at 200 MB (line:1000, line:2000, grid:30x30 tight-constraints, one
+#: OpenBLAS thread), rounded up. Under ``ulimit -v`` the estimates are compared with the limit less this.
+ADDRESS_SPACE_OVERHEAD = 256 * 2**20
 
 #: Dense n × n float64 arrays alive at the peak of ``design`` (mechanism built, privacy check, utility,
 #: leakage), measured as (peak RSS − base) / 8n² at n = 1000 and 2000 (line, clique, ring, grid:30x30).
@@ -81,7 +87,20 @@ _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 def memory_limit() -> tuple[int, str]:
     """(bytes, how it was set): ``DPRIVACY_MEMORY_LIMIT`` if set, else MEMORY_FRACTION of physical memory
-    (8 GiB when the system does not say)."""
+    (8 GiB when the system does not say); at most the address-space limit (``ulimit -v``) less
+    :data:`ADDRESS_SPACE_OVERHEAD` (a command planned on the machine's memory died under the limit with numpy's
+    "Unable to allocate", or in OpenBLAS)."""
+    from .._system import address_space_limit
+
+    limit, how = _memory_limit()
+    space = address_space_limit()
+    if space is not None and space - ADDRESS_SPACE_OVERHEAD < limit:
+        return max(space - ADDRESS_SPACE_OVERHEAD, 0), (f"the address-space limit of {_gib(space)} (ulimit -v) less "
+                                                         f"{_gib(ADDRESS_SPACE_OVERHEAD)} for the libraries")
+    return limit, how
+
+
+def _memory_limit() -> tuple[int, str]:
     env = os.environ.get("DPRIVACY_MEMORY_LIMIT")
     if env:
         m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([KMGT]?)i?B?\s*", env, flags=re.I)

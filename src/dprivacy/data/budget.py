@@ -11,7 +11,8 @@ per table); the recorded budget changes only with ``change_budget`` (``--change-
 known by its resolved path, by its file identity (device, inode) and by the SHA-256 of its bytes
 (decompressed, for gzip), so a hard link, a moved file, a byte-for-byte copy and its gzip share its
 budget; a copy that differs in any byte (a row added, another format) is another table, and the ledger
-cannot know it holds the same people.
+cannot know it holds the same people. The ledger is therefore the data owner's own file, not to be published with the
+answers: it names the table's full path, and the SHA-256 of its bytes confirms a guess of the whole table.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import time
 import zlib
 from pathlib import Path
 
-from .tables import PRIVACY_MODELS
+from .tables import PRIVACY_MODELS, check_table_file
 
 #: Spending within this of the budget counts as within it (ε values are decimal inputs).
 SLACK = 1e-12
@@ -221,6 +222,11 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
                          "under one name and the others keep the old spending; keep one name (remove the other links)")
     if not ledger.parent.is_dir():
         raise ValueError(f"budget ledger {given}: the folder {ledger.parent} does not exist")
+    lock = ledger.with_name(ledger.name + ".lock")
+    if lock.exists() and not lock.is_file():  # (opened to be locked: a FIFO there would be waited on)
+        raise ValueError(f"budget ledger {given}: its lock {lock} is not a regular file: remove it (it is made on use)")
+    if os.path.exists(table):  # (hashed below, before the query: a FIFO was waited on for ever; a missing table is a name)
+        check_table_file(table)
     key = table_key(table)
     if not _finite(epsilon) or epsilon <= 0:
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
@@ -294,8 +300,18 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
             raise ScanFailed(f"{exc} (ε = {float(epsilon):g} charged: a failure while reading the rows may depend on "
                              f"them; spent {after:g} of {budget:g})", protected_column=exc.protected_column,
                              public_columns=exc.public_columns) from None
-        except ValueError:
-            restore()
+        except Exception as exc:
+            from .._system import memory_failure
+
+            memory = memory_failure(exc)
+            if memory is not None:  # running out of memory on the way (a value's size, a row's text) costs ε too
+                settle(failed=True)
+                raise ScanFailed(f"{memory} (ε = {float(epsilon):g} charged: a failure while reading the rows may "
+                                 f"depend on them; spent {after:g} of {budget:g})") from None
+            if isinstance(exc, ValueError):  # a refusal: nothing computed from the rows is released
+                restore()
+            else:
+                settle(failed=True)
             raise
         except BaseException:
             settle(interrupted=True)

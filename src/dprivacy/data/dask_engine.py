@@ -27,7 +27,6 @@ import os
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -37,9 +36,13 @@ def _parquet_pieces(path: Path) -> list[tuple[str, int]]:
     """(file, row group) for every row group of a Parquet file or of the .parquet files of a folder."""
     import pyarrow.parquet as pq
 
+    from .._system import check_input_file
+
     files = sorted(str(p) for p in path.rglob("*.parquet")) if path.is_dir() else [str(path)]
     if not files:
         raise ValueError(f"no .parquet files in {path}")
+    for f in files:  # (a FIFO named part.parquet would be waited on for ever)
+        check_input_file(f, f"the Parquet part of {path}")
     return [(f, g) for f in files for g in range(pq.ParquetFile(f).num_row_groups)]
 
 
@@ -191,7 +194,8 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
     (module docstring), in two stages of tasks; ``progress(done, total)`` counts the tasks of both."""
     import numpy as np
 
-    from .io import check_sidecar, commit_sidecar, file_format, removed_unless_completed, signals_held
+    from .commit import commit_new, fresh_temp_name, release_commit
+    from .io import check_input_file, check_sidecar, commit_sidecar, file_format, removed_unless_completed
     from .locations import add_counts, prepare_obfuscation
 
     try:
@@ -209,8 +213,7 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
     if kwargs.get("rng") is not None and kwargs.get("key") is None:
         raise ValueError("--seed with --engine dask needs --key COL (unique record keys): otherwise the output would depend "
                          "on how the file is split")
-    if not inp.exists():
-        raise FileNotFoundError(f"input not found: {inp}")
+    check_input_file(inp, "input", folder=True)  # (a FIFO or a device: refused before it is opened)
     if inp.is_file() and file_format(inp) != "parquet":
         raise ValueError(f"--engine dask reads Parquet (a file or a folder of .parquet files), got {inp}")
     if file_format(out) != "parquet":
@@ -224,13 +227,14 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
     first = pieces[0][0]
     ob, report, src, _, _ = prepare_obfuscation(first, out, **kwargs)
     ob.noise_parts = 1  # one thread per task: the workers already take the cores
-    report.input = str(inp)
+    report.input = inp.name
     if src.release:
         report.random_source = dict(report.random_source, per_task="each task keys its own ChaCha20 from the worker's OS")
     held = contextlib.ExitStack()
     old = None
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    tmp = fresh_temp_name(out)  # (the name before the folder: an interrupt at any point removes what was made)
     try:
+        tmp.mkdir()
         cluster = client = None
         futures: list = []
         interrupted = False
@@ -303,20 +307,23 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
             keys = np.sort(np.concatenate([r["keys"] for r in results if r["keys"] is not None]))
             if (keys[1:] == keys[:-1]).any():
                 raise ValueError(f"key column {ob.key!r} has repeated values; keyed noise needs unique keys")
-        # from the rename to the sidecar a signal waits (a Ctrl-C while the old release was removed paired the new
-        # one with the old sidecar: review); the old release goes after the sidecar is written
-        held.enter_context(signals_held())
+        # from the move to the sidecar other runs into this folder wait and so does a signal (a Ctrl-C while the old
+        # release was removed paired the new one with the old sidecar: review); the old release goes after the sidecar
+        held.enter_context(release_commit(out))
         os.chmod(tmp, 0o777 & ~_umask())
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+        if force and out.exists():
+            old = fresh_temp_name(out, ".old")
+            old.mkdir()
             os.replace(out, old / "x")
             os.replace(tmp, out)
-        else:
-            os.replace(tmp, out)
+        else:  # (a folder renamed onto an empty folder replaces it: commit_new fails if anything is at OUTPUT)
+            commit_new(tmp, out, force=force)
     except BaseException:
         _remove_tree(tmp)
-        if old is not None and not out.exists():  # the old release back where it was
-            os.replace(old / "x", out)
+        if old is not None:
+            if not out.exists() and (old / "x").exists():  # the old release back where it was
+                os.replace(old / "x", out)
+            shutil.rmtree(old, ignore_errors=True)
         held.close()
         raise
     try:
@@ -334,7 +341,9 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
             found = next((r["sorted"] for r in results if r.get("sorted")), None)
             if found is not None:  # (read on the first part: the order of the parts is the input's)
                 report.notes.append(sorted_note_text(*found))
-            report.notes.append(f"Dask engine: {len(pieces)} row groups, " + (f"scheduler {scheduler}" if scheduler else f"LocalCluster of {workers} workers"))
+            # (the scheduler's address names the owner's machines: not in the sidecar, which travels with the release)
+            report.notes.append(f"Dask engine: {len(pieces)} row groups, " + ("an existing cluster (--scheduler)" if scheduler
+                                                                              else f"LocalCluster of {workers} workers"))
             if not src.release:
                 report.notes.append("reproducible run (seeded): NOT for release")
             commit_sidecar(out, report.to_dict())

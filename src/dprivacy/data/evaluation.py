@@ -90,7 +90,8 @@ def grid_measures(grid, name: str, epsilon_m: float, prior: np.ndarray, *, time_
     return out
 
 
-def _model_remap(m: dict, grid, base: str, epsilon_m: float, pi: np.ndarray, release_prior, time_limit) -> None:
+def _model_remap(m: dict, grid, base: str, epsilon_m: float, pi: np.ndarray, release_prior, time_limit,
+                 near=None) -> None:
     """Rewrite the at-release measures ``m`` of a release that applied the distance remap: its expected
     displacement is that of the mechanism followed by the release's remap (rebuilt from the prior the
     sidecar names), averaged over the evaluation's prior ``pi``."""
@@ -98,7 +99,7 @@ def _model_remap(m: dict, grid, base: str, epsilon_m: float, pi: np.ndarray, rel
 
     m["mechanism"] = f"{base} + distance remap"
     m["expected_displacement_m_without_remap"] = m.pop("expected_displacement_m")
-    rel_prior = prior_of_release(grid, release_prior)
+    rel_prior = prior_of_release(grid, release_prior, near)
     if rel_prior is None:
         m["note"] = (f"the release applied a distance remap built for its prior ({release_prior!r}), which cannot be "
                      "rebuilt here: its expected displacement is not modelled (the figure without the remap is given)")
@@ -313,7 +314,7 @@ def evaluate_release(original, released, *, lat=None, lon=None, key=None, coords
                 # the release moved each output z to its remap's cell: model that, not the bare mechanism
                 # (3,137 m was predicted beside 475 km measured)
                 _model_remap(out["at_release"], grid, base, float(eps_m), pi, (meta.get("grid") or {}).get("prior"),
-                             time_limit)
+                             time_limit, near=Path(released).parent)
             if base == "planar-laplace":
                 out["at_release"]["note"] = ("the continuous release measured through its grid analogue (noise from the cell "
                                              "centre, output snapped to the cells): an approximation, not a bound — the "
@@ -348,10 +349,10 @@ def evaluate_release(original, released, *, lat=None, lon=None, key=None, coords
         finally:
             os.unlink(tmp)
     if png:
-        write_bytes_atomic(png, png_bytes)
+        write_bytes_atomic(png, png_bytes, force=force)  # (without --force: never over a file made meanwhile)
         res["png"] = str(png)
     if html:
-        write_bytes_atomic(html, html_page(res, png_bytes, title).encode("utf-8"))
+        write_bytes_atomic(html, html_page(res, png_bytes, title).encode("utf-8"), force=force)
         res["html"] = str(html)
     return res
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import inspect
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -170,9 +171,10 @@ def load_grid_prior(grid: LocationGrid, prior=None, prior_from=None, *, lat=None
     if prior is not None and prior_from is not None:
         raise ValueError("give at most one of --prior and --prior-from")
     if prior_from is not None:
-        from .io import find_coordinate_columns, read_batches
+        from .io import check_input_file, find_coordinate_columns, read_batches
         from .locations import _as_numbers
 
+        check_input_file(prior_from, "--prior-from file", folder=True, expected="a CSV, Parquet or GeoJSON file of points")
         schema, batches = read_batches(prior_from)
         la_c, lo_c = find_coordinate_columns(schema, lat, lon)
         counts = np.zeros(grid.n)
@@ -190,7 +192,8 @@ def load_grid_prior(grid: LocationGrid, prior=None, prior_from=None, *, lat=None
         if used == 0:
             raise ValueError(f"--prior-from {prior_from}: none of its points lies in the region {list(grid.region)}")
         p = counts / counts.sum()
-        return p, {"prior": f"estimated from {prior_from}", "points_used": used, "points_outside_region": outside,
+        # (the file's name only: its folder names the owner's machine, and the sidecar travels with the release)
+        return p, {"prior": f"estimated from {Path(prior_from).name}", "points_used": used, "points_outside_region": outside,
                    "points_invalid": invalid, "cells_with_points": int((counts > 0).sum())}
     if prior is None or prior == "uniform":
         return np.full(grid.n, 1.0 / grid.n), {"prior": "uniform"}
@@ -209,7 +212,7 @@ def load_grid_prior(grid: LocationGrid, prior=None, prior_from=None, *, lat=None
         raise ValueError(f"prior from {prior} has a negative or non-finite weight")
     if not a.sum() > 0:
         raise ValueError(f"prior from {prior} sums to 0")
-    return as_prior(a / a.sum(), grid.n, name=f"prior from {prior}"), {"prior": f"from {prior}"}
+    return as_prior(a / a.sum(), grid.n, name=f"prior from {prior}"), {"prior": f"from {Path(prior).name}"}
 
 
 def distance_remap(mechanism, space, prior: np.ndarray, *, block: int = 1024) -> tuple[np.ndarray, float, float]:
@@ -247,19 +250,27 @@ def remapped_displacement(mechanism, space, prior: np.ndarray, remap: np.ndarray
     return float((joint * space.distances_from(supp)[:, remap]).sum())
 
 
-def prior_of_release(grid: LocationGrid, text: str | None):
+def prior_of_release(grid: LocationGrid, text: str | None, near=None):
     """The prior a release was built with, from its sidecar's description (``uniform``, ``from FILE``,
-    ``estimated from FILE``), or None when it cannot be rebuilt (no description, a file gone)."""
+    ``estimated from FILE``), or None when it cannot be rebuilt (no description, a file gone). The sidecar names the
+    file by its name only: it is looked for in the folder ``near`` (the release's), then as given (the current folder;
+    an older sidecar's full path)."""
     import os
 
     if text == "uniform":
         return np.full(grid.n, 1.0 / grid.n)
     for head, kw in (("estimated from ", "prior_from"), ("from ", "prior")):
-        if isinstance(text, str) and text.startswith(head) and os.path.exists(text[len(head):]):
-            try:
-                return load_grid_prior(grid, **{kw: text[len(head):]})[0]
-            except (ValueError, OSError):  # its columns not found by their usual names, another grid, ...
-                return None
+        if not (isinstance(text, str) and text.startswith(head)):
+            continue
+        name = text[len(head):]
+        found = next((c for c in ([os.path.join(near, name)] if near is not None else []) + [name] if os.path.isfile(c)),
+                     None)
+        if found is None:
+            return None
+        try:
+            return load_grid_prior(grid, **{kw: found})[0]
+        except (ValueError, OSError):  # its columns not found by their usual names, another grid, ...
+            return None
     return None
 
 

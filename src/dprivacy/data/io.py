@@ -2,8 +2,10 @@
 
 Tables are read and written in record batches (pyarrow), so a file larger than memory streams through;
 every column other than the coordinates keeps its type and the rows keep their order. Writes are
-atomic: the output goes to a temporary file beside OUTPUT and is renamed over it only when complete, so
-an error or an interrupt leaves nothing at OUTPUT.
+atomic: the output goes to a temporary file beside OUTPUT and is moved to OUTPUT only when complete, so
+an error or an interrupt leaves nothing at OUTPUT; without ``force`` the move fails if OUTPUT exists by then
+(:mod:`.commit`). Inputs must be regular files (or a Parquet folder of parts), checked before they are opened
+(:func:`dprivacy._system.check_input_file`).
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ import contextlib
 import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Iterator
+
+from .._system import check_input_file, memory_failure, signals_held, stop_signals  # noqa: F401 (io.signals_held, io.stop_signals)
+from .commit import commit_new, fresh_temp_name
 
 #: Usual names of coordinate columns, in order of preference.
 LAT_NAMES = ("lat", "latitude", "Latitude", "LAT", "Lat", "position_lat", "y_lat")
@@ -424,6 +428,9 @@ def read_batches(path, *, batch_rows: int = BATCH_ROWS, text_columns=()) -> tupl
     """(schema, iterator of pyarrow.RecordBatch) for a CSV, Parquet or GeoJSON file of points. Two columns
     of one name are refused (written out, one of them was lost: name,name,lat,lon with A,B gave A, A).
     ``text_columns``: columns of a CSV read as their text, without type inference."""
+    from .._system import import_pandas_for_pyarrow
+
+    import_pandas_for_pyarrow()  # (before pyarrow's to_numpy imports it where a Ctrl-C is lost)
     schema, batches = _read_batches(path, batch_rows=batch_rows, text_columns=text_columns)
     seen: set = set()
     for name in schema.names:
@@ -437,9 +444,11 @@ def _read_batches(path, *, batch_rows: int, text_columns=()) -> tuple[object, It
     import pyarrow as pa
 
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"input file not found: {path}")
+    expected = "a CSV, Parquet or GeoJSON file"
+    check_input_file(path, "input file", folder=True, expected=expected)  # (a FIFO or /dev/zero: before it is opened)
     fmt = file_format(path)
+    if fmt != "parquet" and path.is_dir():  # (a folder is read as Parquet parts only)
+        check_input_file(path, "input file", expected=expected)
     if fmt == "csv":
         from pyarrow import csv
 
@@ -448,7 +457,11 @@ def _read_batches(path, *, batch_rows: int, text_columns=()) -> tuple[object, It
                                   convert_options=csv.ConvertOptions(column_types={c: pa.string() for c in text_columns}))
         except pa.ArrowInvalid as exc:
             raise ValueError(f"cannot read {path} as CSV: {str(exc).splitlines()[0]}") from None
+        except MemoryError:  # (pyarrow's ArrowMemoryError is an ArrowException too: not a damaged file)
+            raise
         except (OSError, pa.ArrowException) as exc:  # a truncated gzip, a .gz that is not one (review)
+            if memory_failure(exc):  # (no thread for the reader: memory, not the file)
+                raise MemoryError(memory_failure(exc)) from None
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ValueError(f"cannot read {path}: {msg} (a damaged, truncated or mislabelled file?)") from None
         return reader.schema, _csv_batches(reader, path)
@@ -459,6 +472,8 @@ def _read_batches(path, *, batch_rows: int, text_columns=()) -> tuple[object, It
         parts = sorted(path.rglob("*.parquet"))
         if not parts:
             raise ValueError(f"{path} is a folder with no .parquet file")
+        for p in parts:
+            check_input_file(p, f"the Parquet part of {path}", expected="a Parquet file")
         def schema_of(p):
             try:
                 return pq.read_schema(p)
@@ -500,7 +515,11 @@ def _csv_batches(reader, path):
         hint = ("; the column's type was taken from the file's first block (16 MiB), where every value was a number, "
                 "so this one cannot be skipped as a row: correct it" if "conversion error" in msg else "")
         raise ValueError(f"cannot read {path} as CSV: {msg}{hint}") from None
+    except MemoryError:  # (pyarrow's ArrowMemoryError: memory ran out, the file is fine)
+        raise
     except (OSError, pa.ArrowException) as exc:  # a truncated gzip, a .gz that is not one: name the file (review)
+        if memory_failure(exc):
+            raise MemoryError(memory_failure(exc)) from None
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ValueError(f"cannot read {path}: {msg} (a damaged, truncated or mislabelled file?)") from None
 
@@ -753,6 +772,7 @@ def geojson_batches(path, *, batch_rows: int = BATCH_ROWS):
 
     import pyarrow as pa
 
+    check_input_file(path, "input file", expected="a GeoJSON file")
     header: dict = {}
     rows = _feature_rows(path, header, batch_rows)
     first = next(rows)  # reads the members written before the features, and the first chunk
@@ -825,10 +845,12 @@ def read_geojson(path):
 
 
 class AtomicWriter:
-    """Write record batches to OUTPUT through a temporary file renamed over it on success.
+    """Write record batches to OUTPUT through a temporary file moved to OUTPUT on success.
 
     Use as a context manager: on an exception (or KeyboardInterrupt) the temporary file is removed and
-    OUTPUT is left as it was (absent, or the old file when ``force`` was given).
+    OUTPUT is left as it was (absent, or the old file when ``force`` was given). Without ``force`` the move
+    fails with FileExistsError when OUTPUT exists by then (another run finished first), leaving it as it is
+    (:func:`~.commit.commit_new`).
     """
 
     def __init__(self, path, schema, *, force: bool = False, geojson_coords: tuple[str, str] | None = None,
@@ -840,6 +862,7 @@ class AtomicWriter:
             raise FileExistsError(f"output {self.path} exists; use --force to replace it")
         if not self.path.parent.exists():
             raise FileNotFoundError(f"output folder {self.path.parent} does not exist")
+        self.force = force
         self.fmt = file_format(self.path)
         if self.fmt == "geojson" and geojson_coords is None:  # before the temporary file: nothing left behind
             raise ValueError(f"cannot write {self.path} as GeoJSON: these rows have no point (coordinate columns) to be "
@@ -860,9 +883,22 @@ class AtomicWriter:
         self._pending_rows = 0
 
     def __enter__(self):
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".partial", dir=self.path.parent)
-        os.close(fd)
-        self.tmp = Path(tmp)
+        # the name first, then the file: an interrupt at any point of the opening removes what was made (__exit__ is
+        # not called when __enter__ fails)
+        self.tmp = fresh_temp_name(self.path)
+        try:
+            os.close(os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            self._open()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                if self._writer is not None:
+                    self._writer.close()
+            with contextlib.suppress(FileNotFoundError):
+                self.tmp.unlink()
+            raise
+        return self
+
+    def _open(self) -> None:
         if self.fmt == "csv":
             import pyarrow as pa
             from pyarrow import csv
@@ -877,7 +913,6 @@ class AtomicWriter:
             self._writer = pq.ParquetWriter(str(self.tmp), self.schema, use_dictionary=dictionary)
         else:
             self._writer = _GeoJSONWriter(self.tmp, self.schema, self.geojson_coords, self.notice)
-        return self
 
     def write(self, batch) -> None:
         self.rows += batch.num_rows
@@ -923,8 +958,13 @@ class AtomicWriter:
             done = exc_type is None
         finally:
             if done:
-                _chmod_like_new_file(self.tmp)
-                os.replace(self.tmp, self.path)
+                try:
+                    _chmod_like_new_file(self.tmp)
+                    commit_new(self.tmp, self.path, force=self.force)  # (FileExistsError: another run's release)
+                except BaseException:
+                    with contextlib.suppress(FileNotFoundError):
+                        self.tmp.unlink()
+                    raise
             else:
                 with contextlib.suppress(FileNotFoundError):
                     self.tmp.unlink()
@@ -1033,23 +1073,22 @@ def write_json_atomic(path, obj) -> None:
     write_bytes_atomic(path, (dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
-def write_bytes_atomic(path, data: bytes) -> None:
-    """Write ``data`` to exactly ``path`` through a temporary file beside it, renamed over it: an error or
-    Ctrl-C leaves nothing new (the old file, if any, stays)."""
+def write_bytes_atomic(path, data: bytes, *, force: bool = True) -> None:
+    """Write ``data`` to exactly ``path`` through a temporary file beside it, moved to ``path``: an error or
+    Ctrl-C leaves nothing new (the old file, if any, stays). ``force=False``: FileExistsError, and ``path`` left as
+    it is, when a file is there by the time the data is written (:func:`~.commit.commit_new`)."""
     path = Path(path)
     if not path.parent.exists():
         raise FileNotFoundError(f"output folder {path.parent} does not exist")
-    tmp = None
-    try:  # (mkstemp inside: a Ctrl-C right after it left an empty hidden .partial: review)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-        with os.fdopen(fd, "wb") as f:
+    tmp = fresh_temp_name(path)  # (the name before the file: a Ctrl-C right after mkstemp left an empty .partial)
+    try:
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
             f.write(data)
         _chmod_like_new_file(tmp)
-        os.replace(tmp, path)
+        commit_new(tmp, path, force=force)
     except BaseException:
-        if tmp is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
         raise
 
 
@@ -1097,45 +1136,6 @@ def remove_release(output_path) -> None:
         sidecar_path(output_path).unlink()
 
 
-def stop_signals() -> list:
-    """SIGINT, SIGTERM and SIGHUP (where it exists) that have a handler: not those ignored, as under nohup, whose
-    command must go on when the terminal closes."""
-    import signal
-
-    sigs = (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP"))
-    return [s for s in sigs if s is not None and signal.getsignal(s) not in (signal.SIG_IGN, None)]
-
-
-@contextlib.contextmanager
-def signals_held():
-    """Ctrl-C, SIGTERM and SIGHUP wait (noted, delivered on leaving) while a release is renamed into place and its
-    sidecar written: a signal between the two left a release beside an older release's sidecar (a new ε = 50 release
-    described as ε = 1 under --force: review), or a sidecar without its release. The handlers are swapped, not the
-    thread's signal mask: CPython runs every handler in the main thread whichever thread the kernel chose, and a mask
-    blocks only its own thread (a second review saw the writer threads take the signal). A handler installed inside
-    (the command line's, once the release is complete) stays and gets the waiting signal. Main thread only."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    pending: list = []
-
-    def wait(signum, frame):
-        pending.append(signum)
-
-    saved = {sig: signal.signal(sig, wait) for sig in stop_signals()}
-    try:
-        yield
-    finally:
-        for sig, handler in saved.items():
-            if signal.getsignal(sig) is wait:
-                signal.signal(sig, handler)
-        if pending:
-            signal.raise_signal(pending[0])
-
-
 @contextlib.contextmanager
 def removed_unless_completed(output_path):
     """The code between a release's rename to ``output_path`` and its sidecar: an error or an interrupt there removes
@@ -1147,11 +1147,27 @@ def removed_unless_completed(output_path):
         raise
 
 
+#: Fields of a report that stay with the caller and are not in the sidecar, which travels with the release: the run
+#: time depends on the owner's machine and its load (and on the size and content of the data).
+SIDECAR_OMITS = ("seconds",)
+
+
+def sidecar_report(report: dict) -> dict:
+    """``report`` as the sidecar carries it: without :data:`SIDECAR_OMITS`, and the input and output named by their
+    file names only (a full path names the owner's folders, often their user name, and the working directory)."""
+    out = {k: v for k, v in report.items() if k not in SIDECAR_OMITS}
+    for k in ("input", "output"):
+        if isinstance(out.get(k), str):
+            out[k] = Path(out[k]).name
+    return out
+
+
 def commit_sidecar(output_path, report: dict) -> None:
-    """Write the sidecar of a release already at ``output_path``; when that fails, remove the release too,
-    so that an error leaves no release without its report. Then the release is complete: :data:`ON_COMPLETE`."""
+    """Write the sidecar of a release already at ``output_path`` (:func:`sidecar_report` of ``report``); when that
+    fails, remove the release too, so that an error leaves no release without its report. Then the release is
+    complete: :data:`ON_COMPLETE`."""
     with removed_unless_completed(output_path):
-        write_json_atomic(sidecar_path(output_path), report)
+        write_json_atomic(sidecar_path(output_path), sidecar_report(report))
     for hook in list(ON_COMPLETE):
         hook(output_path)
 

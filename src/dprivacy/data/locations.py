@@ -43,6 +43,7 @@ import contextlib
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -663,7 +664,7 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
         name = release.mechanism.name + (" + distance remap" if release.remap is not None else "")
         guarantee = grid_guarantee(release.grid, epsilon, unit, release.mechanism.name)
     report = ObfuscationReport(
-        str(input_path), str(output_path), name, float(epsilon), unit, e_m, guarantee=guarantee,
+        Path(input_path).name, Path(output_path).name, name, float(epsilon), unit, e_m, guarantee=guarantee,
         random_source=src.to_dict(), lat_column=lat_c, lon_column=lon_c,
         precision_degrees=(precision if coords == "degrees" else SEMICIRCLE_DEG) if release is None else None,
         version=__version__)
@@ -689,8 +690,11 @@ def _read_sidecar(side: Path) -> dict:
     """A release's sidecar, checked where evaluate relies on it ({} when there is none)."""
     import json
 
+    from .._system import check_input_file
+
     if not side.exists():
         return {}
+    check_input_file(side, "the release's sidecar", expected="a JSON file")  # (a FIFO there was waited on for ever)
     try:
         meta = json.loads(side.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
@@ -743,7 +747,8 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
     smaller ε.
     """
     from ..sampling.source import NOT_FOR_RELEASE
-    from .io import AtomicWriter, check_sidecar, commit_sidecar, file_format, removed_unless_completed, signals_held
+    from .commit import release_commit
+    from .io import AtomicWriter, check_sidecar, commit_sidecar, file_format, removed_unless_completed
 
     t0 = time.perf_counter()
     check_sidecar(input_path, output_path, force=force)
@@ -770,7 +775,7 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
     # the GIL). One writer thread keeps the order; every write is waited for before the writer is
     # closed or its temporary file removed.
     notice = None if src.release else NOT_FOR_RELEASE  # the file says it too, not only its sidecar (review)
-    held = contextlib.ExitStack()  # signals wait from the last checks to the sidecar (io.signals_held)
+    held = contextlib.ExitStack()  # from the last checks to the sidecar: commit.release_commit
     with held:
         with AtomicWriter(output_path, ob.out_schema, force=force, geojson_coords=geo,
                           plain_columns=(ob.lat_c, ob.lon_c), notice=notice) as w, \
@@ -836,8 +841,9 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
                 raise ValueError(f"none of the {report.rows_read:,} rows of {input_path} could be released ({why})")
             if seen_keys is not None:
                 seen_keys.check()
-            # from here to the sidecar a signal waits: the writer's rename and the sidecar stay one step
-            held.enter_context(signals_held())
+            # from here to the sidecar other runs into this folder wait and so does a signal: the writer's move to
+            # OUTPUT (which fails, without --force, if OUTPUT exists by then) and the sidecar are one step
+            held.enter_context(release_commit(output_path))
         with removed_unless_completed(output_path):
             report.seconds = time.perf_counter() - t0
             rejection_note(report)

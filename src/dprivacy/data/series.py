@@ -100,7 +100,8 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     """Release the readings of ``column`` with the noise of seed 002 §6.1 (module docstring).
 
     ``sidecar``: also write the report beside the output (``OUTPUT.dprivacy.json``) in the same step as the rename, a
-    signal waiting meanwhile (:func:`dprivacy.data.io.signals_held`), as the command line does.
+    signal and other runs committing into the folder waiting meanwhile (:func:`dprivacy.data.commit.release_commit`), as
+    the command line does.
 
     The output file has the time column (when given) and the released column, nothing else (other
     columns may be correlated with the readings). It is written atomically; the report is returned
@@ -116,7 +117,8 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     from ..sampling import random_source
     from ..sampling.source import NOT_FOR_RELEASE
     from ..sampling.discrete import discrete_laplace, geometric_parameters
-    from .io import AtomicWriter, check_sidecar, commit_sidecar, read_batches, removed_unless_completed, signals_held
+    from .commit import release_commit
+    from .io import AtomicWriter, check_sidecar, commit_sidecar, read_batches, removed_unless_completed
     from .tables import _on_grid, geometric_accuracy
 
     t0 = _time.perf_counter()
@@ -218,8 +220,8 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
             if done != n_valid or _snapshot(input_path) != before:
                 raise ValueError(f"{input_path} changed while it was read ({n_valid:,} valid readings counted, {done:,} read the "
                                  "second time): release a file that is not being written to (copy it first); nothing written")
-            if sidecar:  # from the rename to the sidecar a signal waits (io.signals_held)
-                held.enter_context(signals_held())
+            if sidecar:  # from the move to OUTPUT to the sidecar, one step (commit.release_commit)
+                held.enter_context(release_commit(output_path))
 
         aggregates = []
         for key in sorted(sums):
@@ -235,7 +237,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
             f"every reading by at most t units changes the probability of any release by at most a factor e^(ε·t) "
             f"(noise at ε/n = {eps_reading:.3g} per reading)")
         report = SeriesReport(
-            input=str(input_path), output=str(output_path), column=column, time_column=time_column, metric=metric,
+            input=Path(input_path).name, output=Path(output_path).name, column=column, time_column=time_column, metric=metric,
             unit=unit, epsilon=eps, epsilon_per_reading=eps_reading, delivered_epsilon=delivered, readings=n_valid,
             skipped_invalid=n_invalid,
             noise=(f"two-sided geometric K·U, P(K = k) ∝ exp(−|k|·{params.s}/{params.t}), drawn exactly in integers "

@@ -126,6 +126,31 @@ def parse_query(spec: str) -> Query:
     raise ValueError(f"bad --query {spec!r}: expected count, kcount:COL1,COL2,..., sum:COL, avg:COL or percentile:COL:P")
 
 
+def check_table_file(table) -> None:
+    """Refuse a table that is not a regular file (a FIFO, ``/dev/zero``, a socket) before anything opens it: the
+    budget ledger hashes it and DuckDB reads it several times (a FIFO was waited on for ever)."""
+    from .._system import check_input_file
+
+    check_input_file(table, "table", expected="a CSV or Parquet file")
+
+
+def read_keys_file(path) -> list:
+    """The group keys of a ``--keys @FILE``: one per line (UTF-8, a byte-order mark dropped), stripped, blank lines
+    skipped; a FIFO or a device is refused before it is opened."""
+    from .._system import check_input_file
+
+    check_input_file(path, "--keys file", expected="a text file with one key per line")
+    try:
+        with open(path, encoding="utf-8-sig") as fh:  # (a byte-order mark is not part of the first key: review)
+            lines = fh.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--keys cannot read {path}: {exc}") from None
+    keys = [ln.strip() for ln in lines if ln.strip()]
+    if not keys:
+        raise ValueError(f"--keys file {path} has no key (one per line)")
+    return keys
+
+
 def sensitivity(q: Query, privacy: str, bounds, total: int | None = None, *, selected: bool = False,
                 skip_invalid: bool = False) -> float:
     """Δ of the integer answer the noise is added to (the sum for avg under d_h, d̃1, d1; the rounded mean
@@ -424,6 +449,15 @@ def _csv_dialect(path: str) -> tuple[str, int]:
     return (best if bare.count(best) > 0 else ","), skip
 
 
+def _duckdb_error(exc, message: str) -> Exception:
+    """The error to raise for DuckDB's ``exc``: ``message`` as a ValueError, or a MemoryError when DuckDB ran out of
+    memory (a file that could not be read for want of memory is not a bad file, nor a bad condition)."""
+    from .._system import memory_failure
+
+    mem = memory_failure(exc)
+    return MemoryError(f"{mem}, while DuckDB read the table") if mem else ValueError(message)
+
+
 def _check_table_shape(con, path: str) -> None:
     """Refuse a table DuckDB would silently read as another one: a CSV whose first lines its sniffer
     skips (a header ``a,b`` with 2-field rows, then a 3-field line, was read as the empty table with
@@ -444,7 +478,9 @@ def _check_table_shape(con, path: str) -> None:
         try:
             names = list(con.execute(f"SELECT * FROM {_relation(path, header=False)} "
                                      "LIMIT 1").fetchone() or ())
-        except duckdb.Error:
+        except duckdb.Error as exc:
+            if isinstance(_duckdb_error(exc, ""), MemoryError):
+                raise _duckdb_error(exc, "") from None
             return
     seen: dict = {}
     for n in names:
@@ -461,7 +497,17 @@ def _connect(path: str):
     no network, no extension loading) and the configuration locked, before any user text is run."""
     import duckdb
 
+    from .._system import address_space_limit
+
     con = duckdb.connect()
+    limit = address_space_limit()
+    if limit is not None:
+        # under `ulimit -v` DuckDB's address space grows by about 90 MB a thread over about 0.9 GB (jemalloc's arenas
+        # and the stacks: 0.91 GB at 1 thread, 1.47 GB at 8, measured on a 75 MB CSV) and its allocations fail beyond
+        # the limit: as many threads as fit, at least one, and a buffer pool within half the limit
+        threads = max(1, min(os.cpu_count() or 1, (limit - 2**30) // (128 * 2**20)))
+        con.execute(f"SET threads={int(threads)}")
+        con.execute(f"SET memory_limit='{max(limit // 2, 64 * 2**20) // 2**20}MB'")
     con.execute(f"SET allowed_paths=[{_literal(path)}]")
     con.execute("SET TimeZone='UTC'")  # times compare the same whatever the machine's zone
     con.execute("SET enable_external_access=false")
@@ -561,6 +607,11 @@ class ScanFailed(ValueError):
 def _unreadable(table: str, exc, owner: bool, what: str = "") -> ValueError:
     """The refusal for a table DuckDB cannot read as one table: the same sentence whatever was asked, with DuckDB's
     own first line (which can quote a row, its line number or a cell) only for the data owner."""
+    from .._system import memory_failure
+
+    mem = memory_failure(exc)
+    if mem:  # a table that could not be read for want of memory is not a bad file
+        return MemoryError(f"{mem}, while DuckDB read the table")
     detail = f": {str(exc).splitlines()[0]}" if owner else " (--owner: DuckDB's message, which may quote a row)"
     return ValueError(f"cannot read {table}{what}{detail}")
 
@@ -609,12 +660,11 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     if prior is not None and mechanism not in ("optimal", "tight-constraints"):
         raise ValueError(f"--prior is used only by --mechanism optimal and tight-constraints; --mechanism {mechanism} ignores it "
                          "(drop --prior)")
-    if not os.path.exists(table):
-        raise FileNotFoundError(f"table not found: {table}")
     if os.path.isdir(table):  # (DuckDB's message named a disabled file system operation: review)
         raise ValueError(f"{table} is a folder: query reads one CSV or Parquet file (combine a folder of parts, e.g. the "
                          "Dask engine's output, into one file first)")
-    if os.path.isfile(table) and os.path.getsize(table) == 0:
+    check_table_file(table)
+    if os.path.getsize(table) == 0:
         raise ValueError(f"{table} is empty (0 bytes): not a table (a CSV needs at least a header line)")
     table = os.path.abspath(table)
     if any(ch in table for ch in "*?[]{}"):

@@ -36,13 +36,11 @@ def load_array(path, what: str, *, ndmin: int = 1, max_bytes: int = DENSE_LIMIT_
 
     if not str(path).strip():  # Path("") is ".", the current folder (review: "path . is a directory")
         raise ValueError(f"{what} path is empty, expected a .npy, .csv or .txt file")
+    from .._system import check_input_file
+
     p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"{what} file not found: {p}")
-    if p.is_dir():
-        raise ValueError(f"{what} path {p} is a directory, expected a .npy, .csv or .txt file")
-    if not p.is_file():  # a device or a pipe (/dev/zero) has no size to check and was read without end
-        raise ValueError(f"{what} path {p} is not a regular file, expected a .npy, .csv or .txt file")
+    # a device or a pipe (/dev/zero) has no size to check and was read without end
+    check_input_file(p, f"{what} file", expected="a .npy, .csv or .txt file")
     suffix = p.suffix.lower()
     if suffix == ".npy":
         try:
@@ -107,13 +105,10 @@ def load_edge_list(path) -> MetricSpace:
 
     if not str(path).strip():
         raise ValueError("edge list path is empty (graph:FILE), expected a text file with one edge per line")
+    from .._system import check_input_file
+
     p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"edge list file not found: {p}")
-    if p.is_dir():
-        raise ValueError(f"edge list path {str(p)!r} is a folder, expected a text file with one edge per line")
-    if not p.is_file():  # graph:/dev/zero grew to 24 GB
-        raise ValueError(f"edge list path {str(p)!r} is not a regular file, expected a text file with one edge per line")
+    check_input_file(p, "edge list file", expected="a text file with one edge per line")  # (graph:/dev/zero grew to 24 GB)
     if p.stat().st_size > DENSE_LIMIT_BYTES:
         raise MemoryError(f"edge list {p} is {p.stat().st_size / 2**30:.1f} GiB, over the {DENSE_LIMIT_BYTES / 2**30:.0f} GiB limit")
     try:
