@@ -454,10 +454,14 @@ def test_a_copy_in_semicircles_is_refused(tmp_path):
                           rng=1).rows_written == 30
 
 
-# obfuscate: the kept row order of a file sorted by latitude gave each row's latitude away by its rank
-def test_a_file_sorted_by_location_is_named_in_the_report(tmp_path):
-    """Found by a review: the row order is released as it is, so a file sorted by latitude gave each row's
-    latitude from its rank (1.2 km where the released points were 9.4 km off). The report says so."""
+# obfuscate: the kept row order of a file sorted by latitude gave each row's latitude away by its rank; and the note
+# that said so was read from the true locations and written into the sidecar (whether the file is sorted, and ρ)
+def test_a_file_sorted_by_location_is_named_to_the_owner_only(tmp_path):
+    """The row order is released as it is, so a file sorted by latitude gives each row's latitude from its rank
+    (1.2 km where the released points were 9.4 km off). The owner is told (``owner_notes``, printed with
+    ``--owner``); the sidecar, which travels with the release, is the same for a sorted and an unsorted file."""
+    import json
+
     import pyarrow.parquet as pq
 
     rng = np.random.default_rng(0)
@@ -465,14 +469,18 @@ def test_a_file_sorted_by_location_is_named_in_the_report(tmp_path):
     pq.write_table(pa.table({"lat": np.sort(lat), "lon": lon}), tmp_path / "s.parquet")
     pq.write_table(pa.table({"lat": lat, "lon": lon}), tmp_path / "u.parquet")
     r = obfuscate_file(tmp_path / "s.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)
-    assert any("ordered by latitude" in n for n in r.notes)
-    r = obfuscate_file(tmp_path / "u.parquet", tmp_path / "o2.parquet", epsilon=1.0, rng=1)
-    assert not any("ordered by" in n for n in r.notes)
+    assert any("ordered by latitude" in n for n in r.owner_notes)
+    assert "ordered by" not in json.dumps(r.to_dict()) and "ordered by" not in (tmp_path / "o.parquet.dprivacy.json").read_text()
+    u = obfuscate_file(tmp_path / "u.parquet", tmp_path / "o2.parquet", epsilon=1.0, rng=1)
+    assert not u.owner_notes and u.notes == r.notes
+    p = _cli("obfuscate", tmp_path / "s.parquet", "-o", tmp_path / "o3.parquet", "--epsilon", "1", "--owner", "--json",
+             cwd=tmp_path)
+    assert p.returncode == 0 and "ordered by latitude" in p.stdout
     pytest.importorskip("distributed", reason="the Dask engine is the optional extra dprivacy[dask]")
     from dprivacy.data.dask_engine import obfuscate_dask
 
     r = obfuscate_dask(tmp_path / "s.parquet", tmp_path / "d.parquet", workers=1, epsilon=1.0)
-    assert any("ordered by latitude" in n for n in r.notes)
+    assert any("ordered by latitude" in n for n in r.owner_notes) and "ordered by" not in json.dumps(r.to_dict())
 
 
 # obfuscate: a sorted file's row order gave its rows' latitudes away (--shuffle releases a uniform permutation)
@@ -486,7 +494,7 @@ def test_shuffle_releases_the_rows_in_a_random_order_each_with_its_own_noise(tmp
     lat = np.sort(np.random.default_rng(0).uniform(40, 50, n))
     pq.write_table(pa.table({"id": np.arange(n), "lat": lat, "lon": np.full(n, 5.0)}), tmp_path / "s.parquet")
     r = obfuscate_file(tmp_path / "s.parquet", tmp_path / "o.parquet", epsilon=10.0, unit="km", rng=3, shuffle=True)
-    assert not any("ordered by" in x for x in r.notes) and any("random order" in x for x in r.notes)
+    assert not any("ordered by" in x for x in r.notes + r.owner_notes) and any("random order" in x for x in r.notes)
     out = pq.read_table(tmp_path / "o.parquet").to_pandas()
     ids = out["id"].to_numpy()
     assert sorted(ids) == list(range(n)) and (ids != np.arange(n)).mean() > 0.99
@@ -523,7 +531,7 @@ def test_shuffle_on_dask_releases_the_rows_in_a_random_order_over_all_parts(tmp_
     t = pa.table({"id": np.arange(n), "lat": lat, "lon": np.full(n, 5.0)})
     pq.write_table(t, tmp_path / "s.parquet", row_group_size=1000)
     r = obfuscate_dask(tmp_path / "s.parquet", tmp_path / "d.parquet", workers=1, epsilon=10.0, unit="km", shuffle=True)
-    assert not any("ordered by" in x for x in r.notes) and any("random order" in x for x in r.notes)
+    assert not any("ordered by" in x for x in r.notes + r.owner_notes) and any("random order" in x for x in r.notes)
     parts = sorted((tmp_path / "d.parquet").glob("part-*.parquet"))
     assert len(parts) == 4 and not (tmp_path / "d.parquet" / "stage").exists()
     out = pa.concat_tables([pq.read_table(p) for p in parts]).to_pandas()

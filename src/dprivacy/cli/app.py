@@ -884,10 +884,10 @@ def cmd_obfuscate(args) -> int:
             plain.stop()
     report = rep.to_dict()
     report["sidecar"] = str(args.output) + ".dprivacy.json"
-    if args.owner and rep.owner_only:
-        # counts that depend on the true locations (rows outside --region, the rejection sampler's proposals): printed
-        # for the data owner on request, never in the sidecar that travels with the release
-        report["not_private"] = rep.owner_only
+    if args.owner and (rep.owner_only or rep.owner_notes):
+        # counts and notes that depend on the true locations (rows outside --region, the rejection sampler's proposals,
+        # rows sorted by location): printed for the data owner on request, never in the sidecar
+        report["not_private"] = {**rep.owner_only, **({"notes": rep.owner_notes} if rep.owner_notes else {})}
     _emit(report, args.json, f"obfuscated {rep.rows_written:,} points")
     return 0
 

@@ -340,7 +340,7 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
                                     + "; the parts are ranges of the keys)")
             found = next((r["sorted"] for r in results if r.get("sorted")), None)
             if found is not None:  # (read on the first part: the order of the parts is the input's)
-                report.notes.append(sorted_note_text(*found))
+                report.owner_notes.append(sorted_note_text(*found))
             # (the scheduler's address names the owner's machines: not in the sidecar, which travels with the release)
             report.notes.append(f"Dask engine: {len(pieces)} row groups, " + ("an existing cluster (--scheduler)" if scheduler
                                                                               else f"LocalCluster of {workers} workers"))

@@ -276,8 +276,8 @@ def sorted_note(report, lat, lon) -> None:
     its rank to 1.2 km where the released points were 9.4 km off). A time-ordered track heading one way is
     flagged too: its order is public only if its times are."""
     found = sorted_by(lat, lon)
-    if found is not None:
-        report.notes.append(sorted_note_text(*found))
+    if found is not None:  # read from the true locations: the owner's, never in the sidecar
+        report.owner_notes.append(sorted_note_text(*found))
 
 
 #: --shuffle holds the release in memory: at most this many rows.
@@ -443,11 +443,13 @@ class ObfuscationReport:
     #: counts that depend on the true locations (rows outside --region, the rejection sampler's proposals): for
     #: ``obfuscate --owner`` only, never in :meth:`to_dict` (the sidecar)
     owner_only: dict = field(default_factory=dict)
+    #: notes computed from the true locations (the rows sorted by latitude): for ``obfuscate --owner`` only
+    owner_notes: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
         from ..results import jsonable
 
-        return jsonable({k: v for k, v in vars(self).items() if k != "owner_only"})
+        return jsonable({k: v for k, v in vars(self).items() if k not in ("owner_only", "owner_notes")})
 
 
 #: Garmin/FIT "semicircles": 2^31 units per 180°.
