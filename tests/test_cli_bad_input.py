@@ -86,7 +86,8 @@ CASES = [
     ("design grid:3x3 --epsilon 1 --mechanism optimal --method spanner --dilation 0.5", 2, "must be a number ≥ 1"),
     ("design grid:4x4:chebyshev --epsilon 1 --mechanism planar-laplace", 2, "not ε·d-private on a chebyshev grid"),
     # data commands
-    ("obfuscate {d}/pts.csv -o {d}/o.csv --epsilon 1", 2, "latitude 95"),
+    ("obfuscate {d}/pts.csv -o {d}/o.csv --epsilon 1", 2, "out-of-range coordinate"),
+    ("obfuscate {d}/pts.csv -o {d}/o.csv --epsilon 1 --owner", 2, "latitude 95"),
     ("obfuscate {d}/pts.csv -o {d}/o.csv", 2, "--epsilon"),
     ("query {d}/pts.csv --query sum:lat --epsilon 1", 2, "needs --bounds"),
     ("query {d}/pts.csv --query percentile:lat:0 --bounds 0,9 --epsilon 1", 2, "between 0 and 100"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import os
 import subprocess
 import sys
@@ -124,6 +125,8 @@ def test_cli_bad_input_is_one_line_and_leaves_nothing(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("name,lat,lon\na,10,20\nb,95,20\nc,,3\n")
     p = _cli("obfuscate", str(bad), "-o", "out.csv", "--epsilon", "1", cwd=tmp_path)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "out-of-range coordinate" in p.stderr and "95" not in p.stderr
+    p = _cli("obfuscate", str(bad), "-o", "out.csv", "--epsilon", "1", "--owner", cwd=tmp_path)  # the owner sees the row
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "row 2: latitude 95" in p.stderr and "Traceback" not in p.stderr
     assert not any(tmp_path.glob("out.csv*")) and not any(tmp_path.glob(".out.csv*"))
     p = _cli("obfuscate", str(bad), "-o", "out.csv", "--epsilon", "1", "--skip-invalid", "--json", cwd=tmp_path)
@@ -133,7 +136,7 @@ def test_cli_bad_input_is_one_line_and_leaves_nothing(tmp_path):
     assert p.returncode == 2 and "exists" in p.stderr  # never overwritten without --force
     proj = tmp_path / "proj.csv"
     proj.write_text("x,latitude,longitude\n1,5500000,400000\n")
-    p = _cli("obfuscate", str(proj), "-o", "o2.csv", "--epsilon", "1", cwd=tmp_path)
+    p = _cli("obfuscate", str(proj), "-o", "o2.csv", "--epsilon", "1", "--owner", cwd=tmp_path)
     assert p.returncode == 2 and "projected" in p.stderr
     amb = tmp_path / "amb.csv"
     amb.write_text("lat,latitude,lon\n1,2,3\n")
@@ -340,8 +343,9 @@ def test_a_value_that_is_not_a_number_is_a_rejected_row_named_as_read(tmp_path):
     string)'), naming no row, and --skip-invalid did not skip it."""
     src = tmp_path / "bad.csv"
     src.write_text("name,lat,lon\nA,48.85,2.35\nB,abc,2.3\nC, 48.1 ,2.2\n")
-    with pytest.raises(ValueError, match=r"row 2: missing or non-numeric coordinate .*as read: lat = 'abc'"):
+    with pytest.raises(ValueError, match=r"missing, non-numeric or out-of-range coordinate") as e:
         obfuscate_file(src, tmp_path / "o.csv", epsilon=1e4, rng=1)
+    assert "abc" not in str(e.value) and re.search(r"row 2: missing or non-numeric coordinate .*as read: lat = 'abc'", e.value.detail)
     rep = obfuscate_file(src, tmp_path / "o.csv", epsilon=1e4, rng=1, skip_invalid=True)
     assert (rep.rows_written, rep.rows_rejected) == (2, 1)
     out = (tmp_path / "o.csv").read_text().splitlines()
@@ -548,8 +552,9 @@ def test_geojson_ids_and_non_numeric_positions(tmp_path):
     bad = [{"type": "Feature", "geometry": {"type": "Point", "coordinates": c}, "properties": {}}
            for c in ([2.0, 48.0], [True, 42.5], ["1.5", "42.5"], [2.1, 48.1])]
     (tmp_path / "bad.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": bad}))
-    with pytest.raises(ValueError, match="row 2: missing or non-numeric coordinate"):
+    with pytest.raises(ValueError, match="missing, non-numeric or out-of-range coordinate") as e:
         obfuscate_file(tmp_path / "bad.geojson", tmp_path / "b.geojson", epsilon=1.0, rng=1)
+    assert "row 2: missing or non-numeric coordinate" in e.value.detail
     rep = obfuscate_file(tmp_path / "bad.geojson", tmp_path / "b.geojson", epsilon=1.0, rng=1, skip_invalid=True)
     assert rep.rows_rejected == 2 and rep.rows_written == 2
 

@@ -166,6 +166,18 @@ def memory_failure(exc) -> str | None:
     return None
 
 
+class RefusedWithDetail(ValueError):
+    """A refusal whose message says what is wrong without a person's values; ``detail`` names the row and its values,
+    for the data owner only (the command line prints it with ``--owner``)."""
+
+    def __init__(self, message: str, detail: str = ""):
+        super().__init__(message)
+        self.detail = detail
+
+    def __reduce__(self):  # (raised on Dask workers too)
+        return (RefusedWithDetail, (str(self), self.detail))
+
+
 @contextlib.contextmanager
 def signals_held():
     """Ctrl-C, SIGTERM and SIGHUP wait (noted, delivered on leaving) while a release is renamed into place and its

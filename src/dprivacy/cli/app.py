@@ -743,35 +743,6 @@ def _same_file(a, b) -> bool:
     return pa.resolve() == pb.resolve()
 
 
-def _same_bytes(a, b) -> bool:
-    """True when a and b are regular files with the same bytes (a copy: the same points)."""
-    import filecmp
-
-    pa, pb = Path(a), Path(b)
-    try:
-        return pa.is_file() and pb.is_file() and filecmp.cmp(pa, pb, shallow=False)
-    except OSError:
-        return False
-
-
-def _refuse_prior_from_the_same_points(args) -> None:
-    """--prior-from holding the input's points in another format, order or compression (the byte comparison misses
-    those) is refused like the input itself."""
-    from ..data.grid_release import PRIOR_OVERLAP_SHARE, point_keys, prior_overlap
-
-    try:
-        mine = point_keys(args.input, lat=args.lat, lon=args.lon, semicircles=args.coords == "semicircles")
-        theirs = point_keys(args.prior_from, lat=args.lat, lon=args.lon)
-    except (ValueError, OSError, KeyError):
-        return  # an unreadable file is reported by the step that needs it, with its own message
-    share = prior_overlap(mine, theirs)
-    if share >= PRIOR_OVERLAP_SHARE:
-        raise CliError(f"dprivacy obfuscate: error: --prior-from {args.prior_from} holds the input's points ({share:.0%} of them, "
-                       "as a multiset): a prior estimated from the points being released makes the remap and the optimal "
-                       "mechanism depend on them, outside the ε guarantee; estimate it from public data (e.g. another "
-                       "period or a public dataset)")
-
-
 def cmd_obfuscate(args) -> int:
     from ..data.locations import check_sane_epsilon, epsilon_for_accuracy, epsilon_per_metre, obfuscate_file, parse_accuracy
 
@@ -797,8 +768,10 @@ def cmd_obfuscate(args) -> int:
     if _same_file(args.input, args.output):
         raise CliError(f"dprivacy obfuscate: error: OUTPUT {args.output} is the input file: write the release to a new file "
                        "(--force never overwrites the input)")
-    if args.prior_from is not None and (_same_file(args.prior_from, args.input) or _same_bytes(args.prior_from, args.input)):
-        raise CliError(f"dprivacy obfuscate: error: --prior-from {args.prior_from} is the input file (or a copy of it): a prior estimated from "
+    # the input itself, by identity (path, link): a comparison of contents would answer whether a guessed point is in
+    # the input, a question about one person that no ε pays for; a prior derived from the data is the owner's mistake
+    if args.prior_from is not None and _same_file(args.prior_from, args.input):
+        raise CliError(f"dprivacy obfuscate: error: --prior-from {args.prior_from} is the input file: a prior estimated from "
                        "the points being released makes the remap and the optimal mechanism depend on them, outside "
                        "the ε guarantee; estimate it from public data (e.g. another period or a public dataset)")
     check_sane_epsilon(epsilon_per_metre(eps, unit), what="--accuracy" if args.accuracy is not None else "--epsilon")
@@ -818,8 +791,6 @@ def cmd_obfuscate(args) -> int:
         raise CliError(f"dprivacy obfuscate: error: --time-limit applies to --mechanism optimal, not {args.mechanism}")
     if args.mechanism != "planar-laplace" and args.output and Path(args.output).exists() and not args.force:
         raise CliError(f"dprivacy obfuscate: error: {args.output} exists (use --force to replace it)")
-    if args.prior_from is not None:  # (after the flags are checked: it reads both files)
-        _refuse_prior_from_the_same_points(args)
     if args.mechanism != "planar-laplace":
         from ..data.grid_release import DEFAULT_OPTIMAL_TIME_LIMIT, build_grid_release, check_optimal_size
         from ..data.location_grid import LocationGrid
@@ -1309,6 +1280,7 @@ def _join_negative_values(argv: list) -> list:
 
 
 def _main(argv=None) -> int:
+    args = None
     try:
         parser = make_parser()  # numpy is not imported before the arguments are parsed: --version stays fast
         args = parser.parse_args(_join_negative_values(sys.argv[1:] if argv is None else list(argv)))
@@ -1343,7 +1315,8 @@ def _main(argv=None) -> int:
         if stopped():  # (an error that follows a stop signal is its doing: _process.stopped)
             return interrupted()
         msg = memory_failure(exc) or (str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-        print(f"dprivacy: error: {msg}", file=sys.stderr)
+        detail = getattr(exc, "detail", "") if getattr(args, "owner", False) else ""
+        print(f"dprivacy: error: {msg}" + (f" [for the owner: {detail.splitlines()[0]}]" if detail else ""), file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:  # a bug: still one line and no traceback for the user, but say it is one
         if stopped():

@@ -122,42 +122,6 @@ class GridRelease:
         return public, owner
 
 
-#: --prior-from is refused when its points and the input's overlap in at least this share of the larger of the two
-#: (as multisets of points rounded to 1e-5°, about 1 m): the same data in another file, format or order.
-PRIOR_OVERLAP_SHARE = 0.9
-
-
-def point_keys(path, *, lat=None, lon=None, semicircles: bool = False) -> np.ndarray:
-    """The finite points of a file as int64 keys of (latitude, longitude) rounded to 1e-5° (semicircles converted),
-    for :func:`prior_overlap`."""
-    from .io import find_coordinate_columns, read_batches
-    from .locations import SEMICIRCLE_DEG, _as_numbers
-
-    schema, batches = read_batches(path)
-    la_c, lo_c = find_coordinate_columns(schema, lat, lon)
-    keys = []
-    for b in batches:
-        la, lo = (_as_numbers(b.column(c)).to_numpy(zero_copy_only=False).astype(np.float64) for c in (la_c, lo_c))
-        if semicircles:
-            la, lo = la * SEMICIRCLE_DEG, lo * SEMICIRCLE_DEG
-        with np.errstate(invalid="ignore"):
-            ok = np.isfinite(la) & np.isfinite(lo) & (np.abs(la) <= 90) & (np.abs(lo) <= 360)
-        keys.append(np.rint(la[ok] * 1e5).astype(np.int64) * 100_000_000 + np.rint(lo[ok] * 1e5).astype(np.int64))
-    return np.concatenate(keys) if keys else np.empty(0, np.int64)
-
-
-def prior_overlap(a: np.ndarray, b: np.ndarray) -> float:
-    """Σ_k min(count_a(k), count_b(k)) / max(|a|, |b|) for key arrays: 1 for the same points in any order, small
-    for a public list of places the data is snapped to (each place once, the data's points repeated) or a sample
-    of other people's points."""
-    if a.size == 0 or b.size == 0:
-        return 0.0
-    ua, ca = np.unique(a, return_counts=True)
-    ub, cb = np.unique(b, return_counts=True)
-    _, ia, ib = np.intersect1d(ua, ub, assume_unique=True, return_indices=True)
-    return float(np.minimum(ca[ia], cb[ib]).sum() / max(a.size, b.size))
-
-
 def load_grid_prior(grid: LocationGrid, prior=None, prior_from=None, *, lat=None, lon=None) -> tuple[np.ndarray, dict]:
     """The public prior on the grid's cells and a description of it.
 

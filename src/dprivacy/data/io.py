@@ -456,7 +456,7 @@ def _read_batches(path, *, batch_rows: int, text_columns=()) -> tuple[object, It
             reader = csv.open_csv(path, read_options=csv.ReadOptions(block_size=1 << 24),
                                   convert_options=csv.ConvertOptions(column_types={c: pa.string() for c in text_columns}))
         except pa.ArrowInvalid as exc:
-            raise ValueError(f"cannot read {path} as CSV: {str(exc).splitlines()[0]}") from None
+            raise ValueError(f"cannot read {path} as CSV: {_csv_problem(exc)}") from None
         except MemoryError:  # (pyarrow's ArrowMemoryError is an ArrowException too: not a damaged file)
             raise
         except (OSError, pa.ArrowException) as exc:  # a truncated gzip, a .gz that is not one (review)
@@ -504,6 +504,24 @@ def _read_batches(path, *, batch_rows: int, text_columns=()) -> tuple[object, It
     return geojson_batches(path, batch_rows=min(batch_rows, GEOJSON_BATCH_ROWS))
 
 
+def _csv_problem(exc) -> str:
+    """What is wrong with a CSV, without pyarrow's message, which quotes the offending line (a person's values)."""
+    msg = str(exc).lower()
+    if "conversion error" in msg or "invalid value" in msg:
+        what = "a value does not convert to its column's type"
+    elif "expected" in msg and "columns" in msg:
+        what = "a line has another number of fields than the header"
+    elif "quote" in msg:
+        what = "a quoted field is not closed"
+    else:
+        what = "a line does not parse"
+    return f"{what} {NOT_QUOTED}"
+
+
+#: How a refusal about a data file says that it does not quote the file's values.
+NOT_QUOTED = "(the line is not quoted: its values are a person's)"
+
+
 def _csv_batches(reader, path):
     import pyarrow as pa
 
@@ -511,10 +529,9 @@ def _csv_batches(reader, path):
         for b in reader:
             yield b
     except pa.ArrowInvalid as exc:
-        msg = str(exc).splitlines()[0]
         hint = ("; the column's type was taken from the file's first block (16 MiB), where every value was a number, "
-                "so this one cannot be skipped as a row: correct it" if "conversion error" in msg else "")
-        raise ValueError(f"cannot read {path} as CSV: {msg}{hint}") from None
+                "so this one cannot be skipped as a row: correct it" if "conversion error" in str(exc).lower() else "")
+        raise ValueError(f"cannot read {path} as CSV: {_csv_problem(exc)}{hint}") from None
     except MemoryError:  # (pyarrow's ArrowMemoryError: memory ran out, the file is fine)
         raise
     except (OSError, pa.ArrowException) as exc:  # a truncated gzip, a .gz that is not one: name the file (review)
@@ -592,7 +609,7 @@ class _JsonStream:
                     return v
             except json.JSONDecodeError as exc:
                 if self.eof:
-                    raise ValueError(f"cannot read {self.path} as GeoJSON: {exc}") from None
+                    raise ValueError(f"cannot read {self.path} as GeoJSON: {exc.msg}") from None
             if not self._fill():
                 if not self.eof:
                     continue
@@ -689,7 +706,7 @@ def _feature_rows(path, header: dict, batch_rows: int):
             raise ValueError(f"{path}: feature {k} is not a Point (only Point features can be obfuscated)")
         elif len(c) > 2:
             # an altitude would be released untouched (it locates too) or dropped without a word
-            raise ValueError(f"{path}: feature {k} has {len(c)} coordinates {c[:3]}: the obfuscation is of longitude and "
+            raise ValueError(f"{path}: feature {k} has {len(c)} coordinates: the obfuscation is of longitude and "
                              "latitude only; remove the altitude first (it would be dropped, or locate the point)")
         else:
             # RFC 7946 positions are numbers: anything else (true, "1.5") is a missing coordinate, a rejected row named
@@ -730,8 +747,8 @@ def _decode_json_columns(table, schema, path=""):
         elif not col.type.equals(t):
             try:
                 col = col.cast(t)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-                raise ValueError(f"{path}: property {field.name!r} does not convert to {t}: {str(exc).splitlines()[0]}") from None
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+                raise ValueError(f"{path}: property {field.name!r} does not convert to {t} {NOT_QUOTED}") from None
         cols.append(col)
     return pa.Table.from_arrays(cols, schema=schema)
 
@@ -745,9 +762,9 @@ def _rows_table(chunk, id_c: str, lon_c: str, lat_c: str, path="", ids_as_text: 
     def column(name, values):
         try:
             return pa.array(values)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
             raise ValueError(f"{path}: {name} has values that do not make one column (e.g. numbers beside text, or an "
-                             f"integer beyond 64 bits): {str(exc).splitlines()[0]}") from None
+                             f"integer beyond 64 bits) {NOT_QUOTED}") from None
 
     t = (pa.table({k: column(f"property {k!r}", [p.get(k) for p in props]) for k in keys}) if keys
          else pa.table({"_": pa.nulls(len(lons))}).drop(["_"]))

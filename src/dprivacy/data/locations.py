@@ -536,7 +536,11 @@ class Obfuscator:
         if self.coords == "degrees" and "projected" in msg and max(abs(la[k]), abs(lo[k])) <= 2.0**31:
             msg += " (or Garmin semicircles: --coords semicircles)"
         if not self.skip_invalid:
-            raise ValueError(f"{self.input_name}: {msg} (use --skip-invalid to drop and count such rows)")
+            # the row and its values only for the owner: the true coordinates (and the row) are a person's
+            from .._system import RefusedWithDetail
+
+            raise RefusedWithDetail(f"{self.input_name}: some rows have a missing, non-numeric or out-of-range coordinate "
+                                    "(use --skip-invalid to drop and count such rows; --owner names the first)", msg)
         keep = ~bad
         # the report (printed, and the sidecar beside the release) names the row and the problem, not the
         # row's coordinates: they are true locations

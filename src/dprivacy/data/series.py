@@ -35,6 +35,15 @@ from pathlib import Path
 import numpy as np
 
 _METRICS = ("d1", "dinf")
+#: Readings are clamped to ±MAX_STEPS units before the noise (integers exact in float64).
+MAX_STEPS = 2.0**52 - 1
+
+
+def _refused(message: str, detail: str):
+    """A refusal that names the column and the kind of value, never a reading or its row (``detail``, for the owner)."""
+    from .._system import RefusedWithDetail
+
+    return RefusedWithDetail(message, detail)
 _PERIODS = {"hour": "h", "day": "D"}
 
 
@@ -85,8 +94,9 @@ def _values(batch, column: str, first_row: int, skip_invalid: bool):
                 out[k] = float(v)
             except (TypeError, ValueError):
                 if not skip_invalid:
-                    raise ValueError(f"row {first_row + k + 1} of the file (1 = first data row): {column} = {v!r} is not a number; use --skip-invalid to "
-                                     "drop such rows (they are counted in the report)") from None
+                    raise _refused(f"column {column!r} has values that are not numbers; use --skip-invalid to drop such "
+                                   "rows (they are counted in the report)",
+                                   f"row {first_row + k + 1} of the file (1 = first data row): {column} = {v!r}") from None
         return out, ~np.isfinite(out)
     x = np.asarray(pc.fill_null(pc.cast(col, pa.float64()), float("nan")).to_numpy(zero_copy_only=False),
                    dtype=np.float64)
@@ -163,15 +173,16 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
         x, bad = _values(batch, column, row, skip_invalid)
         if bad.any() and not skip_invalid:
             k = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"row {row + k + 1} of the file (1 = first data row): {column} is missing or not finite ({x[k]}); use --skip-invalid to drop "
-                             "such rows (they are counted in the report)")
+            raise _refused(f"column {column!r} has missing or infinite values; use --skip-invalid to drop such rows (they are "
+                           "counted in the report)", f"row {row + k + 1} of the file (1 = first data row): {column} = {x[k]}")
         if whole:
             frac = np.flatnonzero(~bad & (x != np.rint(x)))
             if frac.size:
                 k = int(frac[0])
-                raise ValueError(f"row {row + k + 1} of the file (1 = first data row): {column} = {float(x[k])!r} is not a whole "
-                                 "number: give --unit, the readings' resolution (e.g. --unit 0.01; --unit 1 rounds them to "
-                                 "whole numbers), which is also the distance 1 of the guarantee")
+                raise _refused(f"column {column!r} has values that are not whole numbers: give --unit, the readings' "
+                               "resolution (e.g. --unit 0.01; --unit 1 rounds them to whole numbers), which is also the "
+                               "distance 1 of the guarantee",
+                               f"row {row + k + 1} of the file (1 = first data row): {column} = {float(x[k])!r}")
         n_valid += int((~bad).sum())
         n_invalid += int(bad.sum())
         row += batch.num_rows
@@ -196,11 +207,11 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
             for batch in read_batches(input_path)[1]:
                 x, bad = _values(batch, column, row, skip_invalid)
                 keep = ~bad
-                with np.errstate(over="ignore"):  # a reading of 1e300 at --unit 1e-300 is inf steps: named below
+                with np.errstate(over="ignore"):  # a reading of 1e300 at --unit 1e-300 is inf steps: clamped below
                     steps = np.rint(x[keep] / unit)
-                if steps.size and not np.abs(steps).max() < 2.0**52:
-                    raise ValueError(f"readings up to {np.abs(x[keep]).max():.6g} are too large for the unit {unit:g} "
-                                     "(at most 2^52 units)")
+                # clamped to ±MAX_STEPS units (exact integers in float64), never refused: a refusal here, with the unit
+                # the asker chooses, told the largest reading by bisection; clamping moves no two readings apart
+                np.clip(steps, -MAX_STEPS, MAX_STEPS, out=steps)
                 # k·unit as the float nearest the exact product (0.01 · 1815 is 18.150000000000002; 1815 / 100 is 18.15)
                 noisy = _on_grid(steps + discrete_laplace(steps.size, params.s, params.t, src.generator), unit)
                 cols = []
@@ -291,7 +302,8 @@ def _accumulate(sums: dict, tcol, noisy: np.ndarray, per: str, first_row: int) -
         tcol = pc.local_timestamp(tcol)
     if tcol.null_count:
         k = int(np.flatnonzero(np.asarray(pc.is_null(tcol)))[0])
-        raise ValueError(f"row {first_row + k + 1} of the file (1 = first data row): missing time (aggregates per period need every reading's time)")
+        raise _refused("the time column has missing times (aggregates per period need every reading's time)",
+                       f"row {first_row + k + 1} of the file (1 = first data row)")
     t = tcol.to_numpy(zero_copy_only=False).astype(f"datetime64[{_PERIODS[per]}]")
     keys, inv = np.unique(t, return_inverse=True)
     s = np.bincount(inv, weights=noisy, minlength=keys.size)
