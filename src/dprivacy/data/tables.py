@@ -613,7 +613,7 @@ def _unreadable(table: str, exc, owner: bool, what: str = "") -> ValueError:
     if mem:  # a table that could not be read for want of memory is not a bad file
         return MemoryError(f"{mem}, while DuckDB read the table")
     detail = f": {str(exc).splitlines()[0]}" if owner else " (--owner: DuckDB's message, which may quote a row)"
-    return ValueError(f"cannot read {table}{what}{detail}")
+    return ValueError(f"cannot read {os.path.basename(table)}{what}{detail}")
 
 
 def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: str | None = None,
@@ -1004,7 +1004,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     if composition:
         guarantee += "; " + composition
     delivered = params.delivered_epsilon * factor
-    res = QueryResult(table, query.name, privacy, used, eps, delta, value_bounds, where, group_by,
+    res = QueryResult(os.path.basename(table), query.name, privacy, used, eps, delta, value_bounds, where, group_by,
                       answers, src.to_dict(),
                       guarantee=guarantee, theorem=theorem, epsilon_spent=eps, delivered_epsilon=delivered,
                       sampler=(f"exact discrete Laplace in integer arithmetic (Canonne, Kamath, Steinke 2020, Alg. 2) with "
@@ -1169,7 +1169,7 @@ def _tight_sum(table, query, rows, src, *, eps, eps_answer, factor, delta, lo_a,
                 f"P(|error| > t) ≤ {1 - confidence:g} for every true answer")
     neighbours = (f"standard ε-DP (d_h): neighbouring tables differ in one row, any of its columns changed; the table size "
                   f"N = {total} is public" + ("" if group_by is None else f", and so are the {n_groups} declared keys of {group_by!r}"))
-    r = QueryResult(table, query.name, "standard", "tight-constraints", eps, float(delta), bounds, where, group_by, answers,
+    r = QueryResult(os.path.basename(table), query.name, "standard", "tight-constraints", eps, float(delta), bounds, where, group_by, answers,
                     src.to_dict(), guarantee=guarantee, theorem=theorem, epsilon_spent=eps,
                     delivered_epsilon=delivered * factor,
                     sampler=("exact: the true answer's row quantised to integers summing to 2^62 (mixed with the uniform "
