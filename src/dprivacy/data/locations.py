@@ -539,8 +539,9 @@ class Obfuscator:
             # the row and its values only for the owner: the true coordinates (and the row) are a person's
             from .._system import RefusedWithDetail
 
+            hint = "; degrees are expected, or Garmin semicircles with --coords semicircles" if self.coords == "degrees" else ""
             raise RefusedWithDetail(f"{self.input_name}: some rows have a missing, non-numeric or out-of-range coordinate "
-                                    "(use --skip-invalid to drop and count such rows; --owner names the first)", msg)
+                                    f"(use --skip-invalid to drop and count such rows; --owner names the first{hint})", msg)
         keep = ~bad
         # the report (printed, and the sidecar beside the release) names the row and the problem, not the
         # row's coordinates: they are true locations
