@@ -120,7 +120,7 @@ def _emit(report: dict, as_json: bool, title: str) -> None:
 
 
 #: ``design --mechanism optimal`` stops after this many seconds unless --time-limit says otherwise, with
-#: the best certified mechanism found and its gap (documented in --help and README).
+#: the best certified mechanism found and its gap (documented in --help and docs/user_guide/theory.rst).
 DEFAULT_LP_TIME_LIMIT = 300.0
 
 #: Above this many log-ratio comparisons (pairs × outputs) `design` spot-checks rows instead of

@@ -312,7 +312,7 @@ def optimal_mechanism_spanner(
 
     # the limit goes to optimal_lp itself (not only to linprog's options), so that a solve it stops returns the
     # best constant channel with an honest bound, as every method does, not a failure; it bounds the whole call
-    # (spanner, LP, bound LP, exact LP), as the README says: each solve gets what is left, and the bound LP and
+    # (spanner, LP, bound LP, exact LP), as docs/user_guide/theory.rst says: each solve gets what is left, and the bound LP and
     # the exact LP are skipped when less than 5% of it is left
     def left():
         return None if time_limit is None else max(float(time_limit) - (time.perf_counter() - started), 1e-3)
