@@ -103,7 +103,7 @@ def main(argv=None) -> int:
             data_io.ON_COMPLETE.remove(_stop_being_interruptible)
         if argv is None:
             # the command line's own process: from here to its exit a signal no longer turns a finished command
-            # into a traceback (a SIGTERM in this window printed one and exited 0: review)
+            # into a traceback nor a wrong exit status
             _stop_being_interruptible()
         else:  # called in-process (argv given): the caller's handlers come back, and a signal noted late reaches them
             import signal

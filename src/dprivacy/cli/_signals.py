@@ -12,7 +12,7 @@ EXIT_INTERRUPTED = 130
 
 class _Terminated(KeyboardInterrupt):
     """SIGTERM or SIGHUP, raised like Ctrl-C so that the same clean-up runs (atomic writers remove their
-    temporary files, a solver's child process is killed): `timeout -s TERM` left .partial files (review)."""
+    temporary files, a solver's child process is killed), so `timeout -s TERM` leaves no .partial file."""
 
     def __init__(self, signum: int):
         super().__init__(signum)
@@ -68,8 +68,8 @@ def _stop(signum, frame):
 
 def _late_signal(signum, frame):
     """From the point where the command's work is complete: a first Ctrl-C or SIGTERM is noted and the command
-    finishes (printing its report) with its own exit status — nothing is undone, and saying "interrupted" beside a
-    complete release was wrong (review); a second one ends the process at once."""
+    finishes (printing its report) with its own exit status — nothing is undone, and a complete release is never
+    reported as interrupted; a second one ends the process at once."""
     if _LATE:
         os._exit(128 + signum)
     _LATE.append(signum)

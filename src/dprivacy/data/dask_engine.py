@@ -307,8 +307,8 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
             keys = np.sort(np.concatenate([r["keys"] for r in results if r["keys"] is not None]))
             if (keys[1:] == keys[:-1]).any():
                 raise ValueError(f"key column {ob.key!r} has repeated values; keyed noise needs unique keys")
-        # from the move to the sidecar other runs into this folder wait and so does a signal (a Ctrl-C while the old
-        # release was removed paired the new one with the old sidecar: review); the old release goes after the sidecar
+        # from the move to the sidecar other runs into this folder wait and so does a signal, so a release is never
+        # paired with another run's sidecar; the old release goes after the sidecar
         held.enter_context(release_commit(out))
         os.chmod(tmp, 0o777 & ~_umask())
         if force and out.exists():

@@ -141,7 +141,7 @@ def read_keys_file(path) -> list:
 
     check_input_file(path, "--keys file", expected="a text file with one key per line")
     try:
-        with open(path, encoding="utf-8-sig") as fh:  # (a byte-order mark is not part of the first key: review)
+        with open(path, encoding="utf-8-sig") as fh:  # (a byte-order mark is not part of the first key)
             lines = fh.read().splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"--keys cannot read {path}: {exc}") from None

@@ -34,7 +34,7 @@ def load_array(path, what: str, *, ndmin: int = 1, max_bytes: int = DENSE_LIMIT_
     import warnings
     from pathlib import Path
 
-    if not str(path).strip():  # Path("") is ".", the current folder (review: "path . is a directory")
+    if not str(path).strip():  # Path("") is ".", the current folder, not a file
         raise ValueError(f"{what} path is empty, expected a .npy, .csv or .txt file")
     from .._system import check_input_file
 
