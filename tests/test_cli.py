@@ -197,7 +197,7 @@ def test_design_large_grid_uses_the_structured_solver(capsys, tmp_path):
 
 def test_design_spot_checks_privacy_when_the_full_check_is_too_costly(capsys, monkeypatch):
     """Above FULL_CHECK_WORK the CLI samples rows: it may refute privacy but never claims it."""
-    import dprivacy.cli.app as cli
+    import dprivacy.cli.design as cli
 
     monkeypatch.setattr(cli, "FULL_CHECK_WORK", 1e5)
     r = run_json(capsys, "design", "grid:12x12", "--epsilon", "1", "--mechanism", "exponential")
@@ -386,7 +386,7 @@ def test_design_spot_checks_a_large_mechanism_held_by_its_logarithms(capsys, mon
     """A planar Laplace whose entries underflow is held by its logarithms; beyond FULL_CHECK_WORK comparisons
     design checks random rows of them (grid:60x60 at ε 20 took 92 s, silent, for the full check). Here the
     threshold is lowered so that grid:30x30 takes that path: certified by construction, the rows spot-checked."""
-    from dprivacy.cli import app
+    from dprivacy.cli import design as app
 
     monkeypatch.setattr(app, "FULL_CHECK_WORK", 1e6)
     assert main(["design", "grid:30x30", "--mechanism", "planar-laplace", "--epsilon", "20", "--json"]) == 0

@@ -1,0 +1,174 @@
+"""``dprivacy query``: private count, sum, average and percentile answers on a table."""
+
+from __future__ import annotations
+
+import sys
+
+from .common import CliError, _ascii_float, _emit, _SolveStatus
+
+
+def _parse_keys(text: str) -> list:
+    """--keys A,B,C (each stripped of surrounding spaces) or --keys @FILE (one key per line, UTF-8; blank
+    lines skipped): the declared group keys, as text (run_query reads them as the column's type)."""
+    if text.startswith("@"):
+        path = text[1:]
+        if not path:
+            raise CliError("dprivacy query: error: --keys @FILE needs a file name after '@'")
+        from ..data.tables import read_keys_file
+
+        return read_keys_file(path)
+    keys = [k.strip() for k in text.split(",")]
+    if any(not k for k in keys):
+        raise CliError(f"dprivacy query: error: --keys must be KEY1,KEY2,... with no empty key, got {text!r} (keys with "
+                       "commas: --keys @FILE, one per line)")
+    return keys
+
+
+def cmd_query(args) -> int:
+    from .._validate import check_epsilon
+    from ..data.tables import parse_query, run_query
+
+    eps = check_epsilon(args.epsilon)
+    q = parse_query(args.query)
+    bounds = None
+    if args.bounds is not None:
+        parts = args.bounds.split(",")
+        try:
+            bounds = tuple(float(x) for x in parts)
+        except ValueError:
+            bounds = None
+        if bounds is None or len(bounds) != 2:
+            raise CliError(f"dprivacy query: error: --bounds must be LO,HI (two numbers), got {args.bounds!r}")
+    if (args.budget is None) != (args.budget_file is None):
+        raise CliError("dprivacy query: error: --budget and --budget-file go together")
+    keys = None if args.keys is None else _parse_keys(args.keys)
+    if args.seed is not None and args.budget_file is not None:
+        # seeded noise is reproducible: two seeded queries share their noise, and their difference is exact (review)
+        raise CliError("dprivacy query: error: --seed is a research mode (NOT for release): seeded answers share their "
+                       "noise, so a budget ledger cannot count them; drop --seed or --budget-file")
+
+    def run():
+        # a large table or the tight-constraints solve can take a while (31 s were silent): a status line on a
+        # terminal, else a plain line after 5 s and every 30 s
+        status = _SolveStatus(sys.stderr.isatty(), True, f"query {q.name} on {args.table}", heartbeat=1.0)
+        try:
+            return run_query(args.table, q, epsilon=eps, bounds=bounds, where=args.where, group_by=args.group_by,
+                             privacy=args.privacy, rng=args.seed, mechanism=args.mechanism,
+                             skip_invalid=args.skip_invalid, prior=args.prior, unit=args.unit, keys=keys,
+                             owner=args.owner)
+        finally:
+            status.stop()
+
+    if args.budget_file is not None:
+        from ..data.budget import charge
+
+        budget = check_epsilon(args.budget, name="budget")
+        res, spent, left = charge(args.budget_file, args.table, epsilon=eps, budget=budget, what=q.name, run=run,
+                                  privacy=args.privacy, change_budget=args.change_budget)
+        extra = {"budget": budget, "budget_spent": spent, "budget_remaining": left}
+    else:
+        if args.change_budget:
+            raise CliError("dprivacy query: error: --change-budget goes with --budget-file and --budget")
+        res, extra = run(), {}
+    report = {**res.to_dict(), **extra}
+    if not args.owner:
+        # the exact counts of clamped and left-out values are not private: the release carries none of them
+        # (a JSON printed for an analyst gave the number of Henderson rows with Sales over 2500)
+        report.pop("rows_skipped_not_private", None)
+        for a in report.get("answers", []):
+            a.pop("clamped_not_private", None)
+    if args.json:
+        _emit(report, True, "")
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"{res.query} on {args.table} (ε = {eps:g}, {res.privacy}; {res.mechanism})")
+    with_prior = any(a.expected_abs_error_under_prior is not None for a in res.answers)
+    with_bounds = res.bounds is not None and args.owner
+    cols = ["group", "noisy answer", "expected |error| (any true answer)", f"within ± (prob. {res.answers[0].confidence:.0%})"]
+    if with_prior:
+        cols.append("E|error| under the prior")
+    if with_bounds:
+        cols.append("clamped (not private)")
+    for c in cols:
+        t.add_column(c)
+    for a in res.answers:
+        noisy = ", ".join(f"{v:.6g}" for v in a.noisy) if isinstance(a.noisy, list) else f"{a.noisy:.6g}"
+        row = ["(all rows)" if a.group is None and res.group_by is None else str(a.group), noisy,
+               f"{a.expected_abs_error:.4g}", f"{a.within:.4g}"]
+        if with_prior:
+            row.append(f"{a.expected_abs_error_under_prior:.4g}")
+        if with_bounds:
+            row.append(str(a.clamped_not_private))
+        t.add_row(*row)
+    con = Console()
+    con.print(t)
+    con.print(f"Privacy: {res.neighbours}. {res.guarantee}.")
+    con.print(f"Public: {res.public}.")
+    con.print(f"Why: {res.theorem}.")
+    con.print(f"Accuracy: {res.accuracy}.")
+    if res.optimality:
+        con.print(f"Prior: {res.optimality}.")
+    if with_bounds:
+        con.print("'clamped (not private)': the exact number of selected values outside --bounds, for the data owner "
+                  "only: do not publish it.")
+    if res.rows_skipped_not_private and args.owner:
+        con.print(f"{res.rows_skipped_not_private} invalid value(s) of the table left out as nulls (not private: for the data "
+                  "owner only).")
+    if extra:
+        con.print(f"Budget: spent {extra['budget_spent']:g} of {extra['budget']:g} ({extra['budget_remaining']:g} left).")
+    if not res.random_source.get("release", True):
+        con.print(f"[bold red]{res.random_source['warning']}[/]")
+    return 0
+
+
+# -- parser ---------------------------------------------------------------------------------------
+
+
+def add_parsers(sub) -> None:
+    qy = sub.add_parser("query", help="private count/sum/avg/percentile answers on a CSV or Parquet table")
+    qy.add_argument("table", metavar="TABLE", help="a .csv, .csv.gz or .parquet table")
+    qy.add_argument("--query", required=True, help="count, kcount:COL1,COL2,... (true/false columns), sum:COL, avg:COL or "
+                    "percentile:COL:P (median: P = 50)")
+    qy.add_argument("--epsilon", type=_ascii_float, required=True)
+    qy.add_argument("--where", help="one true/false condition on a row, e.g. \"Region = 'West' AND Quantity >= 2\", in "
+                    "dprivacy's condition language: columns (\"quoted\" if they have spaces), literals ('text', 3.5, "
+                    "DATE '2016-01-31'), = <> < <= > >=, AND/OR/NOT, IN ('a', 'b'), BETWEEN, IS [NOT] NULL, LIKE 'w%%', "
+                    "+ - * / %%, CASE WHEN, CAST(x AS type) and the functions lower, upper, trim, length, substring, "
+                    "left, right, strpos, contains, starts_with, ends_with, abs, round, floor, ceil, sign, sqrt, ln, "
+                    "log10, exp, isnan, isinf, year, quarter, month, week, day, dayofweek, dayofyear, hour, minute, "
+                    "second, date_part, date_trunc, date_diff, strptime, strftime, coalesce, ifnull, nullif, greatest, "
+                    "least; anything else is refused before the table is read (no lists, lambdas, '||' or subqueries: "
+                    "a row's evaluation holds at most 256·(16·L + 32) bytes, L its longest cell or literal). Under "
+                    "--privacy d1|normalized-d1|dinf its columns are treated as public")
+    qy.add_argument("--group-by", help="answer per value of this column (standard: ε/2 per group, as a changed row can "
+                    "move between two groups, and the keys must be declared with --keys; dinf: ε/G; d1, normalized-d1: ε "
+                    "per group, the keys by default the column's distinct values, as the column is public there)")
+    qy.add_argument("--keys", metavar="A,B,...|@FILE", help="the public group keys of --group-by (required under standard): "
+                    "each gets an answer, with or without rows; rows with another key are in no group. @FILE: one per line")
+    qy.add_argument("--bounds", help="LO,HI: the declared range of the column (values are clamped to it; whole numbers, "
+                    "or multiples of --unit); write --bounds=-5,5 for a negative LO")
+    qy.add_argument("--unit", type=_ascii_float, help="resolution of the values: they are rounded to multiples of it, and a "
+                    "value metric's distance 1 is one unit (default: the values must be whole numbers)")
+    qy.add_argument("--privacy", choices=["standard", "normalized-d1", "d1", "dinf"], default="standard",
+                    help="metric on tables (seed 002 §5): standard ε-DP (d_h), normalized Manhattan, Manhattan or maximum on values")
+    qy.add_argument("--mechanism", choices=["auto", "truncated-geometric", "geometric", "tight-constraints", "optimal"],
+                    default="auto", help="auto: the truncated geometric (universally optimal where seed 002 §5 says so; cited "
+                    "in the output); optimal: followed by the Bayes remap for --prior; tight-constraints: where the "
+                    "answers form a path (count, or a metric on values) and on the sum's answer graph (sum, avg under "
+                    "standard; seed 000 §7.1), refused with its threshold ε* where it does not exist")
+    qy.add_argument("--prior", help="--mechanism optimal: 'uniform' or a file of weights on the possible answers (the remap); "
+                    "--mechanism tight-constraints (sum, avg under standard): whether the prior is in the mechanism's region "
+                    "of optimality (ε·d-regular priors, seed 000 Thm 4)")
+    qy.add_argument("--skip-invalid", action="store_true", help="leave empty or non-numeric values out as nulls and count them")
+    qy.add_argument("--budget-file", help="a ledger of ε spent on this table across calls")
+    qy.add_argument("--budget", type=_ascii_float, help="the total ε allowed on this table")
+    qy.add_argument("--change-budget", action="store_true", help="allow --budget to differ from the budget recorded in the "
+                    "ledger (never below what was spent); without it a different --budget is refused")
+    qy.add_argument("--seed", type=int, help="reproducible research mode (NOT for release)")
+    qy.add_argument("--owner", action="store_true", help="also show the data owner's exact diagnostics, NOT private and "
+                    "never to be published: per group, how many selected values were clamped to --bounds; how many invalid "
+                    "values --skip-invalid left out")
+    qy.add_argument("--json", action="store_true")
+    qy.set_defaults(func=cmd_query)

@@ -1,0 +1,228 @@
+"""``dprivacy check``, ``leakage``, ``threshold``, ``prior`` and ``reproduce``: a channel's privacy and leakage,
+a space's threshold, a prior's regularity and bounds, and the papers' report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from .common import EXIT_NO, _ascii_float, _channel, _emit, _prior, _SolveStatus
+from .design import _check_scale
+
+
+def cmd_check(args) -> None:
+    from .. import measures
+    from .._validate import check_epsilon
+    from .specs import parse_space
+
+    from .guards import guard_check
+
+    t0 = time.perf_counter()
+    eps = check_epsilon(args.epsilon)
+    guard_check(args.matrix, args.space)  # rows against points, and memory, before reading or building
+    h = _channel(args.matrix, args.normalize)
+    space = parse_space(args.space)
+    _check_scale(space, eps)
+    r = measures.check_privacy(h, space, epsilon=eps)
+    report = {
+        "space": space.name,
+        "n": space.n,
+        "epsilon": eps,
+        "is_private": r.ok,
+        "smallest_epsilon": r.smallest_epsilon,
+        "worst": None if r.worst is None else {"y": r.worst[0], "y_prime": r.worst[1], "z": r.worst[2], "log_ratio": r.worst_ratio, "distance": r.distance},
+        "pairs_checked": r.pairs_checked,
+        "seconds": time.perf_counter() - t0,
+    }
+    _emit(report, args.json, f"d-privacy check at epsilon={eps:g}")
+    return 0 if r.ok else EXIT_NO
+
+
+def cmd_leakage(args) -> None:
+    from .. import measures
+
+    from .guards import BASE_BYTES, matrix_shape, refuse_over_memory
+
+    t0 = time.perf_counter()
+    shape = matrix_shape(args.matrix)
+    if shape is not None:
+        refuse_over_memory(BASE_BYTES + 3 * 8.0 * shape[0] * shape[1], f"the leakage of the {shape[0]:,}x{shape[1]:,} channel")
+    h = _channel(args.matrix, args.normalize)
+    prior = _prior(args.prior, h.n_inputs)
+    report = {
+        "n": h.n_inputs,
+        "outputs": h.n_outputs,
+        "prior_vulnerability": measures.prior_vulnerability(prior),
+        "posterior_vulnerability": measures.posterior_vulnerability(h, prior),
+        "utility": measures.utility(h, prior).value,
+        "min_entropy_bits": measures.min_entropy(prior),
+        "conditional_min_entropy_bits": measures.conditional_min_entropy(h, prior),
+        "min_entropy_leakage_bits": measures.min_entropy_leakage(h, prior),
+        "min_capacity_bits": measures.min_capacity(h),
+        "seconds": time.perf_counter() - t0,
+    }
+    _emit(report, args.json, "min-entropy leakage")
+
+
+def cmd_threshold(args) -> None:
+    from .specs import parse_space
+    from ..threshold import tight_threshold
+
+    from .guards import guard_threshold
+
+    t0 = time.perf_counter()
+    guard_threshold(args.space)
+    space = parse_space(args.space)
+    status = _SolveStatus(sys.stderr.isatty(), True, f"threshold search on {space.n:,} points", heartbeat=1.0)
+    probes = []
+
+    def progress(probe):
+        probes.append(probe)
+        status.update(f"{len(probes)} existence tests, the last at ε = {probe.epsilon:.6g} ({probe.status})")
+
+    try:
+        r = tight_threshold(space, tol=args.tol, progress=progress)
+    finally:
+        status.stop()
+    mono = r.monotone_checked
+    report = {
+        "space": space.name,
+        "n": space.n,
+        # Only a certified bracket (or a theorem) gives ε*; otherwise say what is known: an upper bound.
+        "epsilon_star": r.epsilon_star if (r.certified or r.always_exists) else None,
+        "upper_bound": r.epsilon_star,
+        "bracket": None if r.bracket is None else list(r.bracket),
+        "certified": r.certified,
+        "always_exists": r.always_exists,
+        "solves": r.solves,
+        "monotone_above": None if mono is None else mono.ok,
+        "monotone_failures": None if mono is None else [list(f) for f in mono.failures],
+        "reason": r.reason,
+        "seconds": time.perf_counter() - t0,
+    }
+    _emit(report, args.json, f"tight-constraints threshold on {space.name}")
+
+
+def cmd_prior(args) -> None:
+    from .. import bounds
+    from .._validate import check_epsilon
+    from .specs import parse_space
+
+    from .guards import guard_prior
+
+    t0 = time.perf_counter()
+    eps = check_epsilon(args.epsilon)
+    guard_prior(args.space)
+    space = parse_space(args.space)
+    _check_scale(space, eps)
+    prior = _prior(args.prior, space.n)
+    # Through the front door regularity() (dense, structured or closed form, picked by the library).
+    ub = bounds.utility_bound(space, prior, epsilon=eps)
+    reg = ub.certificate
+    lb = bounds.leakage_bound(space, prior, epsilon=eps)
+    report = {
+        "space": space.name,
+        "n": space.n,
+        "epsilon": eps,
+        "regular": reg.regular if reg.certain or reg.regular else None,  # null: undecided (not a certified no)
+        "certain": reg.certain,
+        "certainty": reg.certainty,
+        "margin": reg.margin,
+        "mu_sum": reg.mu_sum if reg.regular else None,
+        "utility_bound": ub.value if ub.ok else None,
+        "leakage_bound_bits": lb.value if lb.ok else None,
+        "reason": reg.reason,
+        "sources": {"utility_bound": ub.source, "leakage_bound_bits": lb.source},
+    }
+    if args.certificate:
+        report["mu"] = reg.mu
+        report["gamma"] = reg.gamma
+        report["residual"] = reg.residual
+        report["error_bound"] = reg.error_bound
+        if not reg.regular:
+            report["negative"] = reg.negative
+            report["negative_values"] = reg.negative_values
+    report["seconds"] = time.perf_counter() - t0
+    _emit(report, args.json, f"prior on {space.name} at epsilon={eps:g}")
+
+
+def cmd_reproduce(args) -> int:
+    from ..experiments.report import run
+
+    if args.list:
+        from ..experiments.registry import load_all
+
+        for exp in load_all().values():
+            print(f"{exp.id:<24} seed {exp.paper}  {exp.title}")
+        return 0
+    t0 = time.perf_counter()
+    only = list(dict.fromkeys(args.only)) if args.only else args.only  # each id once, in the order given
+    summary = run(Path(args.out), quick=args.quick, only=only, progress=not args.json)
+    c = summary["counts"]
+    report = {"out": str(Path(args.out).resolve()), "quick": args.quick, **c, "seconds": time.perf_counter() - t0}
+    _emit(report, args.json, "reproduction report")
+    if c["errors"]:
+        print(f"dprivacy: {c['errors']} experiment(s) failed; see {Path(args.out) / 'index.html'}", file=sys.stderr)
+        return 1
+    return 0
+
+
+class _ReproduceHelp(argparse.Action):
+    """``reproduce --help``: the usual help followed by every experiment id and what it recomputes (the
+    experiment modules load only here, so that the other commands start fast)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from ..experiments.registry import load_all
+
+        lines = [f"  {exp.id:<24} seed {exp.paper}  {exp.title}" for exp in load_all().values()]
+        parser.epilog = "experiment ids (for --only):\n" + "\n".join(lines)
+        parser.print_help()
+        parser.exit()
+
+
+def add_parsers(sub) -> None:
+    from .specs import SPEC_HELP
+
+    c = sub.add_parser("check", help="check that a channel matrix is ε·d-private on a space (exit 0: private, 1: not private, 2: bad input)")
+    c.add_argument("matrix", metavar="MATRIX.npy")
+    c.add_argument("space", metavar="SPACE", help=SPEC_HELP)
+    c.add_argument("--epsilon", type=_ascii_float, required=True)
+    c.add_argument("--normalize", action="store_true", help="rescale rows that sum to 1 only within 1e-6")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=cmd_check)
+
+    lk = sub.add_parser("leakage", help="vulnerability, min-entropy leakage and min-capacity of a channel")
+    lk.add_argument("matrix", metavar="MATRIX.npy")
+    lk.add_argument("--prior", default="uniform")
+    lk.add_argument("--normalize", action="store_true", help="rescale rows that sum to 1 only within 1e-6")
+    lk.add_argument("--json", action="store_true")
+    lk.set_defaults(func=cmd_leakage)
+
+    t = sub.add_parser("threshold", help="the smallest ε from which the tight-constraints mechanism exists")
+    t.add_argument("space", metavar="SPACE", help=SPEC_HELP)
+    t.add_argument("--tol", type=_ascii_float, default=None, help="width of the certified bracket (default 1e-4 / the smallest distance)")
+    t.add_argument("--json", action="store_true")
+    t.set_defaults(func=cmd_threshold)
+
+    pr = sub.add_parser("prior", help="is a prior ε·d-regular? its utility and leakage bounds (seed 000 Thm 2, Prop 5)")
+    pr.add_argument("space", metavar="SPACE", help=SPEC_HELP)
+    pr.add_argument("--epsilon", type=_ascii_float, required=True)
+    pr.add_argument("--prior", required=True, help="'uniform' or a .npy/.csv/.txt file")
+    pr.add_argument("--certificate", action="store_true", help="also print μ, γ and the numerical error bound")
+    pr.add_argument("--json", action="store_true")
+    pr.set_defaults(func=cmd_prior)
+
+    r = sub.add_parser("reproduce", help="recompute the papers' tables, figures and claims into a report",
+                       add_help=False, formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("-h", "--help", action=_ReproduceHelp, help="show this help (with the experiment ids) and exit")
+    r.add_argument("--out", default="dprivacy-report", metavar="DIR", help="report folder (default ./dprivacy-report)")
+    r.add_argument("--quick", action="store_true", help="shrink the slow experiments (said so in the report)")
+    r.add_argument("--only", nargs="+", metavar="ID", help="run only these experiment ids (see --list)")
+    r.add_argument("--list", action="store_true", help="list the experiment ids and what each recomputes, and exit")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=cmd_reproduce)
