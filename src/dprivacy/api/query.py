@@ -89,7 +89,7 @@ class Budget:
                 key, content, _ = _frame_identity(data, s, name)
             key = _entry_key(ledger, key, None, content)
         else:
-            key = _name_key(name)
+            key = _entry_key(ledger, _name_key(name), None, None)
         return ledger.get(key)
 
     def _checked(self):

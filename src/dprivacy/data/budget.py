@@ -76,6 +76,9 @@ def _entry_key(data: dict, key: str, file_id: str | None, content: str | None = 
     the same file under another name, or for a file with the same bytes (a copy)."""
     if key in data:
         return key
+    for k, entry in data.items():  # another name of the same table (``names``: a DataFrame's names, dprivacy.api)
+        if isinstance(entry, dict) and key in (entry.get("names") or ()):
+            return k
     for k, entry in data.items():
         if not isinstance(entry, dict):
             continue
@@ -267,6 +270,8 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
                 entry.setdefault("file_id", file_id)
             if content is not None:
                 entry.setdefault("content", content)
+            if identity is not None and key != identity[0] and identity[0] not in entry.setdefault("names", []):
+                entry["names"].append(identity[0])  # a name given to a table the ledger knew by its content
             entry["spent"] = after
             entry["queries"].append({"query": what, "epsilon": float(epsilon), "privacy": privacy,
                                      "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **details})
