@@ -50,7 +50,7 @@ def test_geodataframe_release_is_the_command_lines_in_any_crs(tmp_path, crs):
 
 @pytest.mark.parametrize("make, needle", [
     (lambda gpd, g: g.set_crs(None, allow_override=True), "no CRS"),
-    (lambda gpd, g: g.set_geometry(g.buffer(0.01)), "Polygon"),
+    (lambda gpd, g: g.set_geometry(g.to_crs("EPSG:3857").buffer(10.0).to_crs("EPSG:4326")), "Polygon"),
     (lambda gpd, g: g.assign(lat=1.0), "beside its geometry"),
     (lambda gpd, g: g.assign(home=g.geometry), "look like locations"),
 ])

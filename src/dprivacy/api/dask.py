@@ -21,7 +21,7 @@ def _release_partition(pdf, ob, index: int, release: bool, lat_c: str, lon_c: st
 
     from ..sampling import random_source
     from .frames import add_row_numbers, rebuild
-    from .locations import _like, points_table
+    from .points import like_input, points_table
 
     table = points_table(pdf, "pandas", lat_c, lon_c)[0]
     if rows:
@@ -45,7 +45,7 @@ def _release_partition(pdf, ob, index: int, release: bool, lat_c: str, lon_c: st
     out = ob.apply(batch, la, lo, ob.generator(batch, random_source(None) if release else None), counts)
     got = {c: out.column(c).to_numpy(zero_copy_only=False) for c in (lat_c, lon_c)}
     if ob.coords == "semicircles":
-        got = {c: _like(v, pdf, "pandas", c) for c, v in got.items()}
+        got = {c: like_input(v, pdf, "pandas", c) for c, v in got.items()}
     positions = out.column(ROW).to_numpy() if rows else None
     return rebuild(pdf, "pandas", positions, got), {"rows_read": n, "rows_written": out.num_rows,
                                                     "rows_rejected": rejected, "first_rejected": msg, "keys": keys,
@@ -62,7 +62,7 @@ def obfuscate_dask_frame(ddf, *, shuffle: bool, **common):
 
     from ..data.locations import add_counts, prepare_obfuscation, record_sampling, rejection_note
     from .frames import add_row_numbers, scratch, write_parquet
-    from .locations import _result, points_table
+    from .points import location_result, points_table
 
     name = label("dask")
     if common["user"] is not None or common["budget"] is not None:
@@ -119,7 +119,7 @@ def obfuscate_dask_frame(ddf, *, shuffle: bool, **common):
     frames = [dask.delayed(operator.getitem)(t, 0) for t in done]
     released = dd.from_delayed(frames, meta=meta, divisions=ddf.divisions if ddf.known_divisions else None,
                                verify_meta=False)
-    return released, _result(report)
+    return released, location_result(report)
 
 
 # -------------------------------------------------------------------------------------------------
