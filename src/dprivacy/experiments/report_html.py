@@ -34,7 +34,7 @@ pre{background:var(--soft);padding:.8em;overflow:auto;font-size:.8em}
 .meta{font-size:.85em;color:var(--mute)}
 nav.toc ol{margin:.3em 0;padding-left:1.4em}nav.toc li{margin:.15em 0}
 .count{font-size:.85em;color:var(--mute)}.count .d{color:#cf222e;font-weight:600}
-.box{border:1px solid var(--line);border-radius:6px;padding:.2em 1.2em 1em;background:#fcfcfd}
+.box{border:1px solid var(--line);border-radius:6px;padding:.2em 1.2em 1em;background:#fcfcfd}.box h2{margin-top:.6em}
 ul.readings{margin:.3em 0;padding-left:1.2em}
 """
 
@@ -100,10 +100,16 @@ def paper_anchor(paper: str) -> str:
     return f"paper-{paper}"
 
 
-def _first_sentence(text: str, limit: int = 260) -> str:
-    m = re.match(r"(.+?[.!?])(\s|$)", text.strip())
-    first = m.group(1) if m else text.strip()
-    return first if len(first) <= limit else first[: limit - 1].rsplit(" ", 1)[0] + "…"
+def _lead(text: str, want: int = 160, limit: int = 320) -> str:
+    """The first sentences of ``text``, at least ``want`` characters when there are more (a first sentence such as
+    "Computed 0.24152." says too little), cut at ``limit``."""
+    sentences = re.findall(r".+?[.!?](?=\s|$)|.+$", text.strip())
+    out = ""
+    for s_ in sentences:
+        if out and len(out) >= want:
+            break
+        out = (out + " " + s_.strip()).strip()
+    return out if len(out) <= limit else out[: limit - 1].rsplit(" ", 1)[0] + "…"
 
 
 def render(summary: dict, results) -> str:
@@ -152,7 +158,7 @@ def _summary(results) -> str:
             parts.append(f"<tr><td><a href='#{html.escape(claim_anchor(cl))}'>{_markup(cl.where)}</a><br>"
                          f"<span class='meta'>in <a href='#{html.escape(exp.id)}'>{_markup(exp.title)}</a></span></td>"
                          f"<td class='num'>{html.escape(_fmt(cl.published))}</td><td class='num'>{html.escape(_fmt(cl.computed))}</td>"
-                         f"<td>{_markup(_first_sentence(sentence(cl.note)))}</td></tr>")
+                         f"<td>{_markup(_lead(sentence(cl.note)))}</td></tr>")
         parts.append("</table>")
     else:
         parts.append("<p>No claim differs from the papers in this run.</p>")
