@@ -13,9 +13,10 @@ def cmd_series(args) -> int:
 
     status = _SolveStatus(sys.stderr.isatty(), True, "releasing")
     try:  # the library writes the sidecar with the release (one step: io.signals_held)
-        rep = release_series(args.input, args.output, column=args.column, time=args.time, epsilon=args.epsilon,
-                             metric=args.metric, unit=args.unit, per=args.per, seed=args.seed, force=args.force,
-                             skip_invalid=args.skip_invalid, progress=lambda rows: status.update(f"{rows:,} readings"))[1].report
+        _, res = release_series(args.input, args.output, column=args.column, time=args.time, epsilon=args.epsilon,
+                                metric=args.metric, unit=args.unit, per=args.per, seed=args.seed, force=args.force,
+                                skip_invalid=args.skip_invalid, progress=lambda rows: status.update(f"{rows:,} readings"))
+        rep = res.report
     except OptionError as exc:
         raise CliError(f"dprivacy series: error: {exc}") from None
     finally:
