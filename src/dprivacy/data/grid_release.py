@@ -136,7 +136,7 @@ def load_grid_prior(grid: LocationGrid, prior=None, prior_from=None, *, lat=None
         raise ValueError("give at most one of --prior and --prior-from")
     if prior_from is not None:
         from .io import check_input_file, find_coordinate_columns, read_batches
-        from .locations import _as_numbers
+        from .coordinates import _as_numbers
 
         check_input_file(prior_from, "--prior-from file", folder=True, expected="a CSV, Parquet or GeoJSON file of points")
         schema, batches = read_batches(prior_from)
