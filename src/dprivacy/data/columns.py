@@ -23,14 +23,14 @@ LOCATION_WORDS = frozenset({"lat", "latitude", "lon", "lng", "longitude", "geome
                             # its points): refused as a GeoJSON position's altitude is
                             "alt", "altitude", "elevation",
                             # an address or a cell of a spatial index locates the point too (a UK postcode to about
-                            # 100 m: a review found Address1-3 and Postcode released beside the moved point)
+                            # 100 m: Address1-3 and Postcode columns would be released beside the moved point)
                             "address", "addr", "street", "postcode", "postal", "zip", "zipcode",
                             "pluscode", "easting", "northing", "utm", "mgrs"})
 
 
 #: Parts that make a column name look like a location wherever they appear in it (``pickuplatitude``,
 #: ``dropoff_latlong``, ``geohash``); ``coord`` and ``geometr`` only as words of their own (``x_coord``, but not
-#: ``coordinator`` or ``geometric_mean``: a review).
+#: ``coordinator`` or ``geometric_mean``).
 LOCATION_PARTS = ("latitud", "longitud", "latlng", "latlon", "lonlat", "lnglat", "geohash", "wkt", "wkb", "address",
                   "postcode", "zipcode")
 LOCATION_WORD_STEMS = ("coord", "coords", "coordinate", "coordinates", "geometry", "geometries")
@@ -136,8 +136,8 @@ def without_input_metadata(schema):
     """``schema`` without the input's schema metadata, which describes the input and must not be released:
     GeoParquet's ``geo`` carries the bounding box of the true points, GEOJSON_COORDS_KEY marks a GeoJSON
     input (a CSV/Parquet output is not one), other writers' keys may hold anything. Only the GeoJSON id
-    marker (a column name) is kept. The fields' own metadata goes too (a review found it in the Parquet output and
-    in the GeoJSON schema member, also on the coordinate columns), nested fields included."""
+    marker (a column name) is kept. The fields' own metadata goes too, nested fields included (it would be written to
+    the Parquet output and to the GeoJSON schema member, also on the coordinate columns)."""
     import pyarrow as pa
 
     def bare(field):
@@ -176,8 +176,8 @@ def geoparquet_geometry_columns(schema) -> list[str]:
 
 def check_no_other_locations(schema, lat_c: str, lon_c: str, path, keep=()) -> None:
     """Refuse an input with another column that holds the true locations, which the release would copy
-    untouched beside the obfuscated ``lat_c``/``lon_c``: a GeoParquet geometry column (WKB points; seen:
-    released byte for byte), or a column named like a coordinate or a geometry (as a GeoJSON property
+    untouched beside the obfuscated ``lat_c``/``lon_c``: a GeoParquet geometry column (WKB points, which
+    would be released byte for byte), or a column named like a coordinate or a geometry (as a GeoJSON property
     named so is refused). ``keep``: columns the user declares are not locations (``--keep``; a column named
     ``lat_err`` or ``LatAm``), exempt from the name and binary checks."""
     keep = set(keep)

@@ -31,7 +31,7 @@ def _as_numbers(col):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if pa.types.is_dictionary(col.type):  # dictionary-encoded text or numbers (refused as "not numeric": review)
+    if pa.types.is_dictionary(col.type):  # dictionary-encoded text or numbers: read through their values
         col = col.cast(col.type.value_type)
     if getattr(pa.types, "is_string_view", lambda _: False)(col.type):
         col = col.cast(pa.string())

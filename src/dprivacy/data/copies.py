@@ -20,7 +20,7 @@ NEAR_ZERO_ATOL_DEG = 1e-6
 COPY_SHARE = 0.5
 
 #: The rows of each batch the copy check reads (spread over it): a copy is in most rows, and text columns cost
-#: about 0.45 s each per 262,144 rows to split into numbers (measured by a review: 10 of them, 5.4 s against 0.96 s).
+#: about 0.45 s each per 262,144 rows to split into numbers (measured: 10 of them, 5.4 s against 0.96 s).
 COPY_SAMPLE_ROWS = 10_000
 
 _NUMBER = r"^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$"
@@ -74,7 +74,7 @@ def _number_leaves(arr, rows, many: bool = False):
                 per_row = np.bincount(parents[ok], minlength=len(arr))
                 yield vals, rows_ok, per_row[parents[ok]] > 1
         # degrees, minutes and seconds (40°26'46"N 79°58'56"W, 40 26 46.3 N): their decimal degrees, signed by the
-        # hemisphere letter, count as several numbers of the row (a review found such a column released)
+        # hemisphere letter, count as several numbers of the row
         dms = np.asarray(pc.fill_null(pc.match_substring_regex(text, _DMS_HINT), False))
         if dms.any():
             vals_d, rows_d = [], []
@@ -157,8 +157,8 @@ def location_copies(batch, lat, lon, skip=()) -> list:
     encodings = copy_encodings(lat, lon)
     n = encodings[0][0].size
     # a coordinate within the tolerance of 0 (near the equator or the prime meridian) is matched by any small number in
-    # E7, semicircle or metre units, and by a 0 flag in degrees (a 1-5 rating near Greenwich was refused, --keep or not:
-    # review). A number alone is compared with such a coordinate to 1e-6° only (an exact copy, in any unit); several
+    # E7, semicircle or metre units, and by a 0 flag in degrees (a 1-5 rating near Greenwich would be refused, --keep or
+    # not). A number alone is compared with such a coordinate to 1e-6° only (an exact copy, in any unit); several
     # numbers of a row ("51.47,-0.003") are compared with both coordinates at the usual tolerance.
     with np.errstate(invalid="ignore"):
         lat_scale = np.where(np.abs(np.asarray(lat, dtype=np.float64)) > COPY_ATOL_DEG, 1.0, NEAR_ZERO_ATOL_DEG / COPY_ATOL_DEG)

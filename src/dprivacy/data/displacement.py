@@ -20,7 +20,7 @@ def _read_sidecar(side: Path) -> dict:
 
     if not side.exists():
         return {}
-    check_input_file(side, "the release's sidecar", expected="a JSON file")  # (a FIFO there was waited on for ever)
+    check_input_file(side, "the release's sidecar", expected="a JSON file")  # (a FIFO there would block for ever)
     try:
         meta = json.loads(side.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
@@ -65,8 +65,8 @@ def evaluate_files(original, released, *, lat: str | None = None, lon: str | Non
     coords = coords or meta.get("coords") or "degrees"
     shuffled = meta.get("shuffled") or any("random order" in str(n) for n in meta.get("notes") or ())  # (older sidecars)
     if key is None and shuffled:
-        # matched by position, each released row was compared with another row's true point (a mean displacement of
-        # 7,270 km for a predicted 2 km: review)
+        # matched by position, each released row would be compared with another row's true point (a mean
+        # displacement of 7,270 km for a predicted 2 km)
         raise ValueError(f"the release {released} is in a random row order (obfuscate --shuffle, its sidecar says): match "
                          "its rows to the original with --key COL (a column both files have, unique per row)")
     if coords not in COORDS:

@@ -169,7 +169,7 @@ def _feature_rows(path, header: dict, batch_rows: int):
                              "latitude only; remove the altitude first (it would be dropped, or locate the point)")
         else:
             # RFC 7946 positions are numbers: anything else (true, "1.5") is a missing coordinate, a rejected row named
-            # by the validation (true was read as 1.0; a string stopped the run even with --skip-invalid)
+            # by the validation (not true read as 1.0, nor a string that stops the run even with --skip-invalid)
             lons.append(c[0] if _json_number(c[0]) else float("nan"))
             lats.append(c[1] if _json_number(c[1]) else float("nan"))
         p = f.get("properties") or {}
@@ -273,7 +273,7 @@ def geojson_batches(path, *, batch_rows: int = BATCH_ROWS):
     tmp = ("\0longitude", "\0latitude")  # first pass: names no property has
     tmp_id = "\0id"
     id_kinds: set = set()
-    id_property = False  # a property called "id" in any feature (not only the first 1000: the ids were dropped)
+    id_property = False  # a property "id" in any feature, not only the first ones (else the ids would be dropped)
     for chunk in itertools.chain([first], rows):  # first pass: the types of every chunk, unified
         id_kinds |= {type(i) for i in chunk[1] if i is not None}
         id_property = id_property or any("id" in p for p in chunk[0])

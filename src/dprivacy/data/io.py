@@ -40,7 +40,7 @@ from .geojson import (  # noqa: F401 (re-exported)
 
 def read_batches(path, *, batch_rows: int = BATCH_ROWS, text_columns=()) -> tuple[object, Iterator]:
     """(schema, iterator of pyarrow.RecordBatch) for a CSV, Parquet or GeoJSON file of points. Two columns
-    of one name are refused (written out, one of them was lost: name,name,lat,lon with A,B gave A, A).
+    of one name are refused (written out, one of them would be lost: name,name,lat,lon with A,B gives A, A).
     ``text_columns``: columns of a CSV read as their text, without type inference."""
     from .._system import import_pandas_for_pyarrow
 
@@ -73,7 +73,7 @@ def _read_batches(path, *, batch_rows: int, text_columns=()) -> tuple[object, It
             raise ValueError(f"cannot read {path} as CSV: {_csv_problem(exc)}") from None
         except MemoryError:  # (pyarrow's ArrowMemoryError is an ArrowException too: not a damaged file)
             raise
-        except (OSError, pa.ArrowException) as exc:  # a truncated gzip, a .gz that is not one (review)
+        except (OSError, pa.ArrowException) as exc:  # a truncated gzip, a .gz that is not one
             if memory_failure(exc):  # (no thread for the reader: memory, not the file)
                 raise MemoryError(memory_failure(exc)) from None
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -144,7 +144,7 @@ def _csv_batches(reader, path):
         raise ValueError(f"cannot read {path} as CSV: {_csv_problem(exc)}{hint}") from None
     except MemoryError:  # (pyarrow's ArrowMemoryError: memory ran out, the file is fine)
         raise
-    except (OSError, pa.ArrowException) as exc:  # a truncated gzip, a .gz that is not one: name the file (review)
+    except (OSError, pa.ArrowException) as exc:  # a truncated gzip, a .gz that is not one: name the file
         if memory_failure(exc):
             raise MemoryError(memory_failure(exc)) from None
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -230,7 +230,7 @@ class AtomicWriter:
         if self.fmt == "parquet":
             # row groups of a fixed number of rows: the batches' sizes follow the input's bytes (the length of
             # the true coordinates' text in a CSV) and the rows rejected, which row groups of the batches' sizes
-            # published (a review read them from a release's footer)
+            # would publish in the file's footer
             self._pending.append(batch)
             self._pending_rows += batch.num_rows
             if self._pending_rows >= PARQUET_GROUP_ROWS:
@@ -252,8 +252,8 @@ class AtomicWriter:
 
     def __exit__(self, exc_type, exc, tb):
         # OUTPUT is replaced only when everything was written and closed: the last row group, written here, or a
-        # close that fails (a full disk, an interrupt) leaves the old OUTPUT and removes the temporary file (a
-        # review had an empty release committed by a SIGTERM during the last group)
+        # close that fails (a full disk, an interrupt) leaves the old OUTPUT and removes the temporary file (a SIGTERM
+        # during the last group must not commit an empty or cut release)
         done = False
         try:
             try:
@@ -334,8 +334,8 @@ def check_sidecar(input_path, output_path, *, force: bool = False) -> None:
 
 
 #: Called with the release's path once its sidecar is written (the release is then complete). Empty in the library;
-#: the command line adds one that lets the command finish from there on: a Ctrl-C while the report is printed
-#: said "interrupted" (exit 130) beside a complete release (review).
+#: the command line adds one that lets the command finish from there on, so that a Ctrl-C while the report is
+#: printed does not say "interrupted" (exit 130) beside a complete release.
 ON_COMPLETE: list = []
 
 

@@ -239,7 +239,7 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
     # Batch k is encoded and written in a background thread while batch k+1 is drawn (pyarrow releases
     # the GIL). One writer thread keeps the order; every write is waited for before the writer is
     # closed or its temporary file removed.
-    notice = None if src.release else NOT_FOR_RELEASE  # the file says it too, not only its sidecar (review)
+    notice = None if src.release else NOT_FOR_RELEASE  # the file says it too, not only its sidecar
     held = contextlib.ExitStack()  # from the last checks to the sidecar: commit.release_commit
     with held:
         with AtomicWriter(output_path, ob.out_schema, force=force, geojson_coords=geo,

@@ -61,8 +61,8 @@ SORTED_RHO = 0.9
 def sorted_note(report, lat, lon) -> None:
     """Say in the report when the first batch's rows are ordered by latitude or longitude (|Spearman ρ| between
     row number and coordinate ≥ :data:`SORTED_RHO` over up to 10,000 rows spread over the batch): the release
-    keeps the row order, which then tells the true locations apart (a review estimated each row's latitude from
-    its rank to 1.2 km where the released points were 9.4 km off). A time-ordered track heading one way is
+    keeps the row order, which then tells the true locations apart (each row's latitude can be estimated from
+    its rank: to 1.2 km in a file whose released points are 9.4 km off). A time-ordered track heading one way is
     flagged too: its order is public only if its times are."""
     found = sorted_by(lat, lon)
     if found is not None:  # read from the true locations: the owner's, never in the sidecar
@@ -85,8 +85,8 @@ def sorted_by(lat, lon):
     for name, v in (("latitude", lat[take]), ("longitude", lon[take])):
         if not np.isfinite(v).all() or np.ptp(v) == 0:
             continue
-        # Spearman's ρ: the correlation of the row numbers with the values' ranks (numpy alone: scipy.stats doubled
-        # the start-up of a small obfuscate, review; ties ranked in order, which changes ρ by O(ties/n))
+        # Spearman's ρ: the correlation of the row numbers with the values' ranks (numpy alone: scipy.stats would double
+        # the start-up of a small obfuscate; ties ranked in order, which changes ρ by O(ties/n))
         rho = float(np.corrcoef(index, np.argsort(np.argsort(v, kind="stable")).astype(np.float64))[0, 1])
         if abs(rho) >= SORTED_RHO:
             return name, rho

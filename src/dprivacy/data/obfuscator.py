@@ -66,9 +66,9 @@ class Obfuscator:
 
         la, lo = self.coordinates(batch)
         # another copy of the points under any name (homelat, x, location = "42.55623,1.53319"): checked by value in
-        # every batch (every part on Dask) on rows spread over it, a sample that keeps wide text tables cheap (the
-        # first rows only missed a copy that started after them, and a part of one row was not checked: review);
-        # --keep does not exempt a column whose values are the points
+        # every batch (every part on Dask, however small) on rows spread over it, so that a copy that starts after the
+        # first rows is found, a sample that keeps wide text tables cheap; --keep does not exempt a column whose
+        # values are the points
         from .copies import location_copies
 
         take = copy_sample(batch.num_rows)
