@@ -136,7 +136,7 @@ def load_grid_prior(grid: LocationGrid, prior=None, prior_from=None, *, lat=None
         raise ValueError("give at most one of --prior and --prior-from")
     if prior_from is not None:
         from .io import check_input_file, find_coordinate_columns, read_batches
-        from .locations import _as_numbers
+        from .coordinates import _as_numbers
 
         check_input_file(prior_from, "--prior-from file", folder=True, expected="a CSV, Parquet or GeoJSON file of points")
         schema, batches = read_batches(prior_from)
@@ -254,7 +254,7 @@ def build_grid_release(grid: LocationGrid, mechanism: str, *, epsilon_m: float, 
         what = "--remap" if remap else "--mechanism optimal"
         raise ValueError(f"{what} needs a public prior: --prior uniform|FILE or --prior-from FILE")
     if has_prior and mechanism == "planar-laplace-grid" and not remap:
-        # (it was accepted and recorded in the sidecar as the release's prior, unused: review)
+        # (accepted, it would be recorded in the sidecar as the release's prior, unused)
         raise ValueError("planar-laplace-grid uses a prior only with --remap: drop --prior/--prior-from, or add --remap")
     pi, prior_info = load_grid_prior(grid, prior, prior_from, lat=lat, lon=lon) if has_prior else (None, {})
     info = {"grid": grid.to_dict(), **prior_info}

@@ -39,7 +39,7 @@ def load_array(path, what: str, *, ndmin: int = 1, max_bytes: int = DENSE_LIMIT_
     from .._system import check_input_file
 
     p = Path(path)
-    # a device or a pipe (/dev/zero) has no size to check and was read without end
+    # a device or a pipe (/dev/zero) has no size to check and would be read without end
     check_input_file(p, f"{what} file", expected="a .npy, .csv or .txt file")
     suffix = p.suffix.lower()
     if suffix == ".npy":
@@ -76,10 +76,10 @@ def load_array(path, what: str, *, ndmin: int = 1, max_bytes: int = DENSE_LIMIT_
                 return False
 
         # a header line of column names: no cell of it is a number (a line of numbers with one bad
-        # cell is data, and its error names the cell: '0.5,0.5,x' was dropped as a header and the
-        # one-line prior reported empty)
-        # ... and names start like names: '1/3,1/3,1/3' is a line of data that is not numbers (it was taken for
-        # a header and the one-line file called empty)
+        # cell is data, and its error names the cell: '0.5,0.5,x' dropped as a header would leave the
+        # one-line prior empty)
+        # ... and names start like names: '1/3,1/3,1/3' is a line of data that is not numbers (taken for a
+        # header, it would leave the one-line file empty)
         named = all(c and (c[0].isalpha() or c[0] in "_\"'") for c in first)
         skip = 1 if named and not any(number(c) for c in first if c) else 0
         if skip and len([ln for ln in lines[1:] if ln.strip()]) == 0:
