@@ -314,7 +314,7 @@ def test_duckdb_s_interrupt_is_an_interruption(capsys, monkeypatch, tmp_path):
     t = tmp_path / "t.csv"
     t.write_text("a\n1\n2\n")
     for exc, code, text in ((RuntimeError("Query interrupted"), 130, "dprivacy: interrupted\n"),
-                            (RuntimeError("boom"), 2, "dprivacy: internal error (RuntimeError: boom); please report it\n")):
+                            (RuntimeError("boom"), 2, "dprivacy query: error: internal error (RuntimeError: boom); please report it\n")):
         def fail(*a, _exc=exc, **k):
             raise _exc
 

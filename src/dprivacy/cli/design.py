@@ -133,12 +133,12 @@ def _lp_options(args, space) -> dict:
         lp["time_limit"] = args.time_limit
     if args.dilation is not None:
         if args.method != "spanner":
-            raise CliError("dprivacy: error: --dilation applies to --method spanner (the spanner's dilation δ ≥ 1)")
+            raise CliError("--dilation applies to --method spanner (the spanner's dilation δ ≥ 1)")
         if not (math.isfinite(args.dilation) and args.dilation >= 1.0):
-            raise CliError(f"dprivacy: error: --dilation must be a number ≥ 1 (a spanner's dilation), got {args.dilation!r}")
+            raise CliError(f"--dilation must be a number ≥ 1 (a spanner's dilation), got {args.dilation!r}")
         lp["dilation"] = args.dilation
     if args.loss is not None and args.gain is not None:
-        raise CliError("dprivacy: error: give --loss or --gain, not both")
+        raise CliError("give --loss or --gain, not both")
     if args.loss is not None:
         if args.loss == "distance":
             lp["loss"] = space.distances
@@ -149,7 +149,7 @@ def _lp_options(args, space) -> dict:
     if args.gain is not None and args.gain != "binary":
         lp["gain"] = load_array(args.gain, "gain matrix", ndmin=2)
     if lp and args.mechanism != "optimal":
-        raise CliError(f"dprivacy: error: --method/--gap/--time-limit/--loss/--gain/--dilation apply to --mechanism "
+        raise CliError(f"--method/--gap/--time-limit/--loss/--gain/--dilation apply to --mechanism "
                        f"optimal, not {args.mechanism}")
     if args.mechanism == "optimal" and "time_limit" not in lp:
         lp["time_limit"] = DEFAULT_LP_TIME_LIMIT  # never unbounded from the command line
@@ -181,7 +181,7 @@ def _check_scale(space, eps: float) -> None:
     if 0 < least < np.inf and small < MIN_SCALED_DISTANCE:
         # below it the channels' smallest entries (a Laplace cell's mass ε·d/2) are subnormal or 0: a Laplace channel
         # at ε = 5e-324 had NaN columns and was called private, at 1e-315 exists but not private (review)
-        raise CliError(f"dprivacy: error: --epsilon {eps:g} times the smallest distance of {space.name} ({least:g}) is "
+        raise CliError(f"--epsilon {eps:g} times the smallest distance of {space.name} ({least:g}) is "
                        f"{small:.3g}, below {MIN_SCALED_DISTANCE:g}: float64 cannot carry ε·d that small; expected "
                        f"--epsilon at least {MIN_SCALED_DISTANCE / least:.3g} here")
     if isinstance(space, GridSpace):
@@ -193,11 +193,11 @@ def _check_scale(space, eps: float) -> None:
         fin = d[np.isfinite(d)]
         diam = float(fin.max()) if fin.size else 0.0
     if not np.isfinite(diam):
-        raise CliError(f"dprivacy: error: the largest distance of {space.name} overflows float64; use a smaller step or scale")
+        raise CliError(f"the largest distance of {space.name} overflows float64; use a smaller step or scale")
     with np.errstate(over="ignore"):
         scaled = eps * diam
     if scaled > MAX_SCALED_DIAMETER:
-        raise CliError(f"dprivacy: error: --epsilon {eps:g} times the largest distance of {space.name} ({diam:g}) is "
+        raise CliError(f"--epsilon {eps:g} times the largest distance of {space.name} ({diam:g}) is "
                        f"{scaled:.3g}, over {MAX_SCALED_DIAMETER:g}: float64 cannot carry ε·d that large; expected "
                        f"--epsilon at most {MAX_SCALED_DIAMETER / diam:.3g} here (any ε·d above ~745 already gives "
                        "probabilities e^(-ε·d) that are 0 in float64)")
@@ -209,12 +209,12 @@ def _check_save_path(save) -> None:
     if save is None:
         return
     if not str(save).strip():
-        raise CliError("dprivacy design: error: --save needs a file path (PATH.npy), got an empty string")
+        raise CliError("--save needs a file path (PATH.npy), got an empty string")
     p = Path(save)
     if p.is_dir():
-        raise CliError(f"dprivacy design: error: --save {save!r} is a folder, expected a file path (PATH.npy)")
+        raise CliError(f"--save {save!r} is a folder, expected a file path (PATH.npy)")
     if not p.parent.exists() and str(p.parent) not in ("", "."):
-        raise CliError(f"dprivacy design: error: --save {save!r}: the folder {str(p.parent)!r} does not exist")
+        raise CliError(f"--save {save!r}: the folder {str(p.parent)!r} does not exist")
 
 
 def cmd_design(args) -> None:
@@ -238,7 +238,7 @@ def cmd_design(args) -> None:
 
     implicit_ok = args.mechanism == "tight-constraints" and isinstance(space, (GridSpace, SumLineSpace))
     if not implicit_ok and 8 * space.n * space.n > DENSE_LIMIT_BYTES:
-        raise CliError(f"dprivacy: error: {args.mechanism} on {space.name} needs a dense {space.n}x{space.n} channel "
+        raise CliError(f"{args.mechanism} on {space.name} needs a dense {space.n}x{space.n} channel "
                        f"({8 * space.n * space.n / 2**30:.1f} GiB), over the {DENSE_LIMIT_BYTES / 2**30:.0f} GiB limit")
     lp = _lp_options(args, space)
     if args.mechanism == "optimal":
@@ -282,7 +282,7 @@ def cmd_design(args) -> None:
         report.update(figures)
         if args.save:
             if "underflow" in figures:
-                raise CliError(f"dprivacy: error: --save would write a float64 matrix that is not private as stored: "
+                raise CliError(f"--save would write a float64 matrix that is not private as stored: "
                                f"{figures['underflow'].split(': ', 1)[-1]}; nothing written")
             report["saved"] = _save_channel(args.save, out.channel.matrix)
     else:
@@ -311,7 +311,7 @@ def _implicit_matrix_to_save(mech, space, eps: float):
 
     need = 8 * space.n * mech.n_outputs
     if need > DENSE_LIMIT_BYTES:
-        raise CliError(f"dprivacy: error: --save needs the dense {space.n:,}x{mech.n_outputs:,} channel ({need / 2**30:.1f} GiB), "
+        raise CliError(f"--save needs the dense {space.n:,}x{mech.n_outputs:,} channel ({need / 2**30:.1f} GiB), "
                        f"over the {DENSE_LIMIT_BYTES / 2**30:.0f} GiB limit; this mechanism is kept implicit")
     # the matrix, its zero mask and the written copy (measured peak about 4-5 times the matrix)
     guards.refuse_over_memory(guards.BASE_BYTES + 5.0 * need, f"--save of the {space.n:,}x{mech.n_outputs:,} channel")
@@ -331,7 +331,7 @@ def _implicit_matrix_to_save(mech, space, eps: float):
     mixed = zero.any(axis=0) & ~zero.all(axis=0)
     if mixed.any():
         w = int(np.flatnonzero(mixed)[0])
-        raise CliError(f"dprivacy: error: --save would write a float64 matrix that is not private as stored (output {w} "
+        raise CliError(f"--save would write a float64 matrix that is not private as stored (output {w} "
                        "has entries e^(-ε·d) below 1e-308, ε·d above about 708, that are 0 beside positive ones), although "
                        "the mechanism is private; this mechanism is kept implicit; nothing written")
     return matrix
