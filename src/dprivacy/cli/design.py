@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import CliError, _ascii_float, _emit, _prior, _SolveStatus
+from .common import CliError, _ascii_float, _emit, _grid_shape, _lp_optimal, _prior, _SolveStatus
 
 
 #: ``design --mechanism optimal`` stops after this many seconds unless --time-limit says otherwise, with
@@ -234,7 +234,8 @@ def cmd_design(args) -> None:
     if guards.spec_points(args.space) is None:  # matrix:/graph: — the size is known once read
         guards.guard_design(args.space, args.mechanism, n=space.n, grid=isinstance(space, GridSpace))
     _check_scale(space, eps)
-    prior = _prior(args.prior, space.n)
+    prior_note: dict = {}
+    prior = _prior(args.prior, space.n, _grid_shape(space), report=prior_note)
 
     implicit_ok = args.mechanism == "tight-constraints" and isinstance(space, (GridSpace, SumLineSpace))
     if not implicit_ok and 8 * space.n * space.n > DENSE_LIMIT_BYTES:
@@ -271,7 +272,7 @@ def cmd_design(args) -> None:
     # find one, not a "does not exist" (grid:3x3 at ε = 400, whose LP channel underflows in float64)
     undecided = undecided or (args.mechanism == "optimal" and not out.exists)
     report = {"space": space.name, "n": space.n, "epsilon": eps, "mechanism": args.mechanism,
-              "exists": None if undecided else out.exists}
+              "exists": None if undecided else out.exists, **prior_note}
     if out.exists and out.channel is None and out.implicit is not None:
         matrix = _implicit_matrix_to_save(out.implicit, space, eps) if args.save else None
         report.update(_implicit_figures(out.implicit, args.prior, prior))
@@ -294,8 +295,14 @@ def cmd_design(args) -> None:
             report["saved"] = None
             print(f"dprivacy: --save: nothing written to {args.save} (no mechanism to save)", file=sys.stderr)
     report.update({k: v for k, v in out.details.items() if k not in report})
+    if args.mechanism == "optimal" and "gap" in report:
+        # a run stopped above its --gap (at the time limit) is private but not shown optimal: said in one field
+        from ..mechanisms.lp_solve import DEFAULT_GAP
+
+        report["gap_requested"] = DEFAULT_GAP if args.gap is None else args.gap
+        report["optimal"] = _lp_optimal(report["gap"], report["gap_requested"])
     report["seconds"] = time.perf_counter() - t0
-    _emit(report, args.json, f"{args.mechanism} on {space.name} at epsilon={eps:g}")
+    _emit(report, args.json, f"{args.mechanism} on {space.name} at epsilon={eps:g}", kind="design")
 
 
 def _implicit_matrix_to_save(mech, space, eps: float):

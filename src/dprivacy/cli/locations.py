@@ -125,7 +125,7 @@ def cmd_obfuscate(args) -> int:
         # counts and notes that depend on the true locations (rows outside --region, the rejection sampler's proposals,
         # rows sorted by location): printed for the data owner on request, never in the sidecar
         report["not_private"] = {**rep.owner_only, **({"notes": rep.owner_notes} if rep.owner_notes else {})}
-    _emit(report, args.json, f"obfuscated {rep.rows_written:,} points")
+    _emit(report, args.json, f"obfuscated {rep.rows_written:,} points", kind="obfuscate")
     return 0
 
 
@@ -150,14 +150,7 @@ def cmd_evaluate(args) -> int:
                                progress=status.update, force=args.force)
     finally:
         status.stop()
-    if not args.json and "grid" in rep:
-        g = rep.pop("grid")
-        rep["grid"] = f"{g['grid']['width']}×{g['grid']['height']} cells of {g['grid']['cell_m']:g} m"
-        if "at_release" in g:
-            rep["on_the_grid"] = {k: v for k, v in g["at_release"].items() if k != "mechanism"}
-        if g.get("sweep"):
-            rep["sweep"] = f"{len(g['sweep'])} rows (use --json or --html for all)"
-    _emit(rep, args.json, "what the release costs and protects")
+    _emit(rep, args.json, "what the release costs and protects", kind="evaluate")
     return 0
 
 

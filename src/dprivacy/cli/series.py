@@ -21,18 +21,7 @@ def cmd_series(args) -> int:
         status.stop()
     report = rep.to_dict()
     report["sidecar"] = str(sidecar_path(args.output))
-    if args.json:
-        _emit(report, True, "")
-        return 0
-    brief = {k: v for k, v in report.items() if k not in ("aggregates", "random_source")}
-    brief["random_source"] = rep.random_source.get("generator", "")
-    if rep.aggregates:
-        brief["periods"] = len(rep.aggregates)
-        brief["period_mean_noise_sd"] = f"{min(a['mean_noise_sd'] for a in rep.aggregates):.4g} .. " \
-                                        f"{max(a['mean_noise_sd'] for a in rep.aggregates):.4g} (per-period means; all in the sidecar)"
-    _emit(brief, False, f"released {rep.readings:,} readings of {rep.column}")
-    if not rep.random_source.get("release", True):
-        print(rep.random_source["warning"], file=sys.stderr)
+    _emit(report, args.json, f"released {rep.readings:,} readings of {rep.column}", kind="series")
     return 0
 
 

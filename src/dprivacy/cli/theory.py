@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import EXIT_NO, _ascii_float, _channel, _emit, _prior, _SolveStatus
+from .common import EXIT_NO, _ascii_float, _channel, _emit, _grid_shape, _prior, _SolveStatus
 from .design import _check_scale
 
 
@@ -36,7 +36,7 @@ def cmd_check(args) -> None:
         "pairs_checked": r.pairs_checked,
         "seconds": time.perf_counter() - t0,
     }
-    _emit(report, args.json, f"d-privacy check at epsilon={eps:g}")
+    _emit(report, args.json, f"d-privacy check at epsilon={eps:g}", kind="check")
     return 0 if r.ok else EXIT_NO
 
 
@@ -50,8 +50,10 @@ def cmd_leakage(args) -> None:
     if shape is not None:
         refuse_over_memory(BASE_BYTES + 3 * 8.0 * shape[0] * shape[1], f"the leakage of the {shape[0]:,}x{shape[1]:,} channel")
     h = _channel(args.matrix, args.normalize)
-    prior = _prior(args.prior, h.n_inputs)
+    prior_note: dict = {}
+    prior = _prior(args.prior, h.n_inputs, report=prior_note)
     report = {
+        **prior_note,
         "n": h.n_inputs,
         "outputs": h.n_outputs,
         "prior_vulnerability": measures.prior_vulnerability(prior),
@@ -63,7 +65,7 @@ def cmd_leakage(args) -> None:
         "min_capacity_bits": measures.min_capacity(h),
         "seconds": time.perf_counter() - t0,
     }
-    _emit(report, args.json, "min-entropy leakage")
+    _emit(report, args.json, "min-entropy leakage", kind="leakage")
 
 
 def cmd_threshold(args) -> None:
@@ -102,7 +104,7 @@ def cmd_threshold(args) -> None:
         "reason": r.reason,
         "seconds": time.perf_counter() - t0,
     }
-    _emit(report, args.json, f"tight-constraints threshold on {space.name}")
+    _emit(report, args.json, f"tight-constraints threshold on {space.name}", kind="threshold")
 
 
 def cmd_prior(args) -> None:
@@ -117,7 +119,8 @@ def cmd_prior(args) -> None:
     guard_prior(args.space)
     space = parse_space(args.space)
     _check_scale(space, eps)
-    prior = _prior(args.prior, space.n)
+    prior_note: dict = {}
+    prior = _prior(args.prior, space.n, _grid_shape(space), report=prior_note)
     # Through the front door regularity() (dense, structured or closed form, picked by the library).
     ub = bounds.utility_bound(space, prior, epsilon=eps)
     reg = ub.certificate
@@ -126,6 +129,7 @@ def cmd_prior(args) -> None:
         "space": space.name,
         "n": space.n,
         "epsilon": eps,
+        **prior_note,
         "regular": reg.regular if reg.certain or reg.regular else None,  # null: undecided (not a certified no)
         "certain": reg.certain,
         "certainty": reg.certainty,
@@ -145,7 +149,7 @@ def cmd_prior(args) -> None:
             report["negative"] = reg.negative
             report["negative_values"] = reg.negative_values
     report["seconds"] = time.perf_counter() - t0
-    _emit(report, args.json, f"prior on {space.name} at epsilon={eps:g}")
+    _emit(report, args.json, f"prior on {space.name} at epsilon={eps:g}", kind="prior")
 
 
 def cmd_reproduce(args) -> int:
@@ -162,7 +166,7 @@ def cmd_reproduce(args) -> int:
     summary = run(Path(args.out), quick=args.quick, only=only, progress=not args.json)
     c = summary["counts"]
     report = {"out": str(Path(args.out).resolve()), "quick": args.quick, **c, "seconds": time.perf_counter() - t0}
-    _emit(report, args.json, "reproduction report")
+    _emit(report, args.json, "reproduction report", kind="reproduce")
     if c["errors"]:
         print(f"dprivacy: {c['errors']} experiment(s) failed; see {Path(args.out) / 'index.html'}", file=sys.stderr)
         return 1
