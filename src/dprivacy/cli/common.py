@@ -34,6 +34,20 @@ class CliError(Exception):
     """An error to report on one line with exit status 2."""
 
 
+def examples(*pairs: str) -> dict:
+    """``add_parser`` keywords for a subcommand whose ``--help`` ends with examples: ``pairs`` alternate a
+    comment and a command line (each command runs as written in a folder with the inputs it names; the
+    tests run them all). The formatter keeps the epilog's line breaks."""
+    lines = ["examples:"]
+    for comment, command in zip(pairs[::2], pairs[1::2]):
+        lines += [f"  # {comment}", f"  {command}"]
+    return {"epilog": "\n".join(lines), "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+
+#: The help text of every --json option.
+JSON_HELP = "print exactly one JSON object on stdout, with every figure of the report, instead of the summary"
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2 (argparse prints usage over several lines)
         raise CliError(f"{self.prog}: error: {message}")

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import CliError, _ascii_float, _emit, _grid_shape, _lp_optimal, _prior, _SolveStatus
+from .common import JSON_HELP, CliError, _ascii_float, _emit, examples, _grid_shape, _lp_optimal, _prior, _SolveStatus
 
 
 #: ``design --mechanism optimal`` stops after this many seconds unless --time-limit says otherwise, with
@@ -370,13 +370,20 @@ def add_parsers(sub) -> None:
     from .registry import BUILDERS
     from .specs import SPEC_HELP
 
-    d = sub.add_parser("design", help="build a mechanism on a space and report privacy, utility and leakage")
+    d = sub.add_parser("design", help="build a mechanism on a space and report privacy, utility and leakage", **examples(
+        "the truncated geometric mechanism on a line of 6 points, saved for check and leakage",
+        "dprivacy design line:6 --epsilon 1 --mechanism truncated-geometric --save channel.npy",
+        "the tight-constraints mechanism on a 4×4 grid, for a prior given as a 4×4 array of weights",
+        "dprivacy design grid:4x4 --epsilon 1 --mechanism tight-constraints --prior grid_prior.npy",
+        "the mechanism that minimises the expected distance on a 5×5 grid (stops after 20 s at the latest)",
+        "dprivacy design grid:5x5 --epsilon 0.5 --mechanism optimal --loss distance --time-limit 20 --json"))
     d.add_argument("space", metavar="SPACE", help=SPEC_HELP)
     d.add_argument("--epsilon", type=_ascii_float, required=True, help="privacy level ε (the metric is ε·d)")
     d.add_argument("--mechanism", required=True, choices=list(BUILDERS), metavar="NAME", help=", ".join(BUILDERS))
-    d.add_argument("--prior", default="uniform", help="'uniform' (default) or a .npy/.csv/.txt file")
+    d.add_argument("--prior", default="uniform", help="'uniform' (default) or a .npy/.csv/.txt file of n weights (on a "
+                   "grid:WxH also an H×W array, row 0 first); the weights are normalised, and the output says so")
     d.add_argument("--save", metavar="PATH.npy", help="save the channel matrix")
-    d.add_argument("--json", action="store_true", help="print one JSON object")
+    d.add_argument("--json", action="store_true", help=JSON_HELP)
     lp = d.add_argument_group("optimal mechanism (--mechanism optimal)")
     lp.add_argument("--method", choices=["auto", "full", "dantzig-wolfe", "constraint-generation", "spanner"],
                     help="LP algorithm (default auto: the full LP when small, else Dantzig-Wolfe decomposition over the privacy cone)")

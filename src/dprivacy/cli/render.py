@@ -53,17 +53,35 @@ def metres(m) -> str:
     return f"{m / 1000:.3g} km" if abs(m) >= 1000 else f"{m:.3g} m"
 
 
-def first_sentence(text: str) -> str:
-    """The first sentence of ``text`` (up to ". " outside parentheses), with its full stop."""
-    depth = 0
+def _split(text: str, sep: str) -> list[str]:
+    """``text`` split at ``sep`` outside parentheses and brackets."""
+    parts, depth, start = [], 0, 0
     for i, c in enumerate(text):
         if c in "([":
             depth += 1
         elif c in ")]":
             depth -= 1
-        if c == "." and depth == 0 and text[i + 1:i + 2] in (" ", ""):
-            return text[:i + 1]
-    return text.rstrip(".") + "."
+        elif depth == 0 and text.startswith(sep, i):
+            parts.append(text[start:i + len(sep)].strip())
+            start = i + len(sep)
+    tail = text[start:].strip()
+    return parts + ([tail] if tail else [])
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text`` (up to ". " outside parentheses), with its full stop."""
+    return _split(text, ". ")[0].rstrip(". ") + "."
+
+
+def guarantee_sentence(text: str) -> str:
+    """The clause of a release's guarantee that states its bound (the one with e^(…) or exp(…)), else its first
+    sentence."""
+    for sentence in _split(text, ". "):
+        for clause in _split(sentence, "; "):
+            if "e^(" in clause or "exp(" in clause:
+                clause = clause.rstrip(".; ")
+                return clause[0].upper() + clause[1:] + "."
+    return first_sentence(text)
 
 
 class Summary:
@@ -93,7 +111,8 @@ class Summary:
         from rich.text import Text
 
         console = console or Console()
-        t = Table(title=self.title, show_header=False, title_justify="left", title_style="bold")
+        console.print(Text(self.title, style="bold"))
+        t = Table(show_header=False)
         t.add_column("what", style="bold", no_wrap=True)
         t.add_column("value")
         for label, value in self.rows:
@@ -161,8 +180,8 @@ def obfuscate(r: dict, title: str) -> Summary:
         from ..data.locations import displacement_quantiles
 
         q = displacement_quantiles(float(em))
-        s.row("expected displacement", f"about mean {metres(q['mean'])}, 95% within {metres(q['p95'])} (the continuous "
-              "law at this ε), plus the snap to a cell centre; dprivacy evaluate measures it")
+        s.row("expected displacement", f"the continuous law at this ε: mean {metres(q['mean'])}, 95% within "
+              f"{metres(q['p95'])}; the snap to cell centres (and a remap) change it: dprivacy evaluate measures it")
     elif g:
         s.row("expected displacement", "measure it with dprivacy evaluate (the grid mechanism's own law)")
     if r.get("budget"):
@@ -175,7 +194,7 @@ def obfuscate(r: dict, title: str) -> Summary:
     s.row("sidecar", r.get("sidecar"))
     s.row("seconds", r.get("seconds"), 3)
     if r.get("guarantee"):
-        s.say("Guarantee: " + first_sentence(r["guarantee"])[:-1] + " (the full statement is in the sidecar).")
+        s.say("Guarantee: " + guarantee_sentence(r["guarantee"])[:-1] + " (the full statement is in the sidecar).")
     if g.get("prior_normalised"):
         s.say(g["prior_normalised"] + ".")
     opt = g.get("optimal") or {}
@@ -280,7 +299,7 @@ def series(r: dict, title: str) -> Summary:
     s.row("sidecar", r.get("sidecar"))
     s.row("seconds", r.get("seconds"), 3)
     if r.get("guarantee"):
-        s.say("Guarantee: " + first_sentence(r["guarantee"]))
+        s.say("Guarantee: " + guarantee_sentence(r["guarantee"]))
     return s
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .common import _ascii_float, _emit, _SolveStatus
+from .common import JSON_HELP, _ascii_float, _emit, examples, _SolveStatus
 
 
 def cmd_series(args) -> int:
@@ -26,7 +26,13 @@ def cmd_series(args) -> int:
 
 
 def add_parsers(sub) -> None:
-    se = sub.add_parser("series", help="release a series of readings (smart meter, glucose) under d1 or d∞ on values (seed 002 §6.1)")
+    se = sub.add_parser("series", help="release a series of readings (smart meter, glucose) under d1 or d∞ on values (seed 002 §6.1)",
+                        **examples(
+                            "meter readings in steps of 0.1 kWh, at ε = 1 per 0.1 kWh of total change",
+                            "dprivacy series meter.csv -o meter_released.csv --column kwh --time time --epsilon 1 --unit 0.1",
+                            "the same, with the noise of daily sums and means, as JSON",
+                            "dprivacy series meter.csv -o meter_daily.csv --column kwh --time time --epsilon 1 --unit 0.1 "
+                            "--per day --json"))
     se.add_argument("input", metavar="INPUT", help="a .csv, .csv.gz or .parquet file with one reading per row")
     se.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="the released series (time and reading columns only); a sidecar OUTPUT.dprivacy.json is written beside it")
     se.add_argument("--column", required=True, help="the readings' column")
@@ -39,5 +45,5 @@ def add_parsers(sub) -> None:
     se.add_argument("--seed", type=int, help="reproducible research mode (NOT for release); default: cryptographic randomness")
     se.add_argument("--force", action="store_true", help="replace OUTPUT if it exists")
     se.add_argument("--skip-invalid", action="store_true", help="drop rows whose reading is missing or not a number, and count them")
-    se.add_argument("--json", action="store_true")
+    se.add_argument("--json", action="store_true", help=JSON_HELP)
     se.set_defaults(func=cmd_series)

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import EXIT_NO, _ascii_float, _channel, _emit, _grid_shape, _prior, _SolveStatus
+from .common import EXIT_NO, JSON_HELP, _ascii_float, examples, _channel, _emit, _grid_shape, _prior, _SolveStatus
 from .design import _check_scale
 
 
@@ -173,6 +173,11 @@ def cmd_reproduce(args) -> int:
     return 0
 
 
+REPRODUCE_EXAMPLES = examples("list the experiments", "dprivacy reproduce --list",
+                              "one experiment, shrunk, into ./report (open report/index.html)",
+                              "dprivacy reproduce --quick --only 000-fig2 --out report")
+
+
 class _ReproduceHelp(argparse.Action):
     """``reproduce --help``: the usual help followed by every experiment id and what it recomputes (the
     experiment modules load only here, so that the other commands start fast)."""
@@ -184,7 +189,7 @@ class _ReproduceHelp(argparse.Action):
         from ..experiments.registry import load_all
 
         lines = [f"  {exp.id:<24} seed {exp.paper}  {exp.title}" for exp in load_all().values()]
-        parser.epilog = "experiment ids (for --only):\n" + "\n".join(lines)
+        parser.epilog = REPRODUCE_EXAMPLES["epilog"] + "\n\nexperiment ids (for --only):\n" + "\n".join(lines)
         parser.print_help()
         parser.exit()
 
@@ -192,41 +197,55 @@ class _ReproduceHelp(argparse.Action):
 def add_parsers(sub) -> None:
     from .specs import SPEC_HELP
 
-    c = sub.add_parser("check", help="check that a channel matrix is ε·d-private on a space (exit 0: private, 1: not private, 2: bad input)")
-    c.add_argument("matrix", metavar="MATRIX.npy")
+    c = sub.add_parser("check", help="check that a channel matrix is ε·d-private on a space (exit 0: private, 1: not private, 2: bad input)",
+                       **examples("is the saved channel 1·d-private on a line of 6 points? (exit status 0: yes, 1: no)",
+                                  "dprivacy check channel.npy line:6 --epsilon 1",
+                                  "the same, with the tightest pair of inputs, as JSON",
+                                  "dprivacy check channel.npy line:6 --epsilon 1 --json"))
+    c.add_argument("matrix", metavar="MATRIX.npy", help="the channel: an n×k row-stochastic matrix (.npy, .csv or .txt), one "
+                   "row per secret")
     c.add_argument("space", metavar="SPACE", help=SPEC_HELP)
-    c.add_argument("--epsilon", type=_ascii_float, required=True)
+    c.add_argument("--epsilon", type=_ascii_float, required=True, help="the privacy level ε to check (the bound is e^(ε·d))")
     c.add_argument("--normalize", action="store_true", help="rescale rows that sum to 1 only within 1e-6")
-    c.add_argument("--json", action="store_true")
+    c.add_argument("--json", action="store_true", help=JSON_HELP)
     c.set_defaults(func=cmd_check)
 
-    lk = sub.add_parser("leakage", help="vulnerability, min-entropy leakage and min-capacity of a channel")
-    lk.add_argument("matrix", metavar="MATRIX.npy")
-    lk.add_argument("--prior", default="uniform")
+    lk = sub.add_parser("leakage", help="vulnerability, min-entropy leakage and min-capacity of a channel",
+                        **examples("the leakage of a channel under the uniform prior", "dprivacy leakage channel.npy",
+                                   "under a prior of six weights", "dprivacy leakage channel.npy --prior prior.txt --json"))
+    lk.add_argument("matrix", metavar="MATRIX.npy", help="the channel: an n×k row-stochastic matrix (.npy, .csv or .txt)")
+    lk.add_argument("--prior", default="uniform", help="'uniform' (default) or a .npy/.csv/.txt file of one weight per row of the channel; the weights are normalised, and the output says so")
     lk.add_argument("--normalize", action="store_true", help="rescale rows that sum to 1 only within 1e-6")
-    lk.add_argument("--json", action="store_true")
+    lk.add_argument("--json", action="store_true", help=JSON_HELP)
     lk.set_defaults(func=cmd_leakage)
 
-    t = sub.add_parser("threshold", help="the smallest ε from which the tight-constraints mechanism exists")
+    t = sub.add_parser("threshold", help="the smallest ε from which the tight-constraints mechanism exists",
+                       **examples("the threshold ε* of a 4×4 grid, certified to a bracket", "dprivacy threshold grid:4x4",
+                                  "on a line (exists for every ε: said without a search)", "dprivacy threshold line:10 --json"))
     t.add_argument("space", metavar="SPACE", help=SPEC_HELP)
     t.add_argument("--tol", type=_ascii_float, default=None, help="width of the certified bracket (default 1e-4 / the smallest distance)")
-    t.add_argument("--json", action="store_true")
+    t.add_argument("--json", action="store_true", help=JSON_HELP)
     t.set_defaults(func=cmd_threshold)
 
-    pr = sub.add_parser("prior", help="is a prior ε·d-regular? its utility and leakage bounds (seed 000 Thm 2, Prop 5)")
+    pr = sub.add_parser("prior", help="is a prior ε·d-regular? its utility and leakage bounds (seed 000 Thm 2, Prop 5)",
+                        **examples("is this prior of six weights 1·d-regular on a line?",
+                                   "dprivacy prior line:6 --epsilon 1 --prior prior.txt",
+                                   "a 4×4 array of weights on a grid, with the certificate (μ, γ, error bound)",
+                                   "dprivacy prior grid:4x4 --epsilon 1 --prior grid_prior.npy --certificate"))
     pr.add_argument("space", metavar="SPACE", help=SPEC_HELP)
-    pr.add_argument("--epsilon", type=_ascii_float, required=True)
-    pr.add_argument("--prior", required=True, help="'uniform' or a .npy/.csv/.txt file")
+    pr.add_argument("--epsilon", type=_ascii_float, required=True, help="the privacy level ε at which regularity is decided")
+    pr.add_argument("--prior", required=True, help="'uniform' or a .npy/.csv/.txt file of n weights (on a grid:WxH also "
+                    "an H×W array, row 0 first); the weights are normalised, and the output says so")
     pr.add_argument("--certificate", action="store_true", help="also print μ, γ and the numerical error bound")
-    pr.add_argument("--json", action="store_true")
+    pr.add_argument("--json", action="store_true", help=JSON_HELP)
     pr.set_defaults(func=cmd_prior)
 
     r = sub.add_parser("reproduce", help="recompute the papers' tables, figures and claims into a report",
-                       add_help=False, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       add_help=False, **REPRODUCE_EXAMPLES)
     r.add_argument("-h", "--help", action=_ReproduceHelp, help="show this help (with the experiment ids) and exit")
     r.add_argument("--out", default="dprivacy-report", metavar="DIR", help="report folder (default ./dprivacy-report)")
     r.add_argument("--quick", action="store_true", help="shrink the slow experiments (said so in the report)")
     r.add_argument("--only", nargs="+", metavar="ID", help="run only these experiment ids (see --list)")
     r.add_argument("--list", action="store_true", help="list the experiment ids and what each recomputes, and exit")
-    r.add_argument("--json", action="store_true")
+    r.add_argument("--json", action="store_true", help=JSON_HELP)
     r.set_defaults(func=cmd_reproduce)
