@@ -37,8 +37,9 @@ class CliError(Exception):
 def examples(*pairs: str) -> dict:
     """``add_parser`` keywords for a subcommand whose ``--help`` ends with examples: ``pairs`` alternate a
     comment and a command line (each command runs as written in a folder with the inputs it names; the
-    tests run them all). The formatter keeps the epilog's line breaks."""
-    lines = ["examples:"]
+    tests run them all). The formatter keeps the epilog's line breaks, and "examples::" makes it a literal block in
+    the documentation (sphinx-argparse reads the epilog as reStructuredText)."""
+    lines = ["examples::", ""]
     for comment, command in zip(pairs[::2], pairs[1::2]):
         lines += [f"  # {comment}", f"  {command}"]
     return {"epilog": "\n".join(lines), "formatter_class": argparse.RawDescriptionHelpFormatter}
