@@ -51,6 +51,10 @@ LAYERS: list[tuple[str, tuple[str, ...], str]] = [
      "regular priors, the threshold ε*, the utility and leakage bounds, queries and the spaces they induce"),
     ("data", ("data",),
      "the data commands' library: tables and locations read, released and written"),
+    ("data API", ("api",),
+     "releases from Python on DataFrames, GeoDataFrames, Arrow tables, Dask DataFrames and files (dp.obfuscate, "
+     "dp.query, dp.release_series, dp.evaluate, dp.Budget): the checks of every data command, which the command "
+     "line calls"),
     ("experiments", ("experiments",),
      "the papers' tables, figures and claims, recomputed (some on the data layer's pipelines)"),
     ("cli", ("cli", "__main__"),

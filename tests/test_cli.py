@@ -231,9 +231,15 @@ def test_the_command_line_calls_the_front_doors(capsys):
 
 def test_reproduce_replaces_its_report_and_never_leaves_stale_files(tmp_path, capsys):
     out = tmp_path / "report"
-    assert run_json(capsys, "reproduce", "--only", "002-metrics", "--out", str(out))["errors"] == 0
+
+    def reproduce():  # (its progress lines are on stderr: run_json would refuse them)
+        code, stdout, _ = run(capsys, "reproduce", "--only", "002-metrics", "--out", str(out), "--json")
+        assert code == 0
+        return json.loads(stdout)
+
+    assert reproduce()["errors"] == 0
     (out / "stale-figure.png").write_bytes(b"from an earlier run")
-    assert run_json(capsys, "reproduce", "--only", "002-metrics", "--out", str(out))["errors"] == 0
+    assert reproduce()["errors"] == 0
     assert not (out / "stale-figure.png").exists() and (out / "summary.json").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no partial or old folders left
     mine = tmp_path / "mine"

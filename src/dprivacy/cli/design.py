@@ -249,10 +249,15 @@ def cmd_design(args) -> None:
         if plan == "full":
             guards.guard_design(args.space, "optimal", n=space.n, grid=isinstance(space, GridSpace), lp_rows=rows)
     if args.mechanism == "optimal":
+        from ..data.interruptible import call_in_child
+
+        # HiGHS holds the GIL for minutes: in this process neither Ctrl-C nor SIGTERM would be handled until it returns.
+        # The solve runs in a child that the parent kills on a stop signal; the parent's status line is driven by
+        # tick() (no heartbeat thread: a forked child must not inherit a thread holding the stderr lock).
         status = _SolveStatus(sys.stderr.isatty(), True, f"optimal mechanism on {space.n:,} points",
-                              heartbeat=1.0, loss=lp.get("loss") is not None)
+                              loss=lp.get("loss") is not None)
         try:
-            out = build(args.mechanism, space, epsilon=eps, prior=prior, lp={**lp, "progress": status.update})
+            out = call_in_child(_build_optimal, space, eps, prior, lp, progress=status.update, tick=status.tick)
         finally:
             status.stop()
     else:
@@ -303,6 +308,13 @@ def cmd_design(args) -> None:
         report["optimal"] = _lp_optimal(report["gap"], report["gap_requested"])
     report["seconds"] = time.perf_counter() - t0
     _emit(report, args.json, f"{args.mechanism} on {space.name} at epsilon={eps:g}", kind="design")
+
+
+def _build_optimal(space, eps, prior, lp, progress=None):
+    """The optimal mechanism (in :func:`~dprivacy.data.interruptible.call_in_child`'s child process)."""
+    from .registry import build
+
+    return build("optimal", space, epsilon=eps, prior=prior, lp={**lp, "progress": progress})
 
 
 def _implicit_matrix_to_save(mech, space, eps: float):

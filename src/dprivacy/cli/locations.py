@@ -4,121 +4,47 @@ and protects."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from .common import JSON_HELP, CliError, _ascii_float, _emit, examples, _RowProgress, _same_file, _SolveStatus
+from .common import JSON_HELP, CliError, _ascii_float, _emit, _RowProgress, _SolveStatus, examples
 
 
 def cmd_obfuscate(args) -> int:
-    from ..data.locations import check_sane_epsilon, epsilon_for_accuracy, epsilon_per_metre, obfuscate_file, parse_accuracy
+    from ..api import OptionError, obfuscate
 
-    if (args.epsilon is None) == (args.accuracy is None):
-        raise CliError("dprivacy obfuscate: error: give exactly one of --epsilon E or --accuracy R@P (e.g. 500m@95%)")
-    unit = args.unit
-    if args.accuracy is not None and args.mechanism != "planar-laplace":
-        # the ε for an accuracy is the continuous planar Laplace's: a grid mechanism's snap to cell centres and its own
-        # noise are not in it (20km@95% on 50 km cells measured a 95% radius of 30.6 km: review)
-        raise CliError(f"dprivacy obfuscate: error: --accuracy gives the ε of the continuous planar Laplace; --mechanism "
-                       f"{args.mechanism} releases cell centres, whose accuracy it does not state: give --epsilon, and "
-                       "measure the accuracy with dprivacy evaluate")
-    if args.accuracy is not None:
-        # ε per --unit, like --epsilon: a per-metre ε here read --budget (and evaluate --sweep) per metre,
-        # 1000 times looser than the km the user gave
-        radius, prob = parse_accuracy(args.accuracy)
-        eps = epsilon_for_accuracy(radius, prob) / epsilon_per_metre(1.0, unit)
-    else:
-        eps = args.epsilon
-    from .._system import check_input_file
-
-    check_input_file(args.input, "input file", folder=True, expected="a CSV, Parquet or GeoJSON file")  # (a FIFO or a device: before a grid is built for it)
-    if _same_file(args.input, args.output):
-        raise CliError(f"dprivacy obfuscate: error: OUTPUT {args.output} is the input file: write the release to a new file "
-                       "(--force never overwrites the input)")
-    # the input itself, by identity (path, link): a comparison of contents would answer whether a guessed point is in
-    # the input, a question about one person that no ε pays for; a prior derived from the data is the owner's mistake
-    if args.prior_from is not None and _same_file(args.prior_from, args.input):
-        raise CliError(f"dprivacy obfuscate: error: --prior-from {args.prior_from} is the input file: a prior estimated from "
-                       "the points being released makes the remap and the optimal mechanism depend on them, outside "
-                       "the ε guarantee; estimate it from public data (e.g. another period or a public dataset)")
-    check_sane_epsilon(epsilon_per_metre(eps, unit), what="--accuracy" if args.accuracy is not None else "--epsilon")
     show = not args.json and sys.stderr.isatty()
-    grid_flags = [f for f, v in (("--cell", args.cell), ("--region", args.region), ("--prior", args.prior),
-                                 ("--prior-from", args.prior_from), ("--remap", args.remap or None)) if v is not None]
-    release = None
-    if args.mechanism == "planar-laplace":
-        if grid_flags:
-            raise CliError(f"dprivacy obfuscate: error: {grid_flags[0]} applies to the grid mechanisms "
-                           "(--mechanism planar-laplace-grid, tight-constraints or optimal), not to planar-laplace")
-    else:
-        if args.cell is None or args.region is None:
-            raise CliError(f"dprivacy obfuscate: error: --mechanism {args.mechanism} needs --cell (e.g. 500m) and --region "
-                           "LON_MIN,LAT_MIN,LON_MAX,LAT_MAX (a public bounding box, not the data's own)")
-    if args.time_limit is not None and args.mechanism != "optimal":
-        raise CliError(f"dprivacy obfuscate: error: --time-limit applies to --mechanism optimal, not {args.mechanism}")
-    if args.mechanism != "planar-laplace" and args.output and Path(args.output).exists() and not args.force:
-        raise CliError(f"dprivacy obfuscate: error: {args.output} exists (use --force to replace it)")
-    if args.mechanism != "planar-laplace":
-        from ..data.grid_release import DEFAULT_OPTIMAL_TIME_LIMIT, build_grid_release, check_optimal_size
-        from ..data.location_grid import LocationGrid
+    bar = _RowProgress(args.input, "obfuscating") if show else None
+    # not a terminal (or --json, whose report is on stdout): a plain line after 5 s and every 30 s
+    plain = None if show else _SolveStatus(False, True, "obfuscating")
+    started = []
 
-        grid = LocationGrid.build(args.region, args.cell)
-        build = dict(epsilon_m=epsilon_per_metre(eps, unit), prior=args.prior, prior_from=args.prior_from, remap=args.remap,
-                     lat=args.lat, lon=args.lon)
-        if args.mechanism == "optimal":
-            from ..data.interruptible import call_in_child
-
-            check_optimal_size(grid)
-            limit = args.time_limit if args.time_limit is not None else DEFAULT_OPTIMAL_TIME_LIMIT
-            status = _SolveStatus(show, True, f"optimal mechanism on {grid.n:,} cells (time limit {limit:g} s)")
-            try:
-                release = call_in_child(build_grid_release, grid, args.mechanism, time_limit=limit, progress=status.update,
-                                        tick=status.tick, **build)
-            finally:
-                status.stop()
+    def progress(done, total=None):  # the bar starts with the release (after a grid mechanism's own status line)
+        if bar is not None:
+            if not started:
+                started.append(bar.start())
+                if args.engine == "dask":
+                    bar.update("obfuscating on Dask (tasks)")
+            bar.update(done, total)
+        elif args.engine == "dask":
+            plain.update(f"{done:,} of {total:,} tasks" if total else "starting the tasks")
         else:
-            status = _SolveStatus(show, False, f"building {args.mechanism} on the grid")
-            try:
-                release = build_grid_release(grid, args.mechanism, **build)
-            finally:
-                status.stop()
-    progress = None
-    plain = None
-    if show:
-        bar = _RowProgress(args.input, "obfuscating")
-        bar.start()
-        progress = bar.update
-    else:  # not a terminal (or --json, whose report is on stdout): a plain line after 5 s and every 30 s
-        plain = _SolveStatus(False, True, "obfuscating")
-        progress = lambda done, total=None: plain.update(f"{done:,} rows" + (f" of {total:,}" if total else ""))  # noqa: E731
+            plain.update(f"{done:,} rows" + (f" of {total:,}" if total else ""))
+
     try:
-        common = dict(epsilon=eps, unit=unit, lat=args.lat, lon=args.lon, rng=args.seed, force=args.force,
-                      skip_invalid=args.skip_invalid, release=release, user=args.user, budget=args.budget, key=args.key,
-                      coords=args.coords, accuracy=args.accuracy,
-                      keep=[c for c in (args.keep or "").split(",") if c])
-        if args.engine == "dask":
-            from ..data.dask_engine import obfuscate_dask
-
-            if args.scheduler is not None and args.workers is not None:  # (the cluster's own workers are used)
-                raise CliError("dprivacy obfuscate: error: --workers sizes a LocalCluster: with --scheduler the cluster's "
-                               "own workers are used; drop --workers")
-            if show:
-                bar.update("obfuscating on Dask (tasks)")
-                progress = lambda done, total: bar.update(done, total)  # noqa: E731
-            elif plain is not None:
-                progress = lambda done, total: plain.update(f"{done:,} of {total:,} tasks")  # noqa: E731
-            rep = obfuscate_dask(args.input, args.output, scheduler=args.scheduler, shuffle=args.shuffle,
-                                 workers=2 if args.workers is None else args.workers, progress=progress, **common)
-        else:
-            if args.scheduler is not None:
-                raise CliError("dprivacy obfuscate: error: --scheduler needs --engine dask")
-            if args.workers is not None:  # (was accepted and ignored: review)
-                raise CliError("dprivacy obfuscate: error: --workers needs --engine dask")
-            rep = obfuscate_file(args.input, args.output, progress=progress, shuffle=args.shuffle, **common)
+        output, res = obfuscate(args.input, args.output, epsilon=args.epsilon, accuracy=args.accuracy, unit=args.unit,
+                                lat=args.lat, lon=args.lon, mechanism=args.mechanism, cell=args.cell, region=args.region,
+                                prior=args.prior, prior_from=args.prior_from, remap=args.remap, time_limit=args.time_limit,
+                                seed=args.seed, user=args.user, budget=args.budget, key=args.key, shuffle=args.shuffle,
+                                keep=args.keep, coords=args.coords, skip_invalid=args.skip_invalid, force=args.force,
+                                engine=args.engine, scheduler=args.scheduler, workers=args.workers, progress=progress,
+                                status=lambda text, timed: _SolveStatus(show, timed, text))
+    except OptionError as exc:
+        raise CliError(f"dprivacy obfuscate: error: {exc}") from None
     finally:
-        if show:
+        if started:
             bar.stop()
         if plain is not None:
             plain.stop()
+    rep = res.report
     report = rep.to_dict()
     report["sidecar"] = str(args.output) + ".dprivacy.json"
     if args.owner and (rep.owner_only or rep.owner_notes):
@@ -130,24 +56,16 @@ def cmd_obfuscate(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from ..data.evaluation import evaluate_release, parse_sweep
+    from ..api import OptionError, evaluate
 
-    sweep = parse_sweep(args.sweep) if args.sweep is not None else None
-    mechanisms = [m.strip() for m in args.mechanisms.split(",") if m.strip()] if args.mechanisms else None
-    if mechanisms is not None:
-        # named before any work (an unknown name passed when no sweep ran: review)
-        if sweep is None:
-            raise CliError("dprivacy evaluate: error: --mechanisms names the mechanisms of --sweep: give --sweep LO:HI:N too")
-        known = ("planar-laplace", "planar-laplace-grid", "tight-constraints", "optimal")
-        bad = [m for m in mechanisms if m not in known]
-        if bad or not mechanisms:
-            raise CliError(f"dprivacy evaluate: error: --mechanisms {args.mechanisms!r}: expected names among {', '.join(known)}")
     status = _SolveStatus(not args.json and sys.stderr.isatty(), True, "evaluating")
     try:
-        rep = evaluate_release(args.original, args.released, lat=args.lat, lon=args.lon, key=args.key, coords=args.coords,
-                               cell=args.cell, region=args.region, prior=args.prior, prior_from=args.prior_from, sweep=sweep,
-                               mechanisms=mechanisms, png=args.png, html=args.html, time_limit=args.time_limit,
-                               progress=status.update, force=args.force)
+        rep = evaluate(args.original, args.released, lat=args.lat, lon=args.lon, key=args.key, coords=args.coords,
+                       cell=args.cell, region=args.region, prior=args.prior, prior_from=args.prior_from, sweep=args.sweep,
+                       mechanisms=args.mechanisms, png=args.png, html=args.html, time_limit=args.time_limit,
+                       progress=status.update, force=args.force).report
+    except OptionError as exc:
+        raise CliError(f"dprivacy evaluate: error: {exc}") from None
     finally:
         status.stop()
     _emit(rep, args.json, "what the release costs and protects", kind="evaluate")

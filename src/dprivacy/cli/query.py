@@ -7,76 +7,23 @@ import sys
 from .common import JSON_HELP, CliError, _ascii_float, _emit, examples, _SolveStatus
 
 
-def _parse_keys(text: str) -> list:
-    """--keys A,B,C (each stripped of surrounding spaces) or --keys @FILE (one key per line, UTF-8; blank
-    lines skipped): the declared group keys, as text (run_query reads them as the column's type)."""
-    if text.startswith("@"):
-        path = text[1:]
-        if not path:
-            raise CliError("dprivacy query: error: --keys @FILE needs a file name after '@'")
-        from ..data.tables import read_keys_file
-
-        return read_keys_file(path)
-    keys = [k.strip() for k in text.split(",")]
-    if any(not k for k in keys):
-        raise CliError(f"dprivacy query: error: --keys must be KEY1,KEY2,... with no empty key, got {text!r} (keys with "
-                       "commas: --keys @FILE, one per line)")
-    return keys
-
-
 def cmd_query(args) -> int:
-    from .._validate import check_epsilon
-    from ..data.tables import parse_query, run_query
+    from ..api import Budget, OptionError, query
 
-    eps = check_epsilon(args.epsilon)
-    q = parse_query(args.query)
-    bounds = None
-    if args.bounds is not None:
-        parts = args.bounds.split(",")
-        try:
-            bounds = tuple(float(x) for x in parts)
-        except ValueError:
-            bounds = None
-        if bounds is None or len(bounds) != 2:
-            raise CliError(f"dprivacy query: error: --bounds must be LO,HI (two numbers), got {args.bounds!r}")
-    if (args.budget is None) != (args.budget_file is None):
-        raise CliError("dprivacy query: error: --budget and --budget-file go together")
-    keys = None if args.keys is None else _parse_keys(args.keys)
-    if args.seed is not None and args.budget_file is not None:
-        # seeded noise is reproducible: two seeded queries share their noise, and their difference is exact (review)
-        raise CliError("dprivacy query: error: --seed is a research mode (NOT for release): seeded answers share their "
-                       "noise, so a budget ledger cannot count them; drop --seed or --budget-file")
-
-    def run():
-        # a large table or the tight-constraints solve can take a while (31 s were silent): a status line on a
-        # terminal, else a plain line after 5 s and every 30 s
-        status = _SolveStatus(sys.stderr.isatty(), True, f"query {q.name} on {args.table}", heartbeat=1.0)
-        try:
-            return run_query(args.table, q, epsilon=eps, bounds=bounds, where=args.where, group_by=args.group_by,
-                             privacy=args.privacy, rng=args.seed, mechanism=args.mechanism,
-                             skip_invalid=args.skip_invalid, prior=args.prior, unit=args.unit, keys=keys,
-                             owner=args.owner)
-        finally:
-            status.stop()
-
-    if args.budget_file is not None:
-        from ..data.budget import charge
-
-        budget = check_epsilon(args.budget, name="budget")
-        res, spent, left = charge(args.budget_file, args.table, epsilon=eps, budget=budget, what=q.name, run=run,
-                                  privacy=args.privacy, change_budget=args.change_budget)
-        extra = {"budget": budget, "budget_spent": spent, "budget_remaining": left}
-    else:
-        if args.change_budget:
-            raise CliError("dprivacy query: error: --change-budget goes with --budget-file and --budget")
-        res, extra = run(), {}
-    report = {**res.to_dict(), **extra}
-    if not args.owner:
-        # the exact counts of clamped and left-out values are not private: the release carries none of them
-        # (a JSON printed for an analyst gave the number of Henderson rows with Sales over 2500)
-        report.pop("rows_skipped_not_private", None)
-        for a in report.get("answers", []):
-            a.pop("clamped_not_private", None)
+    budget = None if args.budget is None and args.budget_file is None else Budget(args.budget_file, args.budget)
+    # a large table or the tight-constraints solve can take a while (31 s were silent): a status line on a
+    # terminal, else a plain line after 5 s and every 30 s
+    status = lambda text, timed: _SolveStatus(sys.stderr.isatty(), timed, text, heartbeat=1.0)  # noqa: E731
+    try:
+        answer = query(args.table, args.query, epsilon=args.epsilon, bounds=args.bounds, where=args.where,
+                       group_by=args.group_by, keys=args.keys, privacy=args.privacy, mechanism=args.mechanism,
+                       prior=args.prior, unit=args.unit, skip_invalid=args.skip_invalid, seed=args.seed, budget=budget,
+                       change_budget=args.change_budget, owner=args.owner, status=status)
+    except OptionError as exc:
+        raise CliError(f"dprivacy query: error: {exc}") from None
+    res, extra, eps = answer.report, answer.budget or {}, answer.report.epsilon
+    # without --owner the exact counts of clamped and left-out values are not in it (they are not private)
+    report = answer.to_dict()
     if args.json:
         _emit(report, True, "")
         return 0

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import sys
 
-from .common import JSON_HELP, _ascii_float, _emit, examples, _SolveStatus
+from .common import JSON_HELP, CliError, _ascii_float, _emit, _SolveStatus, examples
 
 
 def cmd_series(args) -> int:
+    from ..api import OptionError, release_series
     from ..data.io import sidecar_path
-    from ..data.series import release_series
 
     status = _SolveStatus(sys.stderr.isatty(), True, "releasing")
     try:  # the library writes the sidecar with the release (one step: io.signals_held)
-        rep = release_series(args.input, args.output, column=args.column, time_column=args.time, epsilon=args.epsilon,
-                             metric=args.metric, unit=args.unit, per=args.per, rng=args.seed, force=args.force,
-                             skip_invalid=args.skip_invalid, progress=lambda rows: status.update(f"{rows:,} readings"),
-                             sidecar=True)
+        _, res = release_series(args.input, args.output, column=args.column, time=args.time, epsilon=args.epsilon,
+                                metric=args.metric, unit=args.unit, per=args.per, seed=args.seed, force=args.force,
+                                skip_invalid=args.skip_invalid, progress=lambda rows: status.update(f"{rows:,} readings"))
+        rep = res.report
+    except OptionError as exc:
+        raise CliError(f"dprivacy series: error: {exc}") from None
     finally:
         status.stop()
     report = rep.to_dict()

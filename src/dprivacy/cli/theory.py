@@ -163,7 +163,8 @@ def cmd_reproduce(args) -> int:
         return 0
     t0 = time.perf_counter()
     only = list(dict.fromkeys(args.only)) if args.only else args.only  # each id once, in the order given
-    summary = run(Path(args.out), quick=args.quick, only=only, progress=not args.json)
+    # progress on stderr (stdout keeps the report or its JSON): a bar on a terminal, else plain lines at least every 30 s
+    summary = run(Path(args.out), quick=args.quick, only=only, progress=True)
     c = summary["counts"]
     report = {"out": str(Path(args.out).resolve()), "quick": args.quick, **c, "seconds": time.perf_counter() - t0}
     _emit(report, args.json, "reproduction report", kind="reproduce")

@@ -76,6 +76,9 @@ def _entry_key(data: dict, key: str, file_id: str | None, content: str | None = 
     the same file under another name, or for a file with the same bytes (a copy)."""
     if key in data:
         return key
+    for k, entry in data.items():  # another name of the same table (``names``: a DataFrame's names, dprivacy.api)
+        if isinstance(entry, dict) and key in (entry.get("names") or ()):
+            return k
     for k, entry in data.items():
         if not isinstance(entry, dict):
             continue
@@ -199,7 +202,7 @@ def _check_range(queries: list, protected: str | None, span: float | None, table
 
 
 def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None, privacy: str = "standard",
-           change_budget: bool = False):
+           change_budget: bool = False, identity: tuple[str, str | None] | None = None):
     """Charge ε to ``table`` in ``ledger`` under ``budget`` and, inside the lock, call ``run()`` (the
     query) so that the answer is released only when the charge is recorded. Returns (run's result,
     spent after, remaining).
@@ -209,7 +212,11 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
     other than the table's (ε under d1 and ε under d_h are not in the same unit: they do not add up to one
     guarantee); a charge that would exceed the budget; under a metric on values, a query whose result
     selects on a column an earlier query protected, or protects one an earlier query selected on
-    (:func:`_check_columns`; checked on ``run()``'s result, which is then not returned)."""
+    (:func:`_check_columns`; checked on ``run()``'s result, which is then not returned).
+
+    ``identity``: (key, content) of a table that is not a file of its own (a DataFrame, :mod:`dprivacy.api`): its
+    ledger key and the digest of its content, in place of the path, the file identity and the file's digest;
+    ``table`` then only names it in messages."""
     given = ledger
     # one ledger whatever its spelling: a symlink was replaced by the new ledger on the first write through it,
     # and the file it pointed to kept the old spending (3 of a budget of 2 spent: review); the lock is the
@@ -225,16 +232,16 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
     lock = ledger.with_name(ledger.name + ".lock")
     if lock.exists() and not lock.is_file():  # (opened to be locked: a FIFO there would be waited on)
         raise ValueError(f"budget ledger {given}: its lock {lock} is not a regular file: remove it (it is made on use)")
-    if os.path.exists(table):  # (hashed below, before the query: a FIFO was waited on for ever; a missing table is a name)
+    if identity is None and os.path.exists(table):  # (hashed below, before the query: a FIFO was waited on for ever; a missing table is a name)
         check_table_file(table)
-    key = table_key(table)
+    key = table_key(table) if identity is None else identity[0]
     if not _finite(epsilon) or epsilon <= 0:
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
     if not _finite(budget) or budget <= 0:
         raise ValueError(f"budget must be a finite number > 0, got {budget!r}")
     if privacy not in PRIVACY_MODELS:
         raise ValueError(f"privacy must be one of {', '.join(PRIVACY_MODELS)}, got {privacy!r}")
-    file_id, content = _file_id(table), _content_id(table)
+    file_id, content = (_file_id(table), _content_id(table)) if identity is None else (None, identity[1])
     with _locked(ledger):
         data = _read(ledger)
         key = _entry_key(data, key, file_id, content)
@@ -263,6 +270,8 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
                 entry.setdefault("file_id", file_id)
             if content is not None:
                 entry.setdefault("content", content)
+            if identity is not None and key != identity[0] and identity[0] not in entry.setdefault("names", []):
+                entry["names"].append(identity[0])  # a name given to a table the ledger knew by its content
             entry["spent"] = after
             entry["queries"].append({"query": what, "epsilon": float(epsilon), "privacy": privacy,
                                      "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **details})
