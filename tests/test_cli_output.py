@@ -226,10 +226,10 @@ def test_fmt_summarises_values():
 def test_an_optimal_design_stopped_above_its_gap_says_so_in_one_line_and_in_json(capsys, tmp_path):
     argv = ["design", "grid:10x10", "--epsilon", "0.5", "--mechanism", "optimal", "--loss", "distance",
             "--time-limit", "0.5", "--gap", "1e-12"]
-    code, out, err = run(capsys, *argv, "--json")
+    code, out, err = run_process(*argv, "--json")
     d = json.loads(out)
     assert code == 0 and d["optimal"] is False and d["gap"] > d["gap_requested"] == 1e-12
-    code, out, err = run(capsys, *argv)
+    code, out, err = run_process(*argv)
     lines = [line for line in out.splitlines() if "not optimal: gap" in line]
     assert len(lines) == 1 and "time limit (0.5 s)" in out, out
 
