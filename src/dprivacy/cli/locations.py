@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from .common import CliError, _ascii_float, _emit, _RowProgress, _SolveStatus
+from .common import JSON_HELP, CliError, _ascii_float, _emit, _RowProgress, _SolveStatus, examples
 
 
 def cmd_obfuscate(args) -> int:
@@ -51,7 +51,7 @@ def cmd_obfuscate(args) -> int:
         # counts and notes that depend on the true locations (rows outside --region, the rejection sampler's proposals,
         # rows sorted by location): printed for the data owner on request, never in the sidecar
         report["not_private"] = {**rep.owner_only, **({"notes": rep.owner_notes} if rep.owner_notes else {})}
-    _emit(report, args.json, f"obfuscated {rep.rows_written:,} points")
+    _emit(report, args.json, f"obfuscated {rep.rows_written:,} points", kind="obfuscate")
     return 0
 
 
@@ -68,19 +68,20 @@ def cmd_evaluate(args) -> int:
         raise CliError(f"dprivacy evaluate: error: {exc}") from None
     finally:
         status.stop()
-    if not args.json and "grid" in rep:
-        g = rep.pop("grid")
-        rep["grid"] = f"{g['grid']['width']}×{g['grid']['height']} cells of {g['grid']['cell_m']:g} m"
-        if "at_release" in g:
-            rep["on_the_grid"] = {k: v for k, v in g["at_release"].items() if k != "mechanism"}
-        if g.get("sweep"):
-            rep["sweep"] = f"{len(g['sweep'])} rows (use --json or --html for all)"
-    _emit(rep, args.json, "what the release costs and protects")
+    _emit(rep, args.json, "what the release costs and protects", kind="evaluate")
     return 0
 
 
 def add_parsers(sub) -> None:
-    ob = sub.add_parser("obfuscate", help="obfuscate the points of a CSV/Parquet/GeoJSON file with geodesic planar Laplace")
+    ob = sub.add_parser("obfuscate", help="obfuscate the points of a CSV/Parquet/GeoJSON file with geodesic planar Laplace",
+                        **examples(
+                            "release a file of points (columns lat, lon) at ε = 1 per km",
+                            "dprivacy obfuscate points.csv -o released.csv --epsilon 1",
+                            "the ε whose displacement is at most 500 m with probability 95% (seeded: research only)",
+                            "dprivacy obfuscate points.csv -o released_500m.csv --accuracy 500m@95% --seed 7",
+                            "cell centres of a 1 km grid, remapped for a prior estimated from public points",
+                            "dprivacy obfuscate points.csv -o cells.csv --epsilon 1 --mechanism planar-laplace-grid "
+                            "--cell 1km --region 2.25,48.8,2.45,48.9 --prior-from public.csv --remap"))
     ob.add_argument("input", metavar="INPUT", help="a .csv, .csv.gz, .parquet or .geojson file of points in degrees")
     ob.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="the obfuscated file (format by extension); a sidecar OUTPUT.dprivacy.json is written beside it")
     ob.add_argument("--epsilon", type=_ascii_float, help="ε per --unit of distance (geo-indistinguishability)")
@@ -98,8 +99,9 @@ def add_parsers(sub) -> None:
     ob.add_argument("--cell", help="grid mechanisms: the side of a cell, e.g. 500m or 1km")
     ob.add_argument("--region", metavar="LON_MIN,LAT_MIN,LON_MAX,LAT_MAX", help="grid mechanisms: the public bounding box "
                     "of the grid, in degrees (a point outside it is released as the cell nearest it; its row is kept)")
-    ob.add_argument("--prior", help="grid mechanisms: the public prior on the cells, 'uniform' or a .npy/.csv file of "
-                    "height×width weights (needed by optimal and --remap; with tight-constraints, says whether it is optimal)")
+    ob.add_argument("--prior", help="grid mechanisms: the public prior on the cells, 'uniform' or a .npy/.csv/.txt file of "
+                    "height×width weights (row 0 the southernmost) or of one weight per cell; normalised, and the output "
+                    "says so (needed by optimal and --remap; with tight-constraints, says whether it is optimal)")
     ob.add_argument("--prior-from", metavar="FILE", help="instead of --prior: estimate it from a public file of points")
     ob.add_argument("--remap", action="store_true", help="grid mechanisms: replace each output by the cell that minimises "
                     "the expected distance for the prior (post-processing: same ε, smaller error)")
@@ -123,11 +125,16 @@ def add_parsers(sub) -> None:
     ob.add_argument("--owner", action="store_true", help="also show the data owner's exact counts, NOT private and never "
                     "to be published (they are not in the sidecar): grid mechanisms, how many rows lay outside --region "
                     "(released as the nearest cell) and the rejection sampler's proposals")
-    ob.add_argument("--json", action="store_true")
+    ob.add_argument("--json", action="store_true", help=JSON_HELP)
     ob.set_defaults(func=cmd_obfuscate)
 
-    ev = sub.add_parser("evaluate", help="displacement (metres) between an original file of points and its obfuscated release")
-    ev.add_argument("original", metavar="ORIGINAL")
+    ev = sub.add_parser("evaluate", help="displacement (metres) between an original file of points and its obfuscated release",
+                        **examples(
+                            "measured against predicted displacement of a release (rows joined by position)",
+                            "dprivacy evaluate points.csv released.csv",
+                            "a grid release: the adversary's measures and a privacy–utility sweep, as an HTML page",
+                            "dprivacy evaluate points.csv cells.csv --sweep 0.5:4:4 --html evaluation.html"))
+    ev.add_argument("original", metavar="ORIGINAL", help="the file of true points that was released (the data owner's)")
     ev.add_argument("released", metavar="RELEASED", help="the output of `dprivacy obfuscate` (its sidecar gives ε)")
     ev.add_argument("--key", help="join rows by this column (default: by position)")
     ev.add_argument("--lat", help="latitude column (default: found by name)")
@@ -135,7 +142,8 @@ def add_parsers(sub) -> None:
     ev.add_argument("--coords", choices=["degrees", "semicircles"], help="unit of both files' coordinates (default: as the release's sidecar says)")
     ev.add_argument("--cell", help="grid measures: cell side (default: the release's grid)")
     ev.add_argument("--region", metavar="LON_MIN,LAT_MIN,LON_MAX,LAT_MAX", help="grid measures: region (default: the release's grid)")
-    ev.add_argument("--prior", help="grid measures: the adversary's prior on the cells, 'uniform' or a file (default: the original points binned)")
+    ev.add_argument("--prior", help="grid measures: the adversary's prior on the cells, 'uniform' or a file of height×width "
+                    "weights or one weight per cell, normalised (default: the original points binned)")
     ev.add_argument("--prior-from", metavar="FILE", help="grid measures: the prior estimated from a file of points")
     ev.add_argument("--sweep", metavar="LO:HI:N", help="privacy–utility curve over N values of ε from LO to HI (the release's unit)")
     ev.add_argument("--mechanisms", metavar="A,B", help="mechanisms of the sweep: planar-laplace-grid, tight-constraints, optimal (default: the release's)")
@@ -144,5 +152,5 @@ def add_parsers(sub) -> None:
     ev.add_argument("--png", metavar="FILE", help="write the figure (map on a land/sea base layer, displacement, sweep)")
     ev.add_argument("--html", metavar="FILE", help="write a self-contained HTML page (figure embedded, no network needed)")
     ev.add_argument("--force", action="store_true", help="replace existing --png/--html files")
-    ev.add_argument("--json", action="store_true")
+    ev.add_argument("--json", action="store_true", help=JSON_HELP)
     ev.set_defaults(func=cmd_evaluate)

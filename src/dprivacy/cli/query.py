@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .common import CliError, _ascii_float, _emit, _SolveStatus
+from .common import JSON_HELP, CliError, _ascii_float, _emit, examples, _SolveStatus
 
 
 def cmd_query(args) -> int:
@@ -74,11 +74,17 @@ def cmd_query(args) -> int:
 
 
 def add_parsers(sub) -> None:
-    qy = sub.add_parser("query", help="private count/sum/avg/percentile answers on a CSV or Parquet table")
+    qy = sub.add_parser("query", help="private count/sum/avg/percentile answers on a CSV or Parquet table", **examples(
+        "how many rows, at ε = 1", "dprivacy query sales.csv --query count --epsilon 1",
+        "the sum of a column clamped to 0..10, per region (the keys are public)",
+        "dprivacy query sales.csv --query sum:quantity --bounds 0,10 --epsilon 1 --group-by region --keys East,West",
+        "the median of the selected rows",
+        "dprivacy query sales.csv --query percentile:quantity:50 --bounds 0,10 --epsilon 0.5 --where \"region = 'West'\""))
     qy.add_argument("table", metavar="TABLE", help="a .csv, .csv.gz or .parquet table")
     qy.add_argument("--query", required=True, help="count, kcount:COL1,COL2,... (true/false columns), sum:COL, avg:COL or "
                     "percentile:COL:P (median: P = 50)")
-    qy.add_argument("--epsilon", type=_ascii_float, required=True)
+    qy.add_argument("--epsilon", type=_ascii_float, required=True, help="the privacy level ε of this answer (under "
+                    "standard, ε-differential privacy for adding or removing a row; see --privacy)")
     qy.add_argument("--where", help="one true/false condition on a row, e.g. \"Region = 'West' AND Quantity >= 2\", in "
                     "dprivacy's condition language: columns (\"quoted\" if they have spaces), literals ('text', 3.5, "
                     "DATE '2016-01-31'), = <> < <= > >=, AND/OR/NOT, IN ('a', 'b'), BETWEEN, IS [NOT] NULL, LIKE 'w%%', "
@@ -105,7 +111,7 @@ def add_parsers(sub) -> None:
                     "in the output); optimal: followed by the Bayes remap for --prior; tight-constraints: where the "
                     "answers form a path (count, or a metric on values) and on the sum's answer graph (sum, avg under "
                     "standard; seed 000 §7.1), refused with its threshold ε* where it does not exist")
-    qy.add_argument("--prior", help="--mechanism optimal: 'uniform' or a file of weights on the possible answers (the remap); "
+    qy.add_argument("--prior", help="--mechanism optimal: 'uniform' or a file of weights (normalised) on the possible answers (the remap); "
                     "--mechanism tight-constraints (sum, avg under standard): whether the prior is in the mechanism's region "
                     "of optimality (ε·d-regular priors, seed 000 Thm 4)")
     qy.add_argument("--skip-invalid", action="store_true", help="leave empty or non-numeric values out as nulls and count them")
@@ -117,5 +123,5 @@ def add_parsers(sub) -> None:
     qy.add_argument("--owner", action="store_true", help="also show the data owner's exact diagnostics, NOT private and "
                     "never to be published: per group, how many selected values were clamped to --bounds; how many invalid "
                     "values --skip-invalid left out")
-    qy.add_argument("--json", action="store_true")
+    qy.add_argument("--json", action="store_true", help=JSON_HELP)
     qy.set_defaults(func=cmd_query)

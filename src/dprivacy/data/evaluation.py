@@ -48,9 +48,10 @@ def _prior_free_mechanism(grid, name: str, epsilon_m: float):
     return (res.mechanism, None) if res.ok else (None, res.reason)
 
 
-def grid_mechanism(grid, name: str, epsilon_m: float, prior, *, time_limit: float | None = None):
+def grid_mechanism(grid, name: str, epsilon_m: float, prior, *, time_limit: float | None = None, lp: dict | None = None):
     """(mechanism, None) or (None, reason) for ``name`` on ``grid`` at ε per metre. The continuous
-    planar Laplace is measured as ``planar-laplace-grid``."""
+    planar Laplace is measured as ``planar-laplace-grid``. For ``optimal``, ``lp`` (a dict) receives the
+    solve's ``gap`` and ``optimal`` (False when it stopped above the LP's gap, at the time limit)."""
     if name in ("planar-laplace", "planar-laplace-grid", "tight-constraints"):
         return _prior_free_mechanism(grid, "planar-laplace-grid" if name == "planar-laplace" else name, float(epsilon_m))
     space = grid.space()
@@ -63,6 +64,10 @@ def grid_mechanism(grid, name: str, epsilon_m: float, prior, *, time_limit: floa
         # in a child process: Ctrl-C stops the LP at once (HiGHS runs in C++), and its memory goes with it
         res = call_in_child(optimal_mechanism, space, prior, epsilon=epsilon_m,
                             time_limit=DEFAULT_OPTIMAL_TIME_LIMIT if time_limit is None else time_limit)
+        if lp is not None and res.ok:
+            from ..mechanisms.lp_solve import DEFAULT_GAP
+
+            lp.update(gap=res.gap, optimal=not (res.gap == res.gap and res.gap > DEFAULT_GAP * (1 + 1e-9)))
         return (res.mechanism, None) if res.ok else (None, res.reason)
     raise ValueError(f"unknown mechanism {name!r}: expected planar-laplace, planar-laplace-grid, tight-constraints or optimal")
 
@@ -78,7 +83,9 @@ def grid_measures(grid, name: str, epsilon_m: float, prior: np.ndarray, *, time_
         out["skipped"] = (f"the grid has {grid.n:,} cells, over the {EVAL_MAX_CELLS:,} of the dense measures: evaluate with "
                           "a larger --cell or a smaller --region")
         return out
-    mech, why = grid_mechanism(grid, name, epsilon_m, prior, time_limit=time_limit)
+    lp: dict = {}
+    mech, why = grid_mechanism(grid, name, epsilon_m, prior, time_limit=time_limit, lp=lp)
+    out.update(lp)  # optimal: its gap, and whether it reached it
     if mech is None:
         out["exists"] = False
         out["reason"] = why
