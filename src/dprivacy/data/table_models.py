@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 QUERY_KINDS = ("count", "kcount", "sum", "avg", "percentile")
 PRIVACY_MODELS = ("standard", "normalized-d1", "d1", "dinf")
-MECHANISMS = ("auto", "truncated-geometric", "geometric", "tight-constraints", "optimal")
+MECHANISMS = ("auto", "truncated-geometric", "geometric", "tight-constraints", "optimal", "exponential")
 VALUE_METRICS = ("normalized-d1", "d1", "dinf")
 
 #: Largest answer range on which ``--mechanism optimal`` computes its remap and exact accuracy.
@@ -182,6 +182,9 @@ class GroupAnswer:
     within: float
     confidence: float
     expected_abs_error_under_prior: float | None = None
+    #: the exponential mechanism's accuracy, in ranks (its error in values is not stated: NaN above): with
+    #: probability ≥ confidence the released value's rank is within this of the target, beyond the ties
+    within_ranks: float | None = None
 
 
 @dataclass

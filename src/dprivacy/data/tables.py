@@ -31,8 +31,15 @@ sum:COL           Δ = R; max(R, M) with   Δ = R (Thm 11 ★)        Δ = 1 (Th
 avg:COL           Δ = R on the sum        Δ = R on the sum ★      Δ = 1 on sum ★  Δ = 1 on the mean
                                                                                   rounded to the grid
                                                                                   (Thm 13 ★)
-percentile:COL:P  Δ = R                   Δ = R (Thm 11 ★)        Δ = 1 (Thm 12 ★) Δ = 1 (Thm 13 ★)
+percentile:COL:P  exponential mechanism   Δ = R (Thm 11 ★)        Δ = 1 (Thm 12 ★) Δ = 1 (Thm 13 ★)
+                  on ranks (Δ = R with
+                  truncated-geometric)
 ================  ======================  ======================  ==============  =====================
+
+A percentile under ``standard`` is answered by default by the exponential mechanism on ranks (McSherry and
+Talwar 2007; Smith 2011; :mod:`dprivacy.data.table_percentile`), sampled exactly on the --unit lattice: under
+d_h its Δ is the whole range R, so the truncated geometric (still available by name) spreads its noise over the
+range, while the ranks' score has sensitivity 1 and the error follows the data near the percentile.
 
 ★: the truncated geometric mechanism is universally optimal there (seed 002 §5: the query is uniformly
 Δ-sensitive, Thm 10). For avg = sum/N under d̃1 and d1 (N public, no null values) this is Thm 11/12 for
@@ -95,8 +102,10 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     geometric, universally optimal where the module table says so), ``geometric`` (the same noise, not
     clamped), ``tight-constraints`` (only where the answers' constraint graph is a path — a count, or a
     sum/avg/percentile under a metric on values, seed 002 Thm 6 — on which it *is* the truncated geometric,
-    seed 000 §6.1; refused elsewhere) or ``optimal`` (the truncated geometric followed by the Bayes remap for
-    ``prior``; the only mechanism that uses ``prior``). ``skip_invalid``: empty or non-numeric values are
+    seed 000 §6.1; refused elsewhere), ``optimal`` (the truncated geometric followed by the Bayes remap for
+    ``prior``; the only mechanism that uses ``prior``) or ``exponential`` (a percentile under ``standard`` only:
+    the exponential mechanism on ranks, :mod:`dprivacy.data.table_percentile`; what ``auto`` uses there, since
+    the percentile's Δ under d_h is the whole range HI − LO). ``skip_invalid``: empty or non-numeric values are
     left out of the aggregate as null values (seed 002 §5 extends the value metric with a null at the
     maximal distance), with Δ raised where a null changes the sum by more than the theorem's Δ; their
     number in the whole table is reported for the data owner only. ``unit``: the resolution U of the values — they are
@@ -174,6 +183,9 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     if query.kind == "kcount" and mechanism == "tight-constraints":
         raise ValueError("tight-constraints for a k-count lives on its answer graph: build it with `dprivacy design "
                          "kcount:U,K --mechanism tight-constraints`; here the counts get truncated geometric noise")
+    if mechanism == "exponential" and not (query.kind == "percentile" and privacy == "standard"):
+        raise ValueError(f"--mechanism exponential is the exponential mechanism on ranks, for a percentile under --privacy "
+                         f"standard; {query.name} under {privacy} gets the truncated geometric (--mechanism auto)")
     if query.kind == "percentile" and privacy == "standard" and mechanism == "tight-constraints":
         raise ValueError("--mechanism tight-constraints is not available for a percentile under --privacy standard: a changed "
                          "row can move it across many answers, so its answer graph is not a path, nor the sum's graph "
@@ -263,9 +275,9 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     # one row. Here it fails for every query on the table alike, refused as unreadable (a fact about the table).
     checks += [f"bit_xor(hash({_quote(c)}))" for c in types]
 
-    def scan(sql: str, first: bool = False):
+    def scan(sql: str, first: bool = False, numpy: bool = False):
         try:
-            return con.execute(sql).fetchall()
+            return con.execute(sql).fetchnumpy() if numpy else con.execute(sql).fetchall()
         except duckdb.InterruptException:
             raise KeyboardInterrupt from None
         except duckdb.Error as exc:
@@ -313,6 +325,13 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
                          "path of the theorem; use --mechanism truncated-geometric")
     factor, composition = _plan_split(query, privacy, group_by, n_groups)
     eps_answer = eps / factor
+    # a percentile under d_h: the exponential mechanism on ranks (table_percentile), which collects the selection's
+    # distinct values; refused here, on public figures only, when their bound is too large
+    ranks = query.kind == "percentile" and privacy == "standard" and mechanism in ("auto", "exponential")
+    if ranks:
+        from .table_percentile import check_collection_size
+
+        check_collection_size(total, n_groups, bounds[0], bounds[1], query.name)
     # The public integer grid of each answer (values in units of u), and the step that turns it into the
     # released value.
     step = u
@@ -340,7 +359,8 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         lo, hi = bounds
         ok = f"{val} IS NOT NULL AND NOT isnan({val})"
         x = f"CAST(round(least(greatest({val} / {u!r}, {lo}), {hi})) AS BIGINT)"
-        aggs = [f"quantile_disc({x}, {query.p / 100.0}) FILTER (WHERE {sel} AND {ok})" if query.kind == "percentile" else
+        aggs = ["NULL" if ranks else  # (the exponential mechanism collects the values itself)
+                f"quantile_disc({x}, {query.p / 100.0}) FILTER (WHERE {sel} AND {ok})" if query.kind == "percentile" else
                 f"coalesce(sum({x}) FILTER (WHERE {sel} AND {ok}), 0)"]
         clamped = f"count(*) FILTER (WHERE {sel} AND {ok} AND ({val} < {float(value_bounds[0])!r} OR {val} > {float(value_bounds[1])!r}))"
     if keys is not None:
@@ -370,6 +390,15 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     rows = [(r[0], *(bounds[0] if v is None else v for v in r[1:-1]), r[-1]) if query.kind == "percentile" else r
             for r in rows]
     src = random_source(rng)
+    if ranks:
+        from .table_percentile import exponential_percentile
+
+        return exponential_percentile(
+            table, query, rows, src, fetch=lambda sql: scan(sql, numpy=True), rel=rel, sel=sel, x=x, ok=ok,
+            group_expr=gexpr if keys is not None else None, eps=eps,
+            eps_answer=eps_answer, factor=factor, bounds=bounds, value_bounds=value_bounds, step=step, total=total,
+            where=where, group_by=group_by, composition=composition, confidence=confidence, public_cols=public_cols,
+            n_groups=n_groups, invalid=invalid if skip_invalid else 0, unit=unit)
     if sum_graph:
         res = _tight_sum(table, query, rows, src, eps=eps, eps_answer=eps_answer, factor=factor, delta=delta,
                          lo_a=lo_a, hi_a=hi_a, step=step, total=total, bounds=value_bounds, where=where, group_by=group_by,
