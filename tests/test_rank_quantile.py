@@ -1,7 +1,7 @@
 """The percentile under standard ε-DP by the exponential mechanism on ranks (McSherry and Talwar 2007; Smith 2011).
 
-* its outputs follow the exponential mechanism's distribution P(y) ∝ exp(−ε·|r(y) − t|/2), computed here from the
-  definition (chi-square over many draws, with power against ε off by 25% and against ε not halved per group);
+* its outputs follow the exponential mechanism's distribution P(y) ∝ exp(−ε·|(1 − q)·#{x < y} − q·#{x > y}|/2)
+  (the distance of y's rank from the target q·n, ties split), computed here from the definition (chi-square over many draws, with power against ε off by 25% and against ε not halved per group);
 * its privacy loss between neighbouring tables (one value replaced, or one row entering or leaving the selection)
   is at most ε, computed exactly on the integer weights the sampler uses (hypothesis);
 * the weight function's ratio over one unit of score sensitivity is at most e^{ε/2} across the floor;
@@ -28,12 +28,18 @@ pytest.importorskip("duckdb")
 from dprivacy.data.tables import parse_query, run_query  # noqa: E402
 
 
+def split_rank_distance(data, y, p: float) -> np.ndarray:
+    """|(1 − q)·#{x < y} − q·#{x > y}| for q = p/100: between values, |rank − q·n|; at a tied value, the tie split."""
+    x = np.asarray(data, dtype=np.int64)
+    y = np.asarray(y, dtype=np.int64)
+    q = p / 100
+    return np.abs((1 - q) * (x[None, :] < y[:, None]).sum(axis=1) - q * (x[None, :] > y[:, None]).sum(axis=1))
+
+
 def em_probs(data, lo: int, hi: int, p: float, eps: float) -> np.ndarray:
-    """The exponential mechanism from its definition: P(y) ∝ exp(−ε·|#{x < y} − p·n/100|/2) on y = lo..hi."""
+    """The exponential mechanism from its definition: P(y) ∝ exp(−ε·score(y)/2) on y = lo..hi."""
     x = np.clip(np.asarray(data, dtype=np.int64), lo, hi)
-    y = np.arange(lo, hi + 1)
-    r = (x[None, :] < y[:, None]).sum(axis=1)
-    w = np.exp(-eps * np.abs(r - p * x.size / 100) / 2)
+    w = np.exp(-eps * split_rank_distance(x, np.arange(lo, hi + 1), p) / 2)
     return w / w.sum()
 
 
@@ -81,6 +87,15 @@ def test_grouped_query_draws_each_group_at_half_epsilon(tmp_path):
     obs = np.bincount(out, minlength=10)
     assert stats.chisquare(obs, em_probs(vals, 0, 9, 50, 1.0) * n).pvalue > 1e-4
     assert stats.chisquare(obs, em_probs(vals, 0, 9, 50, 2.0) * n).pvalue < 1e-4  # ε per group instead of ε/2
+
+
+def test_a_tied_value_at_the_median_is_the_most_likely_answer():
+    """Ten rows at 5 among others: the median falls inside the tie, and 5 itself scores best (the tie split)."""
+    data = [1, 2, 3] + [5] * 10 + [8, 9, 9]
+    w = RankWeights.build(1.0, quantile_fraction(50))
+    probs = [float(f) for f in exact_dist(data, 0, 10, w)]
+    assert int(np.argmax(probs)) == 5 and probs[5] > 0.5
+    assert np.allclose(probs, em_probs(data, 0, 10, 50, 1.0), rtol=1e-9)
 
 
 def test_the_percentile_and_unit_reach_the_mechanism(tmp_path):
@@ -145,9 +160,8 @@ def test_stated_rank_accuracy_holds():
     v, c = hist(data)
     gen = np.random.default_rng(7)
     out = np.array([sample_quantile(v, c, lo, hi, w, gen) for _ in range(4000)])
-    ranks = np.searchsorted(np.array(data), out, side="left")  # values below
     k = w.rank_within(hi - lo + 1, 0.05)
-    assert (np.abs(ranks - 100) > 0.5 + k).mean() <= 0.05
+    assert (split_rank_distance(data, out, 50) > 0.5 + k).mean() <= 0.05
     assert k == pytest.approx((math.log(2 * 401 / 0.05) + 1e-8) / (0.25 - 2**-38))
 
 

@@ -6,14 +6,18 @@ Rates*, STOC 2011 (the quantile by the exponential mechanism on the intervals be
 the method that diffprivlib's ``quantile`` and OpenDP's quantile use).
 
 **The mechanism.** The values of a selection, clamped to [LO, HI] and in units of the resolution (integers), are
-x_1 ≤ … ≤ x_n. An output y is a point of the lattice LO, LO+1, …, HI; its rank r(y) = #{i : x_i < y} is the
-number of values below it, and its score is how far that rank is from the target rank t = q·n of the quantile q
-(p/100): U(y) = |D·r(y) − P·n| with q = P/D in lowest terms (U = D·|r(y) − t|, an integer). One row changed —
-replaced, or (with ``--where``/``--group-by``) entering or leaving the selection, which changes n too — changes
-r(y) by at most 1 and n by at most 1, so U(y) by at most max(D, P, D − P) = D: the score has sensitivity D. The
+x_1 ≤ … ≤ x_n. An output y is a point of the lattice LO, LO+1, …, HI, scored by how far it is from splitting the
+values in the proportions of the quantile q = p/100: with L(y) = #{i : x_i < y} values below it and
+G(y) = #{i : x_i > y} above, U(y) = |(D − P)·L(y) − P·G(y)| for q = P/D in lowest terms. Between two values
+(L + G = n) this is D·|L(y) − q·n|, the distance of y's rank from the target rank q·n; at a value that several
+rows share, the tie is split (L and G exclude it), so the tied value itself scores best when the quantile falls
+inside the tie, as in the OpenDP Library's quantile score. One row changed — replaced, or (with
+``--where``/``--group-by``) entering or leaving the selection — changes L(y) and G(y) by at most 1 each, in
+opposite directions when both change, so U(y) by at most max(D − P, P, D) = D: the score has sensitivity D. The
 mechanism releases y with probability ∝ W(U(y)), W(U) ≈ e^{−(ε/2)·U/D}: the exponential mechanism at ε with a
 sensitivity-1 rank score (McSherry–Talwar), i.e. each interval between consecutive sorted values is chosen with
-probability ∝ its length · e^{−ε·|rank − t|/2} and a lattice point uniformly inside it (Smith 2011).
+probability ∝ its length · e^{−ε·|rank − t|/2} and a lattice point uniformly inside (Smith 2011), with each
+distinct value a one-point interval of its own.
 
 **Exact sampling.** No float ``exp`` decides a released value. The weights are integers
 W(U) = max(⌈2^K·x̂(U)⌉, W(U_cut)) with K = :data:`WEIGHT_BITS`, x̂(U) = e^{−a·U/D} computed by Python's
@@ -143,9 +147,9 @@ class RankWeights:
             w = self._cache[u] = max(self._ceil_weight(u), self.floor)
         return w
 
-    def scores(self, ranks: np.ndarray, n: int) -> np.ndarray:
-        """U = |D·r − P·n| for the ranks r of a selection of n values (int64; the caller checks D·n < 2^62)."""
-        return np.abs(self.D * np.asarray(ranks, dtype=np.int64) - np.int64(self.P * int(n)))
+    def scores(self, below: np.ndarray, above: np.ndarray) -> np.ndarray:
+        """U = |(D − P)·L − P·G| for L values below and G above (int64; the caller checks D·n < 2^62)."""
+        return np.abs((self.D - self.P) * np.asarray(below, dtype=np.int64) - self.P * np.asarray(above, dtype=np.int64))
 
     def rank_within(self, points: int, beta: float) -> float:
         """k of the accuracy statement: P(|rank − t| > d_opt + k) ≤ β, k = (ln(2M/β) + 10^−8)/a (module
@@ -156,15 +160,24 @@ class RankWeights:
 
 
 def _intervals(values: np.ndarray, counts: np.ndarray, lo: int, hi: int):
-    """The lattice LO..HI cut where the rank changes: (ranks, starts, lengths) of the m + 1 intervals
-    [LO, x_1], (x_1, x_2], …, (x_m, HI] of the m distinct sorted values x (clamped to [LO, HI]); the last may be
-    empty (x_m = HI). A point y of an interval has the rank of values below it."""
+    """The lattice LO..HI cut where the score changes: (below, above, starts, lengths) of the 2m + 1 intervals
+    [LO, x_1), {x_1}, (x_1, x_2), {x_2}, …, {x_m}, (x_m, HI] of the m distinct sorted values x (within [LO, HI]);
+    the gaps may be empty. ``below``/``above``: how many values lie below/above every point of the interval."""
     v = np.asarray(values, dtype=np.int64)
     c = np.asarray(counts, dtype=np.int64)
-    ranks = np.concatenate([[0], np.cumsum(c)])
-    starts = np.concatenate([[lo], v + 1])
-    ends = np.concatenate([v, [hi]])
-    return ranks, starts, ends - starts + 1
+    m = v.size
+    cum = np.concatenate([[0], np.cumsum(c)])  # values up to and including x_i: cum[i + 1]
+    n = int(cum[-1])
+    below = np.empty(2 * m + 1, dtype=np.int64)
+    above = np.empty(2 * m + 1, dtype=np.int64)
+    starts = np.empty(2 * m + 1, dtype=np.int64)
+    ends = np.empty(2 * m + 1, dtype=np.int64)
+    below[0::2], above[0::2] = cum, n - cum  # the gaps: before x_1, between, after x_m
+    below[1::2], above[1::2] = cum[:-1], n - cum[1:]  # the values themselves: their own rows in neither
+    starts[0::2] = np.concatenate([[lo], v + 1])
+    ends[0::2] = np.concatenate([v - 1, [hi]])
+    starts[1::2] = ends[1::2] = v
+    return below, above, starts, ends - starts + 1
 
 
 def _check_values(values, counts, lo: int, hi: int) -> None:
@@ -182,9 +195,8 @@ def lattice_weights(values, counts, lo: int, hi: int, weights: RankWeights) -> l
     """The integer weight of every lattice point LO..HI (for small lattices: the exact distribution the sampler
     realises is these weights over their sum)."""
     _check_values(values, counts, lo, hi)
-    n = int(np.asarray(counts, dtype=np.int64).sum())
-    ranks, starts, lengths = _intervals(values, counts, lo, hi)
-    u = weights.scores(ranks, n)
+    below, above, starts, lengths = _intervals(values, counts, lo, hi)
+    u = weights.scores(below, above)
     out: list[int] = []
     for uk, length in zip(u.tolist(), lengths.tolist()):
         out.extend([weights.weight(uk)] * int(length))
@@ -211,10 +223,10 @@ def sample_quantile(values, counts, lo: int, hi: int, weights: RankWeights, gene
     many times each occurs (n = their sum may be 0: every point then has the same score and the draw is uniform).
     """
     _check_values(values, counts, lo, hi)
-    n = int(np.asarray(counts, dtype=np.int64).sum())
-    ranks, starts, lengths = _intervals(values, counts, lo, hi)
-    u = weights.scores(ranks, n)
-    # U is V-shaped along the intervals (ranks increase): those below U_cut are one contiguous run [k0, k1),
+    below, above, starts, lengths = _intervals(values, counts, lo, hi)
+    u = weights.scores(below, above)
+    # (D − P)·L − P·G strictly increases along the intervals, so U is V-shaped: those below U_cut are one
+    # contiguous run [k0, k1),
     # and the intervals before and after it have the floor weight per point: two blocks
     core = np.flatnonzero(u < weights.u_cut)
     k0, k1 = (int(core[0]), int(core[-1]) + 1) if core.size else (len(u), len(u))
