@@ -25,8 +25,8 @@ for _module in ("sphinx", "sphinx_gallery", "numpydoc", "sphinxcontrib.bibtex", 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("plot_*.py"))
 PAGES = ["index", "getting_started", "cli", "bibliography", "api/index", "api/modules", "auto_examples/index",
-         *(f"user_guide/{p}" for p in ("index", "locations", "tables", "readings", "theory", "reproducing", "dask",
-                                       "security")),
+         *(f"user_guide/{p}" for p in ("index", "locations", "tables", "readings", "python", "theory", "reproducing",
+                                       "dask", "security")),
          *(f"auto_examples/{e}" for e in EXAMPLES)]
 
 

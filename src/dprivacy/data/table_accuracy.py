@@ -101,21 +101,7 @@ def _answer_prior(prior, size: int, lo: int, hi: int) -> np.ndarray:
     if prior is None:
         raise ValueError("--mechanism optimal needs --prior: 'uniform' or a file of weights on the answers "
                          f"{lo}..{hi} ({size} values)")
-    if isinstance(prior, str) and prior == "uniform":
-        return np.full(size, 1.0 / size)
-    if isinstance(prior, str):
-        from ..spaces import load_array
+    from ..spaces import read_prior
 
-        arr = np.asarray(load_array(prior, "prior", ndmin=1), dtype=np.float64)
-        name = f"prior from {prior}"
-    else:
-        arr, name = np.asarray(prior, dtype=np.float64), "prior"
-    if arr.ndim > 1 and sum(k > 1 for k in arr.shape) > 1:  # a 2x657 table was read as 1,314 answers' weights (review)
-        raise ValueError(f"{name} is a {'x'.join(map(str, arr.shape))} table, expected one weight per answer {lo}..{hi} "
-                         f"({size} values, in one row or one column)")
-    arr = arr.ravel()
-    if arr.size != size:
-        raise ValueError(f"{name} has {arr.size} weights, expected {size} (one per answer {lo}..{hi})")
-    if not np.isfinite(arr).all() or (arr < 0).any() or not arr.sum() > 0:
-        raise ValueError(f"{name} must have non-negative finite weights that do not all vanish")
-    return arr / arr.sum()
+    # (the one reader of --prior: n weights in one row or one column, normalised)
+    return read_prior(prior, size, name="--prior" if isinstance(prior, str) else "prior", per=f"one per answer {lo}..{hi}")[0]

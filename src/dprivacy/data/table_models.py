@@ -294,3 +294,63 @@ def _on_grid(k, step: float):
     of 0.01: 156109 → 1561.09, where 156109 · 0.01 is 1561.0900000000001). ``k`` an integer or an array."""
     inv = 1.0 / step
     return k / round(inv) if abs(inv - round(inv)) <= 1e-9 * inv else k * step
+
+
+@dataclass(frozen=True)
+class AnswerPlan:
+    """What the noise of a query's answers depends on, from public figures only (the table size N, the group
+    count, the declared bounds): Δ and its theorem, ε per answer and its composition, the answers' integer grid."""
+
+    epsilon: float
+    delta: float
+    theorem: str
+    optimal_thm: bool
+    sum_graph: bool
+    factor: int
+    composition: str
+    eps_answer: float
+    lo_a: int
+    hi_a: int
+    step: float
+    total: int
+    u: float
+    #: a percentile under standard answered by the exponential mechanism on ranks (table_percentile)
+    ranks: bool = False
+
+
+def answer_plan(query: Query, privacy: str, bounds, u: float, *, mechanism: str, epsilon: float, total: int,
+                selected: bool, skip_invalid: bool, group_by, n_groups: int) -> AnswerPlan:
+    """The :class:`AnswerPlan` of a query on a table of ``total`` rows (``bounds`` in units of ``u``)."""
+    eps = epsilon
+    if query.kind == "avg" and total == 0:
+        raise ValueError("the table has no rows: its average is undefined")
+    delta, theorem, optimal_thm = _sensitivity(query, privacy, bounds, total, selected=selected,
+                                               skip_invalid=skip_invalid)
+    sum_graph = mechanism == "tight-constraints" and privacy == "standard" and query.kind in ("sum", "avg")
+    if mechanism == "tight-constraints" and not optimal_thm and query.kind != "count" and not sum_graph:
+        raise ValueError("--mechanism tight-constraints: with null values the answers' constraint graph is no longer the "
+                         "path of the theorem; use --mechanism truncated-geometric")
+    factor, composition = _plan_split(query, privacy, group_by, n_groups)
+    eps_answer = eps / factor
+    # The public integer grid of each answer (values in units of u), and the step that turns it into the
+    # released value.
+    step = u
+    if query.kind in ("count", "kcount"):
+        lo_a, hi_a = 0, total
+    elif query.kind == "sum":
+        lo, hi = bounds
+        lo_a, hi_a = (min(0, total * lo), max(0, total * hi)) if (selected or skip_invalid) else (total * lo, total * hi)
+    elif query.kind == "avg" and privacy != "dinf":
+        lo_a, hi_a = bounds[0] * total, bounds[1] * total
+        step = u / total
+    else:  # percentile, or the rounded mean under d∞
+        lo_a, hi_a = bounds
+    # a percentile under d_h: the exponential mechanism on ranks, which collects the selection's distinct values;
+    # refused here, on public figures only, when their bound is too large
+    ranks = query.kind == "percentile" and privacy == "standard" and mechanism in ("auto", "exponential")
+    if ranks:
+        from .table_percentile import check_collection_size
+
+        check_collection_size(total, n_groups, bounds[0], bounds[1], query.name)
+    return AnswerPlan(eps, delta, theorem, optimal_thm, sum_graph, factor, composition, eps_answer, lo_a, hi_a, step,
+                      total, u, ranks)

@@ -36,25 +36,13 @@ def check_collection_size(total: int, groups: int, lo: int, hi: int, name: str) 
     return bound
 
 
-def exponential_percentile(table, query, rows, src, *, fetch, rel, sel, x, ok, group_expr, eps, eps_answer, factor, bounds,
-                           value_bounds, step, total, where, group_by, composition, confidence, public_cols, n_groups,
-                           invalid, unit) -> QueryResult:
-    """One exact exponential-mechanism draw per group (``rows`` gives the groups in order and their clamped counts).
-
-    ``fetch(sql)`` runs a query and returns numpy columns (failures become ScanFailed); ``x`` is the SQL of the
-    clamped value in lattice units, ``ok`` that of a valid value, ``sel`` the selection; ``group_expr``: the SQL of
-    the group key when the groups are the declared keys (the temporary table ``dp_keys``), None for one group, the
-    whole selection."""
+def collect_histograms(fetch, groups: int, *, rel: str, sel: str, x: str, ok: str, group_expr) -> list:
+    """Each group's (sorted distinct clamped values, their counts), in the order of the groups: one ordered DuckDB
+    aggregation. ``fetch(sql)`` runs it and returns numpy columns (failures become ScanFailed); ``x`` is the SQL of the
+    clamped value in lattice units, ``ok`` that of a valid value, ``sel`` the selection; ``group_expr``: the SQL of the
+    group key when the groups are the declared keys (the temporary table ``dp_keys``), None for one group."""
     import numpy as np
 
-    from ..mechanisms.rank_quantile import RankWeights, quantile_fraction, sample_quantile
-
-    lo, hi = bounds
-    q = quantile_fraction(query.p)
-    if q.denominator * max(int(total), 1) >= 2**62:
-        raise ValueError(f"percentile {query.p:g} has too many decimals for a table of {total:,} rows (the ranks' scores "
-                         "are 64-bit integers): round it")
-    weights = RankWeights.build(eps_answer, q)
     if group_expr is not None:
         sql = (f"SELECT d.i AS i, a.x AS x, a.c AS c FROM dp_keys d JOIN (SELECT {group_expr} AS g, {x} AS x, count(*) AS c "
                f"FROM {rel} WHERE {sel} AND {ok} GROUP BY 1, 2) a ON a.g = d.g ORDER BY d.i, a.x")
@@ -65,15 +53,29 @@ def exponential_percentile(table, query, rows, src, *, fetch, rel, sel, x, ok, g
     xs = np.asarray(got["x"], dtype=np.int64)
     cs = np.asarray(got["c"], dtype=np.int64)
     # the rows of group k (1-based: dp_keys.i, or 1) are one run of the ordered result
-    index = np.arange(1, len(rows) + 1)
-    starts = np.searchsorted(gi, index, side="left")
-    ends = np.searchsorted(gi, index, side="right")
+    index = np.arange(1, groups + 1)
+    starts, ends = np.searchsorted(gi, index, side="left"), np.searchsorted(gi, index, side="right")
+    return [(xs[a:b], cs[a:b]) for a, b in zip(starts, ends)]
+
+
+def exponential_percentile(table, query, rows, histograms, src, *, eps, eps_answer, factor, bounds, value_bounds, step,
+                           total, where, group_by, composition, confidence, n_groups, invalid, unit) -> QueryResult:
+    """One exact exponential-mechanism draw per group: ``rows`` give the groups in order and their clamped counts,
+    ``histograms`` each group's sorted distinct values (lattice units, within ``bounds``) and their counts."""
+    from ..mechanisms.rank_quantile import RankWeights, quantile_fraction, sample_quantile
+
+    lo, hi = bounds
+    q = quantile_fraction(query.p)
+    if q.denominator * max(int(total), 1) >= 2**62:
+        raise ValueError(f"percentile {query.p:g} has too many decimals for a table of {total:,} rows (the ranks' scores "
+                         "are 64-bit integers): round it")
+    weights = RankWeights.build(eps_answer, q)
     points = hi - lo + 1
     beta = 1.0 - confidence
     k_ranks = weights.rank_within(points, beta)
     answers = []
-    for row, a, b in zip(rows, starts, ends):
-        y = sample_quantile(xs[a:b], cs[a:b], lo, hi, weights, src.generator)
+    for row, (xs, cs) in zip(rows, histograms):
+        y = sample_quantile(xs, cs, lo, hi, weights, src.generator)
         answers.append(GroupAnswer(row[0], _on_grid(y, step), int(row[-1]), float("nan"), float("nan"), confidence,
                                    within_ranks=k_ranks))
     per = f" at ε/{factor} = {eps_answer:g} per group" if factor != 1 else ""
@@ -106,10 +108,10 @@ def exponential_percentile(table, query, rows, src, *, fetch, rel, sel, x, ok, g
     neighbours = (f"standard ε-DP (d_h): neighbouring tables differ in one row, any of its columns changed; the table "
                   f"size N = {total} is public" + ("" if group_by is None else
                                                    f", and so are the {n_groups} declared keys of {group_by!r}"))
-    sampler = (f"exact: integer weights ⌈2^128·exp(−a·U/D)⌉ (a = ε_a/2 − 2^-38, computed by Python's decimal module "
-               f"correctly rounded, never a float exp), floored at the weight where they reach 2^40; adjacent scores' "
-               f"weights differ by at most e^(ε_a/2), proved on the integers; one uniform integer below their total from "
-               f"the random source, located among the intervals' integer masses, then a uniform point inside")
+    sampler = ("exact: integer weights ⌈2^128·exp(−a·U/D)⌉ (a = ε_a/2 − 2^-38, computed by Python's decimal module "
+               "correctly rounded, never a float exp), floored at the weight where they reach 2^40; adjacent scores' "
+               "weights differ by at most e^(ε_a/2), proved on the integers; one uniform integer below their total from "
+               "the random source, located among the intervals' integer masses, then a uniform point inside")
     res = QueryResult(os.path.basename(table), query.name, "standard", "exponential", eps, 1.0, value_bounds, where,
                       group_by, answers, src.to_dict(), guarantee=guarantee, theorem=theorem, epsilon_spent=eps,
                       delivered_epsilon=eps, sampler=sampler, neighbours=neighbours, public="; ".join(public),

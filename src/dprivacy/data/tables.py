@@ -78,8 +78,8 @@ from .table_accuracy import (  # noqa: F401
     truncated_geometric_error, truncated_geometric_rows)
 from .table_models import (  # noqa: F401
     MAX_KEYS, MECHANISMS, OPTIMAL_MAX_ANSWERS, PRIVACY_MODELS, QUERY_KINDS, VALUE_METRICS, GroupAnswer, Query,
-    QueryResult, ScanFailed, _json_key, _keys_public, _on_grid, _plan_split, _sensitivity, check_table_file,
-    parse_query, read_keys_file, sensitivity)
+    AnswerPlan, QueryResult, ScanFailed, _json_key, _keys_public, _on_grid, _plan_split, _sensitivity, answer_plan,
+    check_table_file, parse_query, read_keys_file, sensitivity)
 from .table_sql import (  # noqa: F401
     CSV_DELIMITERS, _as_double, _as_type, _check_table_shape, _connect, _csv_dialect, _declare_keys, _duckdb_error,
     _first_bad_row, _is_numeric, _literal, _quote, _relation, _unreadable, bind_where)
@@ -123,8 +123,6 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     import duckdb
 
     from .._validate import check_epsilon
-    from ..sampling import random_source
-    from ..sampling.discrete import discrete_laplace, geometric_parameters
 
     eps = check_epsilon(epsilon)
     if where is not None:
@@ -315,36 +313,8 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
                          f"whatever --where and --bounds select) that are not whole numbers{first}: "
                          "the answers are computed on a grid of whole units; give --unit, the values' resolution "
                          "(e.g. --unit 0.01, or --unit 1 to round them to whole numbers)")
-    if query.kind == "avg" and total == 0:
-        raise ValueError("the table has no rows: its average is undefined")
-    delta, theorem, optimal_thm = _sensitivity(query, privacy, bounds, total, selected=selected,
-                                               skip_invalid=skip_invalid)
-    sum_graph = mechanism == "tight-constraints" and privacy == "standard" and query.kind in ("sum", "avg")
-    if mechanism == "tight-constraints" and not optimal_thm and query.kind != "count" and not sum_graph:
-        raise ValueError("--mechanism tight-constraints: with null values the answers' constraint graph is no longer the "
-                         "path of the theorem; use --mechanism truncated-geometric")
-    factor, composition = _plan_split(query, privacy, group_by, n_groups)
-    eps_answer = eps / factor
-    # a percentile under d_h: the exponential mechanism on ranks (table_percentile), which collects the selection's
-    # distinct values; refused here, on public figures only, when their bound is too large
-    ranks = query.kind == "percentile" and privacy == "standard" and mechanism in ("auto", "exponential")
-    if ranks:
-        from .table_percentile import check_collection_size
-
-        check_collection_size(total, n_groups, bounds[0], bounds[1], query.name)
-    # The public integer grid of each answer (values in units of u), and the step that turns it into the
-    # released value.
-    step = u
-    if query.kind in ("count", "kcount"):
-        lo_a, hi_a = 0, total
-    elif query.kind == "sum":
-        lo, hi = bounds
-        lo_a, hi_a = (min(0, total * lo), max(0, total * hi)) if (selected or skip_invalid) else (total * lo, total * hi)
-    elif query.kind == "avg" and privacy != "dinf":
-        lo_a, hi_a = bounds[0] * total, bounds[1] * total
-        step = u / total
-    else:  # percentile, or the rounded mean under d∞
-        lo_a, hi_a = bounds
+    plan = answer_plan(query, privacy, bounds, u, mechanism=mechanism, epsilon=eps, total=total, selected=selected,
+                       skip_invalid=skip_invalid, group_by=group_by, n_groups=n_groups)
     # The answers: one aggregate pass, the selection as a FILTER, one row per group key of the whole table.
     k = len(query.columns)
     if query.kind == "count":
@@ -359,7 +329,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         lo, hi = bounds
         ok = f"{val} IS NOT NULL AND NOT isnan({val})"
         x = f"CAST(round(least(greatest({val} / {u!r}, {lo}), {hi})) AS BIGINT)"
-        aggs = ["NULL" if ranks else  # (the exponential mechanism collects the values itself)
+        aggs = ["NULL" if plan.ranks else  # (the exponential mechanism's values are collected below)
                 f"quantile_disc({x}, {query.p / 100.0}) FILTER (WHERE {sel} AND {ok})" if query.kind == "percentile" else
                 f"coalesce(sum({x}) FILTER (WHERE {sel} AND {ok}), 0)"]
         clamped = f"count(*) FILTER (WHERE {sel} AND {ok} AND ({val} < {float(value_bounds[0])!r} OR {val} > {float(value_bounds[1])!r}))"
@@ -389,22 +359,48 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     # the selection is public, so the convention is a constant.
     rows = [(r[0], *(bounds[0] if v is None else v for v in r[1:-1]), r[-1]) if query.kind == "percentile" else r
             for r in rows]
+    histograms = None
+    if plan.ranks:  # the exponential mechanism on ranks: each group's distinct clamped values with their counts
+        from .table_percentile import collect_histograms
+
+        histograms = collect_histograms(lambda sql: scan(sql, numpy=True), len(rows), rel=rel, sel=sel, x=x, ok=ok,
+                                        group_expr=gexpr if keys is not None else None)
+    return release_answers(rows, plan, table=table, query=query, privacy=privacy, mechanism=mechanism,
+                           value_bounds=value_bounds, unit=unit, where=where, group_by=group_by, keys=keys,
+                           n_groups=n_groups, invalid=invalid, skip_invalid=skip_invalid, public_cols=public_cols,
+                           prior=prior, rng=rng, confidence=confidence, histograms=histograms)
+
+
+def release_answers(rows, plan: AnswerPlan, *, table: str, query: Query, privacy: str, mechanism: str, value_bounds,
+                    unit, where, group_by, keys, n_groups: int, invalid: int, skip_invalid: bool, public_cols,
+                    prior, rng, confidence: float = 0.95, histograms=None) -> QueryResult:
+    """The released answers: ``rows`` are the exact answers, one per group key (key, value(s)..., number clamped), as
+    the table's scan computed them (DuckDB, or Dask in :mod:`dprivacy.api`); noise from ``rng`` is added once.
+    ``histograms``: for the exponential mechanism on ranks (``plan.ranks``), each group's (sorted distinct clamped
+    values, their counts) in lattice units, in the order of ``rows``."""
+    from ..sampling import random_source
+    from ..sampling.discrete import discrete_laplace, geometric_parameters
+
+    eps, delta, theorem, optimal_thm, sum_graph = plan.epsilon, plan.delta, plan.theorem, plan.optimal_thm, plan.sum_graph
+    factor, composition, eps_answer, lo_a, hi_a = plan.factor, plan.composition, plan.eps_answer, plan.lo_a, plan.hi_a
+    step, total, u = plan.step, plan.total, plan.u
+    k = len(query.columns)
     src = random_source(rng)
-    if ranks:
+    if plan.ranks:
         from .table_percentile import exponential_percentile
 
+        if histograms is None or len(histograms) != len(rows):
+            raise ValueError("the exponential mechanism on ranks needs each group's values (histograms)")
         return exponential_percentile(
-            table, query, rows, src, fetch=lambda sql: scan(sql, numpy=True), rel=rel, sel=sel, x=x, ok=ok,
-            group_expr=gexpr if keys is not None else None, eps=eps,
-            eps_answer=eps_answer, factor=factor, bounds=bounds, value_bounds=value_bounds, step=step, total=total,
-            where=where, group_by=group_by, composition=composition, confidence=confidence, public_cols=public_cols,
-            n_groups=n_groups, invalid=invalid if skip_invalid else 0, unit=unit)
+            table, query, rows, histograms, src, eps=eps, eps_answer=eps_answer, factor=factor,
+            bounds=(plan.lo_a, plan.hi_a), value_bounds=value_bounds, step=step, total=total, where=where,
+            group_by=group_by, composition=composition, confidence=confidence, n_groups=n_groups,
+            invalid=invalid if skip_invalid else 0, unit=unit)
     if sum_graph:
         res = _tight_sum(table, query, rows, src, eps=eps, eps_answer=eps_answer, factor=factor, delta=delta,
                          lo_a=lo_a, hi_a=hi_a, step=step, total=total, bounds=value_bounds, where=where, group_by=group_by,
                          theorem=theorem, composition=composition, confidence=confidence, prior=prior,
-                         public_cols=public_cols, n_groups=n_groups, invalid=invalid if skip_invalid else 0,
-                         max_answers=TIGHT_MAX_ANSWERS)
+                         public_cols=public_cols, n_groups=n_groups, invalid=invalid if skip_invalid else 0)
         res.unit = unit
         return res
     # Exact integer sampling (CKS 2020) at s/t ≤ ε_a/Δ: no floating-point step decides a released value.
