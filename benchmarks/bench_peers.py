@@ -178,8 +178,9 @@ def run_processes(codes: dict, repeats: int) -> dict:
     out = {k: {"seconds": [], "rss": 0.0} for k in codes}
     for _ in range(repeats):
         for k, c in codes.items():
+            # the child's own peak (VmHWM starts afresh at exec; ru_maxrss would carry the parent's over)
             dt, _, stdout = run_process(
-                "import resource, time\n" + c + "\nprint('RSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+                c + "\nprint('RSS', [int(x.split()[1]) for x in open('/proc/self/status') if x.startswith('VmHWM')][0])")
             out[k]["seconds"].append(dt)
             rss = [ln for ln in stdout.splitlines() if ln.startswith("RSS ")]
             out[k]["rss"] = max(out[k]["rss"], int(rss[-1].split()[1]) / 1024.0 if rss else 0.0)
@@ -246,7 +247,7 @@ def obfuscate_rows(d: Path, sizes, repeats: int) -> list[dict]:
         make_file(src, n)
         codes = {
             "dprivacy": f"import sys\nfrom dprivacy.cli import main\n"
-                        f"sys.exit(main(['obfuscate', {str(src)!r}, '-o', {str(d / 'o.parquet')!r}, '--epsilon', '1']))",
+                        f"main(['obfuscate', {str(src)!r}, '-o', {str(d / 'o.parquet')!r}, '--epsilon', '1', '--force'])",
             # the naive baseline: float planar Laplace (radius Gamma(2, 1/ε), uniform angle) on a flat-earth step
             "numpy float baseline": f"import numpy as np, pyarrow as pa, pyarrow.parquet as pq\n"
                                     f"t = pq.read_table({str(src)!r})\n"
@@ -325,8 +326,9 @@ def write_markdown(out: dict, path: Path) -> None:
              f"Measured {out['date']} on {out['machine']}, in one run ({out['command']}); versions: "
              + ", ".join(f"{k} {v}" for k, v in out["versions"].items()) + ". Timed rows: the peer and dprivacy "
              "alternately, the minimum of " f"{out['repeats']}" " each; accuracy rows: mean |error| over "
-             f"{out['reps']} releases each, interleaved. The machine was shared with other work: ratios within the "
-             "run are what counts.", "",
+             f"{out['reps']} releases each, interleaved"
+             + (f" (the accuracy rows are from an earlier run, {out['accuracy_run']})" if out.get("accuracy_run") else "")
+             + ". The machine was shared with other work: ratios within the run are what counts.", "",
              "| task | ε | mean abs error | dprivacy / best peer |", "|---|---|---|---|"]
     for r in out["accuracy"]:
         errs = ", ".join(f"{k} {v:.4g}" for k, v in r["mean_abs_error"].items())
@@ -355,6 +357,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--points", type=int, nargs="+", default=[2_000_000, 10_000_000])
     ap.add_argument("--skip-heavy", action="store_true", help="skip the 10⁷-row, location and 100×100 rows")
+    ap.add_argument("--skip-accuracy", action="store_true", help="keep the accuracy rows of the previous run's "
+                    "results_peers.json (labelled with that run) and measure the timed rows only")
     args = ap.parse_args()
     import importlib.metadata as md
     import platform
@@ -380,7 +384,12 @@ def main() -> None:
                            "where_col": "Region", "where_val": "West", "candidate_step": 0.1},
         }
         out["timed"] += channel_rows(args.repeats)
-        out["accuracy"] = accuracy_rows(tables, args.reps)
+        if args.skip_accuracy:
+            prev = json.loads((HERE / "results_peers.json").read_text())
+            out["accuracy"], out["reps"] = prev["accuracy"], prev["reps"]
+            out["accuracy_run"] = prev.get("accuracy_run") or f"{prev['date']}: {prev['command']}"
+        else:
+            out["accuracy"] = accuracy_rows(tables, args.reps)
         if not args.skip_heavy:
             out["timed"] += big_table_rows(d, args.rows, args.repeats)
             out["timed"] += obfuscate_rows(d, args.points, args.repeats)
