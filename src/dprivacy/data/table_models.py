@@ -349,8 +349,21 @@ def answer_plan(query: Query, privacy: str, bounds, u: float, *, mechanism: str,
     # refused here, on public figures only, when their bound is too large
     ranks = query.kind == "percentile" and privacy == "standard" and mechanism in ("auto", "exponential")
     if ranks:
-        from .table_percentile import check_collection_size
-
         check_collection_size(total, n_groups, bounds[0], bounds[1], query.name)
     return AnswerPlan(eps, delta, theorem, optimal_thm, sum_graph, factor, composition, eps_answer, lo_a, hi_a, step,
                       total, u, ranks)
+
+
+#: Largest number of (group, value, count) rows the collection may return, by its public bound min(N, G·M):
+#: about 24 bytes each in numpy, and DuckDB's aggregation beside them (about 2 GB at this limit).
+MAX_COLLECTED = 50_000_000
+
+
+def check_collection_size(total: int, groups: int, lo: int, hi: int, name: str) -> int:
+    """The public bound min(N, G·M) on the rows collected; refused (ValueError) above :data:`MAX_COLLECTED`."""
+    bound = min(int(total), max(int(groups), 1) * (int(hi) - int(lo) + 1))
+    if bound > MAX_COLLECTED:
+        raise ValueError(f"{name} by the exponential mechanism collects the distinct values of each group: up to "
+                         f"min(N, groups × lattice points) = {bound:,} here, over the {MAX_COLLECTED:,} allowed; give a "
+                         "coarser --unit or narrower --bounds, or --mechanism truncated-geometric")
+    return bound

@@ -9,7 +9,8 @@ by how the data spread near the percentile.
 
 **Memory.** DuckDB returns the distinct clamped values of each group with their counts, ordered: at most
 min(N, G·M) rows (N the table's rows, G the groups, M = HI − LO + 1 lattice points; all public), three 8-byte
-columns each. The query is refused before the scan when that public bound exceeds :data:`MAX_COLLECTED`, so the
+columns each. The query is refused before the scan when that public bound exceeds
+:data:`~dprivacy.data.table_models.MAX_COLLECTED`, so the
 refusal depends on public figures only, never on how many distinct values the data have; a failure during the scan
 itself (DuckDB out of memory) is a :class:`~dprivacy.data.table_models.ScanFailed`, which a budget ledger charges
 like an answer.
@@ -20,21 +21,6 @@ from __future__ import annotations
 import os
 
 from .table_models import GroupAnswer, QueryResult, _keys_public, _on_grid
-
-#: Largest number of (group, value, count) rows the collection may return, by its public bound min(N, G·M):
-#: about 24 bytes each in numpy, and DuckDB's aggregation beside them (about 2 GB at this limit).
-MAX_COLLECTED = 50_000_000
-
-
-def check_collection_size(total: int, groups: int, lo: int, hi: int, name: str) -> int:
-    """The public bound min(N, G·M) on the rows collected; refused (ValueError) above :data:`MAX_COLLECTED`."""
-    bound = min(int(total), max(int(groups), 1) * (int(hi) - int(lo) + 1))
-    if bound > MAX_COLLECTED:
-        raise ValueError(f"{name} by the exponential mechanism collects the distinct values of each group: up to "
-                         f"min(N, groups × lattice points) = {bound:,} here, over the {MAX_COLLECTED:,} allowed; give a "
-                         "coarser --unit or narrower --bounds, or --mechanism truncated-geometric")
-    return bound
-
 
 def collect_histograms(fetch, groups: int, *, rel: str, sel: str, x: str, ok: str, group_expr) -> list:
     """Each group's (sorted distinct clamped values, their counts), in the order of the groups: one ordered DuckDB

@@ -400,7 +400,8 @@ def release_answers(rows, plan: AnswerPlan, *, table: str, query: Query, privacy
         res = _tight_sum(table, query, rows, src, eps=eps, eps_answer=eps_answer, factor=factor, delta=delta,
                          lo_a=lo_a, hi_a=hi_a, step=step, total=total, bounds=value_bounds, where=where, group_by=group_by,
                          theorem=theorem, composition=composition, confidence=confidence, prior=prior,
-                         public_cols=public_cols, n_groups=n_groups, invalid=invalid if skip_invalid else 0)
+                         public_cols=public_cols, n_groups=n_groups, invalid=invalid if skip_invalid else 0,
+                         max_answers=TIGHT_MAX_ANSWERS)
         res.unit = unit
         return res
     # Exact integer sampling (CKS 2020) at s/t ≤ ε_a/Δ: no floating-point step decides a released value.
