@@ -199,7 +199,7 @@ def test_refusals(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="strictly between 0 and 100"):
         quantile_fraction(100.0)
     # the values collected are bounded by public figures: min(N, groups × lattice points)
-    import dprivacy.data.table_percentile as tp
+    import dprivacy.data.table_models as tp
 
     monkeypatch.setattr(tp, "MAX_COLLECTED", 4)
     six = _csv(tmp_path / "six.csv", "g,v", [("A", 1), ("B", 3)] * 3)
@@ -212,7 +212,7 @@ def test_refusals(tmp_path, monkeypatch):
 
 def test_collection_refusal_does_not_depend_on_the_values(tmp_path, monkeypatch):
     """Two tables of the same size, one with all values distinct and one with all equal: the same verdict."""
-    import dprivacy.data.table_percentile as tp
+    import dprivacy.data.table_models as tp
 
     monkeypatch.setattr(tp, "MAX_COLLECTED", 50)
     same = _csv(tmp_path / "a.csv", "v", [(1,)] * 60)
