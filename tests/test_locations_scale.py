@@ -147,3 +147,19 @@ def test_garmin_semicircles_of_a_real_ride(tmp_path):
     assert ev["coords"] == "semicircles" and ev["rows"] == 4391
     # mean displacement 2/ε = 100 m; 4391 draws give a standard error of ~1.1 m
     assert abs(ev["displacement_m"]["mean"] - 100.0) < 5.0
+
+
+def test_displacement_quantiles_match_scipy_without_importing_it():
+    # the summary's quantiles come from a pure-Python Newton solve (scipy.stats costs 0.5–0.9 s to import)
+    import subprocess
+    import sys
+
+    from dprivacy.data.planar_noise import displacement_quantiles, gamma2_quantile
+
+    for q in np.r_[np.linspace(1e-3, 1 - 1e-9, 400), 0.5, 0.9, 0.95, 0.99]:
+        assert gamma2_quantile(q) == pytest.approx(stats.gamma.ppf(q, 2.0), rel=1e-13)
+    got = displacement_quantiles(1e-3)
+    assert got["mean"] == 2000.0 and got["p95"] == pytest.approx(stats.gamma.ppf(0.95, 2.0, scale=1000.0), rel=1e-13)
+    code = ("import sys; from dprivacy.data.planar_noise import displacement_quantiles; displacement_quantiles(0.001); "
+            "print('scipy.stats' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
