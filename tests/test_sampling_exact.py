@@ -25,6 +25,23 @@ def test_default_random_source_is_the_secure_one():
     assert not seeded.release and "NOT for release" in seeded.to_dict()["warning"]
 
 
+def test_chacha_scalar_path_gives_the_simd_stream():
+    # the sources use randomgen's scalar ChaCha20 (faster here); its words must be those of the SIMD path
+    from randomgen import ChaCha
+
+    from dprivacy.sampling.source import _chacha
+
+    key = 0x0123456789ABCDEF_FEDCBA9876543210_0F1E2D3C4B5A6978_8796A5B4C3D2E1F0
+    ours = _chacha(key)
+    simd = ChaCha(key=key, counter=0, rounds=20)
+    simd.use_simd = True
+    ref = np.random.Generator(simd)
+    for size in (1, 7, 65536, 3 * 65536 + 5):  # block boundaries crossed at odd offsets
+        assert np.array_equal(ours.integers(0, 1 << 64, size=size, dtype=np.uint64),
+                              ref.integers(0, 1 << 64, size=size, dtype=np.uint64))
+    assert not ours.bit_generator.use_simd
+
+
 class _Top(np.random.Generator):
     """A generator whose integer draws are the largest possible: the very top of [0, 2^62)."""
 

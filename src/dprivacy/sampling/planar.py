@@ -236,10 +236,10 @@ def _part_source(rng, a: int, b: int):
         part = KeyedStream.__new__(KeyedStream)
         part.key, part.keys, part.n, part.calls = rng.key, rng.keys[a:b], b - a, rng.calls
         return part
-    from randomgen import ChaCha
+    from .source import _chacha
 
     key = int.from_bytes(rng.integers(0, 1 << 64, size=4, dtype=np.uint64, endpoint=False).tobytes(), "little")
-    return np.random.Generator(ChaCha(key=key, counter=0, rounds=20))
+    return _chacha(key)
 
 
 
