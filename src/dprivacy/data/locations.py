@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import time
 from pathlib import Path
 
@@ -65,6 +66,11 @@ from .planar_noise import (  # noqa: F401 (re-exported)
 
 #: --shuffle holds the release in memory: at most this many rows.
 SHUFFLE_MAX_ROWS = 20_000_000
+#: Threads computing batches of the release (noise, geodesic step, output lattice) while the main thread reads the
+#: next ones; the output does not depend on it.
+PIPELINE_WORKERS = max(1, min(os.cpu_count() or 1, 8))
+#: Batches in flight (read and not yet written) at most: memory is flat in the file's size.
+PIPELINE_DEPTH = PIPELINE_WORKERS + 2
 
 
 def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = "km", lat=None, lon=None, rng=None,
@@ -236,15 +242,19 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
         report.notes.append("rows released in a random order (--shuffle: a uniform permutation from the random source)")
     row0 = 0
     geo = (ob.lat_c, ob.lon_c) if out_fmt == "geojson" else None
-    # Batch k is encoded and written in a background thread while batch k+1 is drawn (pyarrow releases
-    # the GIL). One writer thread keeps the order; every write is waited for before the writer is
-    # closed or its temporary file removed.
+    # A pipeline over the batches: the main thread reads and checks batch k + 1 and takes its words from the random
+    # source (Obfuscator.plan: in file order, so a seeded run gives the same release) while workers compute the
+    # noise, the geodesic step and the output lattice of batches k, k − 1, ... (numpy and pyproj release the GIL), and
+    # one writer thread encodes and writes them in order (pyarrow releases it too). At most PIPELINE_DEPTH batches
+    # are in flight (memory flat in the file's size); every job and write is waited for before the writer is closed
+    # or its temporary file removed.
     notice = None if src.release else NOT_FOR_RELEASE  # the file says it too, not only its sidecar
     held = contextlib.ExitStack()  # from the last checks to the sidecar: commit.release_commit
     with held:
         with AtomicWriter(output_path, ob.out_schema, force=force, geojson_coords=geo,
                           plain_columns=(ob.lat_c, ob.lon_c), notice=notice) as w, \
-                _OrderedWrites(w.write) as writes:
+                _OrderedWrites(lambda item: (_add_counts(counts, item[1]), w.write(item[0])), workers=PIPELINE_WORKERS,
+                               depth=PIPELINE_DEPTH) as writes:
             for batch in batches:
                 n = batch.num_rows
                 batch, la, lo, rejected, msg = ob.validate(batch, row0)
@@ -263,16 +273,18 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
                         la, lo = la[keep], lo[keep]
                 if seen_keys is not None:
                     seen_keys.add(batch.column(key), row0)
-                out = ob.apply(batch, la, lo, ob.generator(batch, src), counts)
+                local: dict = {}  # this batch's counts (added to counts by the writer thread, in order)
+                finish = ob.plan(batch, la, lo, ob.generator(batch, src), local)
                 report.rows_read += n
                 row0 += n
                 if shuffled is not None:
-                    shuffled.append(out)
+                    shuffled.append(finish(parallel=True))
+                    _add_counts(counts, local)
                     if report.rows_read > SHUFFLE_MAX_ROWS:
                         raise ValueError(f"--shuffle holds the release in memory: {input_path} has more than "
                                          f"{SHUFFLE_MAX_ROWS:,} rows; shuffle the file first, or split it")
                 else:
-                    writes.put(out)
+                    writes.put_job(lambda finish=finish, local=local: (finish(parallel=False), local))
                 if progress is not None:
                     progress(report.rows_read)
             if shuffled is not None:
@@ -294,7 +306,7 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
                 else:
                     order = src.generator.permutation(table.num_rows)
                 for part in table.take(pa.array(order)).to_batches(max_chunksize=BATCH_ROWS):
-                    writes.put(part)
+                    writes.put((part, {}))
                 del table
             writes.flush()
             report.rows_written = w.rows
@@ -320,33 +332,74 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
 
 
 class _OrderedWrites:
-    """``write(item)`` calls in one background thread, in order, at most one behind the caller. An
-    error of a write is raised by the next ``put`` or ``flush``; leaving the block waits for the write
-    in flight whatever happened, so the writer is never closed under it."""
+    """``write(item)`` calls in one background thread, in order, at most ``depth`` behind the caller; with
+    ``workers``, :meth:`put_job` computes the items first, by jobs on that many threads (a pipeline over batches: the
+    caller reads and checks batch k + 1 while batches k, k − 1, ... are computed and written). An error of a job or
+    a write is raised by a later ``put``, ``put_job`` or ``flush``, and nothing after it is written; leaving the
+    block waits for everything in flight whatever happened, so the writer is never closed under it."""
 
-    def __init__(self, write):
-        self.write = write
-        self.pending = None
+    def __init__(self, write, *, workers: int = 0, depth: int = 1):
+        self.write, self.workers, self.depth = write, workers, max(1, depth)
 
     def __enter__(self):
+        from collections import deque
         from concurrent.futures import ThreadPoolExecutor
 
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="dprivacy-write")
+        self.compute = ThreadPoolExecutor(self.workers, thread_name_prefix="dprivacy-batch") if self.workers else None
+        self.pending: deque = deque()
+        self.failed = False
         return self
 
     def put(self, item) -> None:
-        self.flush()
-        self.pending = self.pool.submit(self.write, item)
+        self._enqueue(lambda: item)
+
+    def put_job(self, job) -> None:
+        """``job()`` on a worker thread, then ``write`` of what it returns, in the order of the calls."""
+        if self.compute is None:
+            item = job()
+            self._enqueue(lambda: item)
+        else:
+            self._enqueue(self.compute.submit(job).result)
+
+    def _enqueue(self, get) -> None:
+        while len(self.pending) >= self.depth:
+            self.pending.popleft().result()
+        self.pending.append(self.pool.submit(self._write, get))
+
+    def _write(self, get) -> None:
+        if self.failed:  # (an earlier item failed: its error is on its way up; nothing after it is written)
+            return
+        try:
+            self.write(get())
+        except BaseException:
+            self.failed = True
+            raise
 
     def flush(self) -> None:
-        if self.pending is not None:
-            p, self.pending = self.pending, None
-            p.result()
+        while self.pending:
+            self.pending.popleft().result()
 
     def __exit__(self, exc_type, exc, tb):
-        if self.pending is not None:
-            self.pending.exception()  # wait for it; an error already on its way up takes precedence
-            if exc_type is None:
-                self.flush()
-        self.pool.shutdown(wait=True)
+        if exc_type is not None:
+            self.failed = True  # (what is still queued is not written)
+            if self.compute is not None:
+                self.compute.shutdown(wait=False, cancel_futures=True)  # jobs not started are dropped
+            for p in self.pending:
+                p.exception()  # wait for it; the error already on its way up takes precedence
+            self.pending.clear()
+        else:
+            self.flush()
+        for pool in (self.pool, self.compute):
+            if pool is not None:
+                pool.shutdown(wait=True)
         return False
+
+
+def _add_counts(total: dict, part: dict) -> None:
+    """Add the sampling counts of one batch (numbers, and dicts of numbers) into ``total``."""
+    for k, v in part.items():
+        if isinstance(v, dict):
+            _add_counts(total.setdefault(k, {}), v)
+        else:
+            total[k] = total.get(k, 0) + v

@@ -11,7 +11,7 @@ import numpy as np
 from .coordinates import SEMICIRCLE_DEG, _as_numbers, describe_bad, validate_coordinates
 from .copies import copy_sample
 from .planar_noise import (DEFAULT_PRECISION_DEG, NOISE_PARTS, _geodesic_forward, displace, output_lattice,
-                           planar_laplace_displacements)
+                           prepare_displacements)
 
 
 @dataclass
@@ -114,22 +114,40 @@ class Obfuscator:
     def apply(self, batch, la, lo, generator, stats: dict | None = None):
         """The batch with its coordinates replaced by the released ones. ``stats``: the counts of the draws are
         added there (:func:`~.obfuscation_report.record_sampling` sorts them into public and owner-only)."""
-        import pyarrow as pa
+        return self.plan(batch, la, lo, generator, stats)(parallel=True)
 
-        if self.release is None:
-            if stats is not None:
-                stats["draws"] = stats.get("draws", 0) + la.size
-            r, az = planar_laplace_displacements(la.size, epsilon=self.epsilon_m, generator=generator,
-                                                 threads=self.noise_parts,
-                                                 stats=None if stats is None else stats.setdefault("sampler", {}))
+    def plan(self, batch, la, lo, generator, stats: dict | None = None):
+        """:meth:`apply` in two steps, for a pipeline over batches: every word this batch takes from ``generator``'s
+        own stream is taken now, in the caller's order (the keys of the noise's parts; a draw of one part, and a grid
+        release, are made here), and the returned ``finish(parallel=False)`` computes the rest (the noise's parts, the
+        geodesic step, the output lattice) and returns the released batch: in any thread, in any order with the
+        other batches' work, the same output as :meth:`apply`. ``parallel``: the noise's parts and the geodesic step
+        on threads of their own (else in the calling thread). The counts go to ``stats`` when ``finish`` runs."""
+        if self.release is not None:
+            nla, nlo = self.release.apply(la, lo, generator, stats)
+            out = self._released(batch, nla, nlo)
+            return lambda parallel=False: out
+        if stats is not None:
+            stats["draws"] = stats.get("draws", 0) + la.size
+        draw = prepare_displacements(la.size, epsilon=self.epsilon_m, generator=generator, threads=self.noise_parts)
+
+        def finish(parallel=False):
+            r, az = draw(stats=None if stats is None else stats.setdefault("sampler", {}), parallel=parallel)
+            threads = None if parallel else 1
             if self.coords == "semicircles":  # the output lattice is the semicircles' own (2^31 per 180°)
-                lo2, la2 = _geodesic_forward(lo, la, az, r)
+                lo2, la2 = _geodesic_forward(lo, la, az, r, threads=threads)
                 i, j = output_lattice(la2, (lo2 + 180.0) % 360.0 - 180.0, SEMICIRCLE_DEG)
                 nla, nlo = i * SEMICIRCLE_DEG, j * SEMICIRCLE_DEG
             else:
-                nla, nlo = displace(la, lo, r, az, precision=self.precision)
-        else:
-            nla, nlo = self.release.apply(la, lo, generator, stats)
+                nla, nlo = displace(la, lo, r, az, precision=self.precision, threads=threads)
+            return self._released(batch, nla, nlo)
+
+        return finish
+
+    def _released(self, batch, nla, nlo):
+        """``batch`` with the released coordinates (degrees) in place of the true ones."""
+        import pyarrow as pa
+
         cols = [batch.column(i) for i in range(batch.num_columns)]
         if self.coords == "semicircles":  # back to integer semicircles (a 1 cm lattice), in the input's type
             t_la, t_lo = self.schema.field(self.lat_c).type, self.schema.field(self.lon_c).type

@@ -93,19 +93,44 @@ def planar_laplace_displacements(n: int, *, epsilon: float, generator, lattice: 
     ``threads``: parts drawn in parallel (:meth:`~dprivacy.sampling.planar.LatticeLaplace.offsets`); a
     seeded draw depends on it, so callers pass a constant (``obfuscate``: :data:`NOISE_PARTS`). ``stats``: the
     sampler's counts are added there (``rounds``, ``proposals``, ...; drawn without the points)."""
+    return prepare_displacements(n, epsilon=epsilon, generator=generator, lattice=lattice, threads=threads)(
+        stats=stats, parallel=True)
+
+
+def prepare_displacements(n: int, *, epsilon: float, generator, lattice: float = NOISE_LATTICE_M, threads: int = 1):
+    """:func:`planar_laplace_displacements` in two steps: the words taken from ``generator`` itself are taken now
+    (:meth:`~dprivacy.sampling.planar.LatticeLaplace.prepare`), and the returned ``draw(stats=None, parallel=True)``
+    gives (r, az), in any thread and the same whether its parts run in parallel or one after the other. When the
+    draw would use ``generator``'s own stream (one part), it is drawn here: the returned call only hands it over."""
     from ..sampling.planar import LatticeLaplace
 
     if n == 0:
-        return np.zeros(0), np.zeros(0)
-    r, az = np.empty(n), np.empty(n)
+        return lambda stats=None, parallel=True: (np.zeros(0), np.zeros(0))
+    prepared = LatticeLaplace.build(epsilon, lattice).prepare(n, generator, threads=threads)
 
-    def polar(a, b, z_east, z_north):  # per chunk, in the sampler's threads
-        east, north = z_east * lattice, z_north * lattice  # exact (|z| < 2^53)
-        np.hypot(east, north, out=r[a:b])
-        np.degrees(np.arctan2(east, north), out=az[a:b])
+    def draw(stats=None, parallel=True):
+        r, az = np.empty(n), np.empty(n)
 
-    LatticeLaplace.build(epsilon, lattice).offsets(n, generator, threads=threads, consume=polar, stats=stats)
-    return r, az
+        def polar(a, b, z_east, z_north):  # per chunk, in the sampler's threads
+            east, north = z_east * lattice, z_north * lattice  # exact (|z| < 2^53)
+            np.hypot(east, north, out=r[a:b])
+            np.degrees(np.arctan2(east, north), out=az[a:b])
+
+        prepared.run(polar, stats=stats, parallel=parallel)
+        return r, az
+
+    if not prepared.ordered:
+        return draw
+    counts: dict = {}
+    done = draw(stats=counts)  # (on the caller's stream: now, in order)
+
+    def handed(stats=None, parallel=True):
+        if stats is not None:
+            for k, v in counts.items():
+                stats[k] = stats.get(k, 0) + v
+        return done
+
+    return handed
 
 
 def output_lattice(lat: np.ndarray, lon: np.ndarray, step: float) -> tuple[np.ndarray, np.ndarray]:
@@ -197,36 +222,39 @@ NOISE_PARTS = 2
 GEOD_CHUNK = 131072
 
 
-def _geodesic_forward(lon, lat, az, r) -> tuple[np.ndarray, np.ndarray]:
-    """pyproj ``Geod(ellps="WGS84").fwd`` over chunks in a thread pool: (lon2, lat2) as float64 arrays."""
+def _geodesic_forward(lon, lat, az, r, *, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """pyproj ``Geod(ellps="WGS84").fwd`` over chunks in a thread pool: (lon2, lat2) as float64 arrays.
+    ``threads``: at most this many (default: the cores); 1 runs it in the calling thread."""
     import os
-    from concurrent.futures import ThreadPoolExecutor
 
     from pyproj import Geod
 
     lon, lat, az, r = (np.ascontiguousarray(a, dtype=np.float64) for a in (lon, lat, az, r))
     n = lon.size
-    workers = min(os.cpu_count() or 1, -(-n // GEOD_CHUNK))
+    workers = min(threads or os.cpu_count() or 1, -(-n // GEOD_CHUNK))
     if workers <= 1:
-        lo2, la2, _ = Geod(ellps="WGS84").fwd(lon, lat, az, r)
+        lo2, la2, _ = Geod(ellps="WGS84").fwd(lon, lat, az, r, return_back_azimuth=False)
         return np.asarray(lo2, dtype=np.float64), np.asarray(la2, dtype=np.float64)
+    from .._threads import thread_pool
+
     lon2, lat2 = np.empty(n), np.empty(n)
     bounds = np.linspace(0, n, workers + 1).astype(int)
 
     def part(i):
         sl = slice(bounds[i], bounds[i + 1])
-        lo2, la2, _ = Geod(ellps="WGS84").fwd(lon[sl], lat[sl], az[sl], r[sl])
+        lo2, la2, _ = Geod(ellps="WGS84").fwd(lon[sl], lat[sl], az[sl], r[sl], return_back_azimuth=False)
         lon2[sl], lat2[sl] = lo2, la2
 
-    with ThreadPoolExecutor(workers) as ex:
-        list(ex.map(part, range(workers)))
+    list(thread_pool("geodesic", workers).map(part, range(workers)))
     return lon2, lat2
 
 
-def displace(lat: np.ndarray, lon: np.ndarray, r: np.ndarray, az: np.ndarray, *, precision: float = DEFAULT_PRECISION_DEG):
+def displace(lat: np.ndarray, lon: np.ndarray, r: np.ndarray, az: np.ndarray, *, precision: float = DEFAULT_PRECISION_DEG,
+             threads: int | None = None):
     """Move each point r metres along the geodesic in azimuth az on WGS84; round to the output lattice
-    of ``precision`` degrees (:func:`output_lattice`; ``precision=0``: no rounding, for tests)."""
-    lon2, lat2 = _geodesic_forward(lon, lat, az, r)
+    of ``precision`` degrees (:func:`output_lattice`; ``precision=0``: no rounding, for tests). ``threads``: of the
+    geodesic step (:func:`_geodesic_forward`)."""
+    lon2, lat2 = _geodesic_forward(lon, lat, az, r, threads=threads)
     lon2 = (lon2 + 180.0) % 360.0 - 180.0  # into [−180, 180)
     if precision:
         i, j = output_lattice(lat2, lon2, precision)

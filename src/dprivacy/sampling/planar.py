@@ -158,52 +158,75 @@ class LatticeLaplace:
         bits drawn from it (release mode stays cryptographic, seeded mode reproducible), a KeyedStream
         each part its own records (the output is the same as with one thread). ``consume(a, b, z₁, z₂)``:
         if given, each chunk [a, b) is handed to it (in its thread) instead of being returned."""
+        draw = self.prepare(size, rng, threads=threads)
+        returned = consume is None
+        if consume is None:
+            z1 = np.empty(draw.size, dtype=np.int64)
+            z2 = np.empty(draw.size, dtype=np.int64)
+
+            def consume(a, b, x1, x2):
+                z1[a:b], z2[a:b] = x1, x2
+        draw.run(consume, stats=stats, parallel=True, force_fallback=force_fallback)
+        return (z1, z2) if returned else None
+
+    def prepare(self, size: int, rng, *, threads: int = 1) -> "PreparedDraw":
+        """The draw of :meth:`offsets` split into its parts, with every word taken from ``rng`` itself taken now:
+        the part generators' keys (a Generator split into ``threads`` parts). Running the returned draw later, in
+        any thread, gives the offsets :meth:`offsets` gives now, unless its ``ordered`` is set (a single part drawn
+        from ``rng`` itself, or a word source): that one must run before ``rng`` is used again."""
         from .keyed import KeyedStream
 
         size = int(size)
         if not _splittable(rng):
-            out = _sample(self, size, _words_of(rng), force_fallback=force_fallback, stats=stats)
-            if consume is None:
-                return out
-            consume(0, size, *out)
-            return None
+            return PreparedDraw(self, size, [(rng, 0, size)], keyed=False, ordered=True)
         threads = max(1, min(int(threads), size // PARALLEL_MIN_PART))
-        returned = consume is None
-        if consume is None:
-            z1 = np.empty(size, dtype=np.int64)
-            z2 = np.empty(size, dtype=np.int64)
-
-            def consume(a, b, x1, x2):
-                z1[a:b], z2[a:b] = x1, x2
         keyed = isinstance(rng, KeyedStream)
         bounds = np.linspace(0, size, threads + 1).astype(int)
         sources = [rng] if threads == 1 else [_part_source(rng, bounds[t], bounds[t + 1]) for t in range(threads)]
-        calls = [rng.calls] if keyed else []
-        counts: list = [{} for _ in range(threads)]
+        parts = [(sources[t], int(bounds[t]), int(bounds[t + 1])) for t in range(threads)]
+        return PreparedDraw(self, size, parts, keyed=keyed, ordered=threads == 1 and not keyed, stream=rng if keyed else None)
+
+
+class PreparedDraw:
+    """The parts of a draw of offsets whose random words are fixed (:meth:`LatticeLaplace.prepare`)."""
+
+    def __init__(self, spec: LatticeLaplace, size: int, parts: list, *, keyed: bool, ordered: bool, stream=None):
+        self.spec, self.size, self.parts, self.keyed, self.ordered, self.stream = spec, size, parts, keyed, ordered, stream
+
+    def run(self, consume, *, stats: dict | None = None, parallel: bool = True, force_fallback: bool = False) -> None:
+        """``consume(a, b, z₁, z₂)`` for each chunk [a, b) of the offsets (in the part's thread). ``parallel``: the
+        parts on threads of their own; else one after the other in the calling thread (the same offsets)."""
+        spec, keyed = self.spec, self.keyed
+        if not _splittable(self.parts[0][0]):  # a word source (tests): one part, returned whole
+            consume(0, self.size, *_sample(spec, self.size, _words_of(self.parts[0][0]), force_fallback=force_fallback,
+                                           stats=stats))
+            return
+        calls = [self.stream.calls] if keyed else []
+        counts: list = [{} for _ in self.parts]
 
         def run(t):
-            src, a, b = sources[t], int(bounds[t]), int(bounds[t + 1])
+            src, a, b = self.parts[t]
             for c0 in range(a, b, CHUNK):
                 c1 = min(c0 + CHUNK, b)
-                part = _part_source(rng, c0, c1) if keyed else src
-                consume(c0, c1, *_sample(self, c1 - c0, _words_of(part), force_fallback=force_fallback,
+                part = _part_source(self.stream, c0, c1) if keyed else src
+                consume(c0, c1, *_sample(spec, c1 - c0, _words_of(part), force_fallback=force_fallback,
                                          stats=counts[t]))
                 if keyed:
                     calls.append(part.calls)
 
-        if threads == 1:
-            run(0)
+        if len(self.parts) == 1 or not parallel:
+            for t in range(len(self.parts)):
+                run(t)
         else:
             from .._threads import thread_pool
 
-            list(thread_pool("planar", threads).map(run, range(threads)))
+            list(thread_pool("planar", len(self.parts)).map(run, range(len(self.parts))))
         if keyed:  # as one call on the whole batch: the stream advances by the longest record's draws
-            rng.calls = max(calls)
+            self.stream.calls = max(calls)
         if stats is not None:
             for c in counts:
                 for k, v in c.items():
                     stats[k] = stats.get(k, 0) + v
-        return (z1, z2) if returned else None
 
 
 def _inv_sqrt2_lower() -> Fraction:
