@@ -221,6 +221,38 @@ def test_output_lattice_is_fixed_never_narrower_than_a_millimetre_and_wraps():
     assert np.array_equal(i2, i) and np.array_equal(j2, j)
 
 
+def test_output_lattice_fast_path_equals_the_row_by_row_computation(monkeypatch):
+    # a batch whose rows share one longitude step skips the per-row cos/log2 (_uniform_coarsening); it must give
+    # the indices of the row-by-row computation bit for bit, also in bands straddling a doubling of the step
+    import math
+
+    import dprivacy.data.planar_noise as pn
+
+    rng = np.random.default_rng(7)
+    cases = []
+    for step in (1e-7, 1e-6, 180 / 2**31):
+        for k in range(0, 12):  # the latitudes where the step doubles (x = 2^(k-1)), and bands around them
+            c = math.degrees(math.acos(min(1.0, pn.MIN_CELL_WIDTH_M / (math.radians(step) * pn.WGS84_A) / 2.0 ** (k - 1))))
+            for w in (1e-9, 1e-7, 1e-5, 1e-3, 0.1):
+                cases.append((step, c, w))
+        cases += [(step, rng.uniform(-85, 85), 10 ** rng.uniform(-7, 1)) for _ in range(40)]
+    taken = 0
+    for step, c, w in cases:
+        lat = np.clip(c + w * rng.standard_normal(300), -90, 90) * rng.choice([-1, 1])
+        lon = np.r_[rng.uniform(-180, 180, 296), 180.0, -180.0, 179.99999999, -179.99999996]
+        fast = pn.output_lattice(lat, lon, step)
+        n90 = round(90 / step)
+        ia = np.abs(np.clip(np.rint(lat / step), -n90, n90)).astype(np.int64)
+        full = round(360 / step)
+        taken += pn._uniform_coarsening(int(ia.min()), int(ia.max()), step, n90,
+                                        min(pn.MAX_COARSENING, (full & -full).bit_length() - 1)) is not None
+        with monkeypatch.context() as m:
+            m.setattr(pn, "_uniform_coarsening", lambda *a: None)
+            slow = pn.output_lattice(lat, lon, step)
+        assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1]), (step, c, w)
+    assert taken > len(cases) // 2
+
+
 def test_sidecar_states_the_guarantee_and_refuses_absurd_epsilon(tmp_path):
     src = _data("obiszow_mtb_xcm.csv")
     out = tmp_path / "o.csv"
