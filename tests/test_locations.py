@@ -669,3 +669,29 @@ def test_a_shuffled_dask_release_has_one_part_per_million_rows_and_empty_parts_a
     parts = sorted(p.name for p in (tmp_path / "e.parquet").iterdir())
     assert parts == [f"part-{b:05d}.parquet" for b in range(n)]
     assert sum(pq.read_metadata(tmp_path / "e.parquet" / p).num_rows for p in parts) == n
+
+
+def test_parquet_release_keeps_small_dictionaries_and_stops_large_ones_early(tmp_path):
+    # a kept column of few values keeps its dictionary; one of distinct values stops growing its dictionary at
+    # PARQUET_DICTIONARY_BYTES (not a whole row group's worth: the hashing cost a third of the release's CPU)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dprivacy.data.io import PARQUET_DICTIONARY_BYTES
+
+    n = 20_000
+    rng = np.random.default_rng(0)
+    pq.write_table(pa.table({"id": np.arange(n), "lat": 48 + rng.random(n), "lon": 2 + rng.random(n),
+                             "cat": pa.array(rng.choice(["a", "b", "c"], n))}), tmp_path / "i.parquet")
+    obfuscate_file(tmp_path / "i.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)
+    md = pq.ParquetFile(tmp_path / "o.parquet").metadata.row_group(0)
+    cols = {md.column(i).path_in_schema: md.column(i) for i in range(md.num_columns)}
+    assert cols["cat"].has_dictionary_page and "PLAIN" not in cols["cat"].encodings[1:]  # (the dictionary page is PLAIN)
+    assert not cols["lat"].has_dictionary_page and not cols["lon"].has_dictionary_page
+    # the id column: a dictionary page of at most PARQUET_DICTIONARY_BYTES, then plain pages
+    assert PARQUET_DICTIONARY_BYTES <= 1 << 16
+    assert cols["id"].has_dictionary_page
+    assert cols["id"].data_page_offset - cols["id"].dictionary_page_offset < PARQUET_DICTIONARY_BYTES + 1024
+    out = pq.read_table(tmp_path / "o.parquet")
+    assert out["id"].to_pylist() == list(range(n)) and out["cat"].equals(pa.chunked_array([pa.array(
+        pq.read_table(tmp_path / "i.parquet")["cat"].to_pylist())]))
