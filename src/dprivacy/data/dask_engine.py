@@ -73,7 +73,8 @@ def _run_piece(ob, piece: tuple[str, int], index: int, folder: str, release: boo
 
         keys = record_keys(batch.column(ob.key))
     counts: dict = {}  # this task's own counts (the mechanism object may be shared by tasks on one worker)
-    out = ob.apply(batch, la, lo, ob.generator(batch, random_source(None) if release else None), counts)
+    # every step in this task's thread: the workers' threads already take the cores (as ob.noise_parts = 1)
+    out = ob.plan(batch, la, lo, ob.generator(batch, random_source(None) if release else None), counts)(parallel=False)
     table = pa.Table.from_batches([out], schema=ob.out_schema).replace_schema_metadata(_part_metadata(ob, release))
     staged: dict = {}
     if buckets:
@@ -91,16 +92,29 @@ def _run_piece(ob, piece: tuple[str, int], index: int, folder: str, release: boo
         for b in np.flatnonzero(np.diff(cuts)):
             sel = order[cuts[b]:cuts[b + 1]]
             base = os.path.join(folder, "stage", f"p{index:05d}-b{int(b):05d}-{attempt}")  # stage/ made by the client:
-            pq.write_table(table.take(pa.array(sel)), base + ".parquet")                # a removed folder is not remade
+            _write_part(ob, table.take(pa.array(sel)), base + ".parquet")                # a removed folder is not remade
             np.save(base + ".npy", np.stack([k0[sel], k1[sel]]))
             staged[int(b)] = base
     else:
-        pq.write_table(table, os.path.join(folder, f"part-{index:05d}.parquet"))
+        _write_part(ob, table, os.path.join(folder, f"part-{index:05d}.parquet"))
     from .locations import sorted_by
 
     return {"rows_read": n, "rows_written": out.num_rows, "rows_rejected": rejected, "first_rejected": msg, "keys": keys,
             "seconds": time.perf_counter() - t0, "started": t0, "staged": staged, "counts": counts,
             "sorted": sorted_by(la, lo) if index == 0 and not buckets else None}
+
+
+def _write_part(ob, table, path: str) -> None:
+    """A Parquet part, encoded as the local engine writes (:class:`~.io.AtomicWriter`): the released coordinates
+    without a dictionary (nearly every value distinct), the other columns' dictionaries stopped at
+    :data:`~.io.PARQUET_DICTIONARY_BYTES`."""
+    import pyarrow.parquet as pq
+
+    from .io import PARQUET_DICTIONARY_BYTES
+
+    plain = {ob.lat_c, ob.lon_c}
+    pq.write_table(table, path, use_dictionary=[n for n in table.schema.names if n not in plain],
+                   dictionary_pagesize_limit=PARQUET_DICTIONARY_BYTES)
 
 
 #: A shuffled release has one part per this many rows (at least one part): the first tasks write a file per part
