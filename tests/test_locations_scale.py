@@ -105,6 +105,15 @@ def test_keyed_mode_refusals(tmp_path):
     with pytest.raises(ValueError, match="row 3: key 1 .* repeated"):
         obfuscate_file(dup, tmp_path / "o.csv", epsilon=1, rng=1, key="id")
     assert not any(tmp_path.glob("o.*")) and not any(tmp_path.glob(".o.*"))
+    # the repeated key named whatever its type (integer keys are not kept beside their record keys)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for vals, want in (([5, -7, 3, -7], "row 4: key -7 "), (["a", "b", "a"], "row 3: key 'a' ")):
+        pq.write_table(pa.table({"id": vals, "lat": [48.0 + i / 100 for i in range(len(vals))], "lon": [2.0] * len(vals)}),
+                       tmp_path / "k.parquet")
+        with pytest.raises(ValueError, match=want):
+            obfuscate_file(tmp_path / "k.parquet", tmp_path / "o.parquet", epsilon=1, rng=1, key="id")
 
 
 def test_dask_two_workers_equal_the_local_engine_and_fail_cleanly(tmp_path):

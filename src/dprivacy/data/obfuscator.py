@@ -162,7 +162,9 @@ class Obfuscator:
 
 class _KeyCheck:
     """Refuses a repeated record key (two records with one key would get the same noise). Keys are
-    collected (8 bytes a row) and checked by one sort before the output is renamed into place."""
+    collected (8 bytes a row) and checked by one sort before the output is renamed into place. The key
+    columns themselves are kept only when they are not integers (an integer key is its own record key, so
+    the message can name it without them)."""
 
     def __init__(self, column: str):
         self.column = column
@@ -170,18 +172,23 @@ class _KeyCheck:
         self.values: list = []
 
     def add(self, values, row0: int) -> None:
+        import pyarrow as pa
+
         from ..sampling.keyed import record_keys
 
         self.parts.append(record_keys(values))
-        self.values.append((row0, values))
+        if not pa.types.is_integer(values.type):
+            self.values.append((row0, values))
 
     def check(self) -> None:
         keys = np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=np.uint64)
+        ordered = np.sort(keys)  # (a sort of the values first: the stable argsort only when a key repeats)
+        if not (ordered[1:] == ordered[:-1]).any():
+            return
         order = np.argsort(keys, kind="stable")
         same = np.flatnonzero(keys[order][1:] == keys[order][:-1])
-        if not same.size:
-            return
         k = int(order[same + 1].min())  # the first row that repeats an earlier key
+        v = int(keys[k:k + 1].view(np.int64)[0])  # an integer key (record_keys: its int64 value)
         for row0, vals in self.values:
             if k < row0 + len(vals):
                 v = vals[k - row0].as_py()
