@@ -185,10 +185,11 @@ def location_copies(batch, lat, lon, skip=()) -> list:
                     da, do = np.abs(vals - e_lat[rows]), np.abs(vals - e_lon[rows])
                     a, o = da <= tl, do <= to
                     a_one, o_one = da <= tl * lat_scale[rows], do <= to * lon_scale[rows]
-                np.logical_or.at(lat_one, rows[one], a_one[one])
-                np.logical_or.at(lon_one, rows[one], o_one[one])
-                np.logical_or.at(lat_many, rows[several], a[several])
-                np.logical_or.at(lon_many, rows[several], o[several])
+                # (flag ← flag or hit, for rows that repeat too: setting True at the hits is np.logical_or.at, faster)
+                lat_one[rows[one & a_one]] = True
+                lon_one[rows[one & o_one]] = True
+                lat_many[rows[several & a]] = True
+                lon_many[rows[several & o]] = True
         match = lat_one | lon_one | (lat_many & lon_many)
         k = int(has.sum())
         if k >= 2 and int(match.sum()) >= max(2, COPY_SHARE * k):
