@@ -695,3 +695,32 @@ def test_parquet_release_keeps_small_dictionaries_and_stops_large_ones_early(tmp
     out = pq.read_table(tmp_path / "o.parquet")
     assert out["id"].to_pylist() == list(range(n)) and out["cat"].equals(pa.chunked_array([pa.array(
         pq.read_table(tmp_path / "i.parquet")["cat"].to_pylist())]))
+
+
+def test_pipeline_raises_a_batch_error_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    # batches are computed on worker threads (obfuscate_file's pipeline): an error in one is raised by the command,
+    # nothing after it is written, and neither OUTPUT, its temporary file nor a sidecar is left
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import dprivacy.data.obfuscator as obf
+    from dprivacy.data.formats import BATCH_ROWS
+
+    n = 2 * BATCH_ROWS + 1000  # three batches
+    rng = np.random.default_rng(0)
+    pq.write_table(pa.table({"lat": 48 + rng.random(n), "lon": 2 + rng.random(n)}), tmp_path / "i.parquet")
+    real, calls = obf.displace, []
+
+    def failing(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("batch failed")
+        return real(*a, **k)
+
+    monkeypatch.setattr(obf, "displace", failing)
+    with pytest.raises(RuntimeError, match="batch failed"):
+        obfuscate_file(tmp_path / "i.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["i.parquet"]
+    monkeypatch.setattr(obf, "displace", real)
+    obfuscate_file(tmp_path / "i.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)  # and the same call works
+    assert pq.ParquetFile(tmp_path / "o.parquet").metadata.num_rows == n
