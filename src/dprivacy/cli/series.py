@@ -16,7 +16,7 @@ def cmd_series(args) -> int:
         rep = release_series(args.input, args.output, column=args.column, time_column=args.time, epsilon=args.epsilon,
                              metric=args.metric, unit=args.unit, per=args.per, rng=args.seed, force=args.force,
                              skip_invalid=args.skip_invalid, progress=lambda rows: status.update(f"{rows:,} readings"),
-                             sidecar=True)
+                             sidecar=True, time_format=args.time_format)
     finally:
         status.stop()
     report = rep.to_dict()
@@ -41,7 +41,11 @@ def add_parsers(sub) -> None:
     se.add_argument("input", metavar="INPUT", help="a .csv, .csv.gz or .parquet file with one reading per row")
     se.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="the released series (time and reading columns only); a sidecar OUTPUT.dprivacy.json is written beside it")
     se.add_argument("--column", required=True, help="the readings' column")
-    se.add_argument("--time", help="the time column (kept in the output; needed for --per)")
+    se.add_argument("--time", help="the time column (kept in the output; needed for --per): dates/times, ISO 8601 text "
+                    "(with T or a space; a UTC offset or Z is converted to UTC), 2010/03/24 09:51, or seconds since 1970 "
+                    "(a numeric column)")
+    se.add_argument("--time-format", metavar="FORMAT", help="read the --time text with this strptime format, for forms "
+                    "that are ambiguous or not ISO, e.g. '%%d/%%m/%%Y %%H:%%M' for 01/02/2010 10:00 as 1 February")
     se.add_argument("--epsilon", type=_ascii_float, required=True, help="ε per --unit of reading difference")
     se.add_argument("--metric", choices=["d1", "dinf"], default="d1", help="d1: total change over the readings; dinf: every reading at once (ε/n per reading)")
     se.add_argument("--unit", type=_ascii_float, help="resolution of the readings: they are rounded to multiples of it, and "
