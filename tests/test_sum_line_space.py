@@ -88,8 +88,10 @@ def test_front_doors_on_the_sum_line_agree_with_the_dense_solvers(u, v, eps, see
         assert a.mu_sum == pytest.approx(b.mu_sum, rel=1e-8)
 
 
-def test_the_threshold_on_the_sum_line_is_the_dense_one():
-    sp = sum_space(150, 5)  # seed 000 Fig 6a
+@pytest.mark.parametrize("u", [60, pytest.param(150, marks=pytest.mark.slow)])  # 150: seed 000 Fig 6a (the dense
+def test_the_threshold_on_the_sum_line_is_the_dense_one(u):  # search on its 751 answers takes 20–50 s: slow)
+    sp = sum_space(u, 5)  # 301 answers, above SUM_LINE_MIN_ANSWERS: the sum-line path
+    assert isinstance(sp, SumLineSpace)
     fast = dprivacy.tight_threshold(sp)
     dense = dprivacy.tight_threshold(sp, method="dense")
     assert fast.certified and dense.certified
@@ -218,7 +220,11 @@ def test_a_finer_tolerance_never_gives_a_wider_bracket():
     if not fine.certified:
         stuck = float(re.search(r"could not decide at ε = ([0-9.e-]+)", fine.reason).group(1))
         assert lo < stuck < hi
-    assert dprivacy.tight_threshold(sp, tol=1e-10).certified  # auto: the dense search decides what the FFT one cannot
+
+
+@pytest.mark.slow  # 20–40 s: the dense search on 751 answers (auto's fallback is also tested on 401 answers above)
+def test_at_a_tolerance_the_fft_search_cannot_certify_auto_falls_back_to_the_dense_one():
+    assert dprivacy.tight_threshold(sum_space(150, 5), tol=1e-10).certified
 
 
 @pytest.mark.parametrize("w, h, metric", [(1, 7, "euclidean"), (7, 1, "chebyshev"), (1, 300, "euclidean")])
