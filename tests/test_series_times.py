@@ -163,8 +163,12 @@ def test_a_time_that_does_not_read_in_a_later_batch_refuses_the_column_without_i
 
 
 def test_time_format_is_refused_where_it_cannot_apply(tmp_path):
-    src = _csv(tmp_path / "a.csv", "t,v", ["1300000000,1"])
-    with pytest.raises(ValueError, match="--time-format reads text"):
+    pq.write_table(pa.table({"t": [1_300_000_000], "v": [1]}), tmp_path / "n.parquet")
+    with pytest.raises(ValueError, match="--time-format reads text, and the time column 't' is numeric"):
+        release_series(tmp_path / "n.parquet", tmp_path / "o.csv", column="v", time_column="t", epsilon=1.0,
+                       time_format="%Y")
+    src = _csv(tmp_path / "a.csv", "t,v", ["1300000000,1"])  # (a CSV's column is read as text with --time-format)
+    with pytest.raises(ValueError, match="some values do not read with --time-format '%Y'"):
         release_series(src, tmp_path / "o.csv", column="v", time_column="t", epsilon=1.0, time_format="%Y")
     with pytest.raises(ValueError, match="--time-format reads the time column"):
         release_series(src, tmp_path / "o.csv", column="v", epsilon=1.0, time_format="%Y")
@@ -184,3 +188,12 @@ def test_cli_reads_time_format_and_refuses_in_one_line(tmp_path):
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert _times(tmp_path / "y.parquet") == [dt.datetime(2010, 2, 1, 10), dt.datetime(2010, 2, 13, 10, 30)]
+
+
+def test_time_format_reads_a_csv_column_the_csv_reader_would_have_guessed(tmp_path):
+    """ISO-looking text that the CSV reader turns into timestamps by itself is read with the user's format instead."""
+    src = _csv(tmp_path / "a.csv", "t,v", ["2010-02-01 10:00:00,1", "2010-03-01 11:30:00,2"])
+    rep = release_series(src, tmp_path / "o.parquet", column="v", time_column="t", epsilon=1.0, rng=0,
+                         time_format="%Y-%d-%m %H:%M:%S")  # (a day-before-month ISO look-alike)
+    assert "--time-format" in rep.time_read_as
+    assert _times(tmp_path / "o.parquet") == [dt.datetime(2010, 1, 2, 10), dt.datetime(2010, 1, 3, 11, 30)]

@@ -158,8 +158,10 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     if Path(output_path).resolve() == Path(input_path).resolve():
         raise ValueError("the output must not be the input file")
     check_sidecar(input_path, output_path, force=force)
+    # with --time-format a CSV's time column is read as the text it is (the CSV reader's own guesses left aside)
+    as_text = (time_column,) if time_format is not None and time_column is not None else ()
 
-    schema, _ = read_batches(input_path)
+    schema, _ = read_batches(input_path, text_columns=as_text)
     names = list(schema.names)
     for what, c in (("reading", column), ("time", time_column)):
         if c is not None and c not in names:
@@ -175,7 +177,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     n_valid, n_invalid, row = 0, 0, 0
     reader = _TimeReader(time_column, time_format) if time_column is not None else None
     time_type = schema.field(time_column).type if time_column is not None else None
-    for batch in read_batches(input_path)[1]:
+    for batch in read_batches(input_path, text_columns=as_text)[1]:
         if time_column is not None:
             times = reader.read(batch.column(time_column), row)
             time_type = times.type
@@ -217,7 +219,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     try:
         with AtomicWriter(output_path, out_schema, force=force, notice=None if src.release else NOT_FOR_RELEASE) as w:
             row = 0
-            for batch in read_batches(input_path)[1]:
+            for batch in read_batches(input_path, text_columns=as_text)[1]:
                 x, bad = _values(batch, column, row, skip_invalid)
                 keep = ~bad
                 with np.errstate(over="ignore"):  # a reading of 1e300 at --unit 1e-300 is inf steps: clamped below
