@@ -13,7 +13,8 @@ Blocks run:
   next ones), as a reader would in one terminal and one Python session: the Python blocks of a page share one
   namespace; each shell block is one ``bash -e -o pipefail`` script, and the shell variables it sets (``D=...``)
   are set in the page's next shell blocks. In a ``console`` block, only the lines after a ``$`` prompt are commands (with
-  their ``\\`` continuation lines); the other lines are output.
+  their ``\\`` continuation lines); the other lines are output. Likewise a Python block written as an interactive
+  session (``>>>`` and ``...`` prompts, or ``pycon``) runs its prompts' lines.
 * ``dprivacy`` and ``python`` are this interpreter's; matplotlib draws off screen.
 
 Not run, by design:
@@ -47,7 +48,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SHELL = {"bash", "sh", "shell", "console"}
-PYTHON = {"python", "py", "python3"}
+PYTHON = {"python", "py", "python3", "pycon"}
 SKIPPED_DIRS = {"_build", "auto_examples", "api", "_templates"}
 # a whole line, or one `&&` segment of it, that installs (or runs the test suite) is left out
 _LEFT_OUT = re.compile(r"^\s*(pip3? install\b|python3? -m pip install\b|python3? -m venv\b|\. \.venv/bin/activate\b"
@@ -150,6 +151,8 @@ def _code(lang: str, body: list[str]) -> str:
                 cont = line.rstrip().endswith("\\")
         body = cmds
     if lang in PYTHON:
+        if any(line.startswith(">>>") for line in body):  # an interactive session: its prompts' lines; the rest is output
+            body = [line[4:] for line in body if line.startswith((">>> ", "... ")) or line in (">>>", "...")]
         return "\n".join(body) + "\n"
     return "\n".join(_without_installs(body)) + "\n"
 
@@ -300,6 +303,7 @@ def test_the_extractor_finds_the_blocks_of_both_formats(tmp_path, monkeypatch):
     assert [(x.lang, x.code, x.options, x.line) for x in r] == [
         ("python", "a = 1\n\nb = a + 1\n", set(), 7), ("shell", "python - <<'PY'\npip install = 1\nPY\n", {"slow", "clone"}, 17)]
     assert not _has_code(b[3])
+    assert _code("pycon", [">>> x = [1,", "...      2]", "[1, 2]", ">>> print(x)", "[1, 2]"]) == "x = [1,\n     2]\nprint(x)\n"
 
 
 def test_every_docs_page_is_found_by_glob():
