@@ -25,9 +25,11 @@ Not run, by design:
 * ``python -m pytest`` (the test suite itself) is left out the same way.
 * A block preceded by the marker ``.. example: slow`` (reStructuredText: a comment, invisible on the page) or
   ``<!-- example: slow -->`` (Markdown: invisible on GitHub), optionally followed by ``— reason``, runs only
-  under ``python -m pytest -m slow`` (then with the page's other blocks, in order). Used for commands that take
-  minutes: the whole ``dprivacy reproduce`` report and the documentation build (which tests/test_docs.py runs
-  in the default suite anyway). The marker ``clone`` (``example: slow, clone``) runs the block in a copy of the
+  under ``python -m pytest -m slow`` (then with the page's other blocks, in order). Kept for commands that take
+  minutes, and only three blocks have it: the README's whole ``dprivacy reproduce --quick`` report (the user
+  guide's ``reproduce --only`` block runs by default), the README's documentation build (tests/test_docs.py
+  builds the same site by default), and the two optimal mechanisms of the theory page that run to their
+  one-minute ``--time-limit``. The marker ``clone`` (``example: slow, clone``) runs the block in a copy of the
   repository's files rather than an empty folder (the documentation build needs ``docs/``).
 
 A failure names the page and the line of the block, with the block's output.
