@@ -109,8 +109,10 @@ def test_bad_files_are_one_line_errors(capsys, tmp_path):
 
     np.savetxt(tmp_path / "p.txt", [0.5, 0.6])
     np.save(tmp_path / "h2.npy", np.eye(2))
-    code, _, err = run(capsys, "leakage", str(tmp_path / "h2.npy"), "--prior", str(tmp_path / "p.txt"))
-    assert code == 2 and "sum to 1" in err
+    code, out, err = run(capsys, "leakage", str(tmp_path / "h2.npy"), "--prior", str(tmp_path / "p.txt"), "--json")
+    # weights are normalised, and the normalisation is said (issue 31): 0.5, 0.6 is the prior 5/11, 6/11
+    assert code == 0 and "summed to 1.1" in json.loads(out)["prior_normalised"]
+    assert json.loads(out)["prior_vulnerability"] == pytest.approx(6 / 11)
 
     code, _, err = run(capsys, "check", str(tmp_path / "h.npy"), "line:4", "--epsilon", "1")
     assert code == 2 and "3 rows" in err and "4 points" in err
@@ -229,9 +231,15 @@ def test_the_command_line_calls_the_front_doors(capsys):
 
 def test_reproduce_replaces_its_report_and_never_leaves_stale_files(tmp_path, capsys):
     out = tmp_path / "report"
-    assert run_json(capsys, "reproduce", "--only", "002-metrics", "--out", str(out))["errors"] == 0
+
+    def reproduce():  # (its progress lines are on stderr: run_json would refuse them)
+        code, stdout, _ = run(capsys, "reproduce", "--only", "002-metrics", "--out", str(out), "--json")
+        assert code == 0
+        return json.loads(stdout)
+
+    assert reproduce()["errors"] == 0
     (out / "stale-figure.png").write_bytes(b"from an earlier run")
-    assert run_json(capsys, "reproduce", "--only", "002-metrics", "--out", str(out))["errors"] == 0
+    assert reproduce()["errors"] == 0
     assert not (out / "stale-figure.png").exists() and (out / "summary.json").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no partial or old folders left
     mine = tmp_path / "mine"
@@ -314,7 +322,7 @@ def test_duckdb_s_interrupt_is_an_interruption(capsys, monkeypatch, tmp_path):
     t = tmp_path / "t.csv"
     t.write_text("a\n1\n2\n")
     for exc, code, text in ((RuntimeError("Query interrupted"), 130, "dprivacy: interrupted\n"),
-                            (RuntimeError("boom"), 2, "dprivacy: internal error (RuntimeError: boom); please report it\n")):
+                            (RuntimeError("boom"), 2, "dprivacy query: error: internal error (RuntimeError: boom); please report it\n")):
         def fail(*a, _exc=exc, **k):
             raise _exc
 

@@ -176,7 +176,7 @@ def test_a_table_shaped_prior_and_a_folder_are_refused(tmp_path):
     t = tmp_path / "t.csv"
     t.write_text("a\n" + "1\n" * 5)
     np.save(tmp_path / "p2.npy", np.ones((2, 3)))
-    with pytest.raises(ValueError, match=r"is a 2x3 table, expected one weight per answer 0..5 \(6 values"):
+    with pytest.raises(ValueError, match=r"has shape 2×3, expected 6 weights \(one per answer 0..5"):
         run_query(str(t), parse_query("count"), epsilon=1, mechanism="optimal", prior=str(tmp_path / "p2.npy"))
     np.save(tmp_path / "p1.npy", np.ones((1, 6)))  # one row is one weight per answer
     r = run_query(str(t), parse_query("count"), epsilon=1, mechanism="optimal", prior=str(tmp_path / "p1.npy"), rng=1)

@@ -10,7 +10,7 @@ import importlib
 __version__ = "0.1.0"
 
 #: Submodules, loaded on first attribute access.
-_MODULES = {"bounds", "channels", "data", "experiments", "graphs", "measures", "mechanisms", "priors", "queries",
+_MODULES = {"api", "bounds", "channels", "data", "experiments", "graphs", "measures", "mechanisms", "priors", "queries",
             "results", "sampling", "spaces", "spanners", "threshold"}
 
 #: The user-facing names, one front door each: name → module that defines it.
@@ -46,6 +46,9 @@ _NAMES = {
     "BoundResult": "bounds", "TightnessResult": "bounds",
     # randomness
     "random_source": "sampling",
+    # the data API: releases on DataFrames, Arrow tables and files
+    "obfuscate": "api.locations", "evaluate": "api.locations", "query": "api.query", "Budget": "api.query",
+    "release_series": "api.series", "DataResult": "api.results", "QueryAnswer": "api.results",
 }
 
 __all__ = ["__version__", *sorted(_MODULES), *sorted(_NAMES)]

@@ -99,7 +99,7 @@ def one_blas_thread_under_a_limit(environ=os.environ) -> bool:
 def import_pandas_for_pyarrow() -> None:
     """Import pandas (when installed) from Python, before pyarrow does. pyarrow imports it from C++ the first time it
     converts an array to numpy (``to_numpy``, even zero-copy: about 0.45 s here), with the command's threads running: a
-    Ctrl-C in that window was seen lost (the command went on, wrote its release and exited 0) or leaving pandas
+    Ctrl-C in that window can be lost (the command goes on, writes its release and exits 0) or leave pandas
     half-imported ("partially initialized module 'pandas'", reported as an internal error). Imported here, in the main
     thread, an interrupt stops the command as anywhere else; the time is the same, since pyarrow would import it
     anyway."""

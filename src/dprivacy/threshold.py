@@ -174,7 +174,7 @@ def tight_threshold(
     start = 1.0 / float(pos.min()) if pos.size else 1.0
     if eps_min is None:
         # down to the scale of the largest distance, not the smallest: a 3×3 grid with a twin of its centre at 1e-6
-        # (ε* ≈ 2.1) was searched only down to 1953 and got no ε*
+        # (ε* ≈ 2.1), searched only down to the smallest distance's scale (1953), would get no ε*
         eps_min = DEFAULT_EPS_MIN_FACTOR / float(pos.max()) if pos.size else DEFAULT_EPS_MIN_FACTOR
     eps_min = check_epsilon(eps_min, name="eps_min")
     return bracket_threshold(_Prober(d), lo=lo, hi=hi, start=start, eps_min=eps_min, tol=tol, scan=scan,
@@ -184,8 +184,9 @@ def tight_threshold(
 def _dominance_epsilon(d: np.ndarray) -> float | None:
     """An ε from which the tight-constraints mechanism certainly exists: where every row of Φ = e^{−εd} has
     Σ_{j≠i} e^{−εd_ij} < 1/2, Φ = I + E with ‖E‖∞ < 1/2, so z = Φ⁻¹1 = Σ_k (−E)^k 1 has z_i ≥ 1 − ‖E‖/(1 − ‖E‖) > 0,
-    and the sums only decrease as ε grows. None without positive finite distances. (A graph had its mechanism at
-    ε = 0.001–0.003 and at 0.9 but not at 0.6–0.8; the scan of (hi, 3·hi] never saw the gap: review.)"""
+    and the sums only decrease as ε grows. None without positive finite distances. (Existence need not be monotone
+    in ε: a graph can have its mechanism at ε = 0.001–0.003 and at 0.9 but not at 0.6–0.8, a gap that the scan of
+    (hi, 3·hi] does not see.)"""
     pos = np.isfinite(d) & (d > 0)
     if not pos.any():
         return None

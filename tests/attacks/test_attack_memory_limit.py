@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -33,7 +34,7 @@ def _says_memory(p) -> str:
     assert p.returncode == 2, (p.returncode, p.stderr)
     last = p.stderr.strip().splitlines()[-1]
     assert "Traceback" not in p.stderr and "internal error" not in last, p.stderr
-    assert last.startswith("dprivacy: error: ") and "memory" in last.lower(), p.stderr
+    assert re.match(r"dprivacy( [a-z-]+)?: error: ", last) and "memory" in last.lower(), p.stderr
     return last
 
 

@@ -138,3 +138,23 @@ def test_a_swallowed_interrupt_still_keeps_the_release_from_being_committed(tmp_
                        timeout=120)
     assert (p.returncode, p.stderr.strip().splitlines()[-1]) == (130, "dprivacy: interrupted"), p.stderr
     assert "released" not in p.stdout and sorted(x.name for x in tmp_path.iterdir()) == ["p.csv"]
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_during_a_linear_program_stops_design(sig, code):
+    """HiGHS holds the GIL for the whole solve: `design --mechanism optimal` solves in a child process, so that a stop
+    signal ends the command with its one line instead of when HiGHS returns (a spanner LP on grid:30x30 ignored
+    `timeout`'s SIGTERM for minutes)."""
+    p = subprocess.Popen([sys.executable, "-m", "dprivacy.cli", "design", "grid:30x30", "--epsilon", "1", "--mechanism",
+                          "optimal", "--method", "spanner", "--time-limit", "600"], env=ENV, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(4)  # into the solve (or still loading: also a stop)
+    p.send_signal(sig)
+    try:
+        out, err = p.communicate(timeout=120)  # the solve alone runs for minutes
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        pytest.fail(f"design went on solving after signal {sig!r}")
+    assert p.returncode == code, err
+    assert "Traceback" not in err and ("terminated" in err or "interrupted" in err)

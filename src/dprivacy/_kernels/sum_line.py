@@ -611,8 +611,8 @@ class SumLineMechanism(ImplicitTightMechanism):
     def accuracy(self, *, confidence: float = 0.95) -> tuple[float, int]:
         """(max_y E|o − y|, the smallest t with P(|o − y| > t) ≤ 1 − confidence for every true y) of the channel
         that :meth:`sample_answer` draws from: H mixed with the uniform distribution at weight γ =
-        :meth:`mixing_weight` (a review measured E|error| 3.00 where H alone gives 1.40, Superstore's 149,911
-        answers at ε = 5). Exact up to FFT rounding (~1e-12) and the integer quantisation of the rows (a relative
+        :meth:`mixing_weight` (on Superstore's 149,911 answers at ε = 5, E|error| is 3.00 where H alone gives
+        1.40). Exact up to FFT rounding (~1e-12) and the integer quantisation of the rows (a relative
         2^-30 per entry); by bisection on t, one FFT product per step."""
         g = self.mixing_weight()
         n = self.n

@@ -98,6 +98,10 @@ def stopped() -> bool:
 def interrupted() -> int:
     """Say that the command was stopped by a signal (one line) and return its exit status: 128 + the signal for
     SIGTERM/SIGHUP (possibly seen through another library's interrupt), 130 for Ctrl-C."""
+    # A KeyboardInterrupt raised inside a string eval/exec (collections.namedtuple's, while numpy.random loads) leaves
+    # CPython's "unhandled interrupt" flag set, and at exit the interpreter would kill itself with SIGINT in place of
+    # this status; the next string eval resets the flag.
+    eval("None")
     if _SIGNALLED:
         print(f"dprivacy: terminated (signal {_SIGNALLED[0]})", file=sys.stderr)
         return 128 + _SIGNALLED[0]

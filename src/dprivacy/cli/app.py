@@ -52,6 +52,23 @@ def _join_negative_values(argv: list) -> list:
     return out
 
 
+def _prefix(args) -> str:
+    """``dprivacy COMMAND: error: `` (argparse's form for a subcommand), ``dprivacy: error: `` before a command is known."""
+    command = getattr(args, "command", None)
+    return f"dprivacy {command}: error: " if command else "dprivacy: error: "
+
+
+def _error_line(args, message: str) -> str:
+    """The one line of an error: ``message`` prefixed with :func:`_prefix`, unless it already carries a
+    ``dprivacy ...`` prefix (argparse's own errors, and messages written before the prefix was added here)."""
+    import re
+
+    first = message.splitlines()[0] if message else ""
+    if re.match(r"dprivacy( [a-z-]+)?: ", first):
+        return first
+    return _prefix(args) + first
+
+
 def _main(argv=None) -> int:
     args = None
     try:
@@ -66,7 +83,7 @@ def _main(argv=None) -> int:
         code = args.func(args)
         return 0 if code is None else int(code)
     except CliError as exc:
-        print(str(exc).splitlines()[0], file=sys.stderr)
+        print(_error_line(args, str(exc)), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM/SIGHUP (_process._Terminated)
         return interrupted()
@@ -80,7 +97,7 @@ def _main(argv=None) -> int:
         return EXIT_PIPE
     except FloatingPointError as exc:
         # numpy's own words ("overflow encountered in multiply") named neither the value nor the range (review)
-        print(f"dprivacy: error: a computation left the float64 range ({exc}): the inputs are too large or too small "
+        print(f"{_prefix(args)}a computation left the float64 range ({exc}): the inputs are too large or too small "
               "for it — use an ε and distances whose product ε·d stays well within 1e-300..1e300 (planar Laplace squares "
               "ε: within 1e150)", file=sys.stderr)
         return EXIT_USAGE
@@ -89,18 +106,18 @@ def _main(argv=None) -> int:
             return interrupted()
         msg = memory_failure(exc) or (str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         detail = getattr(exc, "detail", "") if getattr(args, "owner", False) else ""
-        print(f"dprivacy: error: {msg}" + (f" [for the owner: {detail.splitlines()[0]}]" if detail else ""), file=sys.stderr)
+        print(_error_line(args, msg) + (f" [for the owner: {detail.splitlines()[0]}]" if detail else ""), file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:  # a bug: still one line and no traceback for the user, but say it is one
         if stopped():
             return interrupted()
         msg = str(exc).splitlines()[0] if str(exc) else ""
         if memory_failure(exc):  # DuckDB's OutOfMemoryException, a library not mapped, no thread: not a bug
-            print(f"dprivacy: error: {memory_failure(exc)}", file=sys.stderr)
+            print(_prefix(args) + memory_failure(exc), file=sys.stderr)
             return EXIT_USAGE
         if isinstance(exc, RuntimeError) and "interrupted" in msg.lower():
             # DuckDB turns Ctrl-C during a scan into RuntimeError("Query interrupted") (seen on `query`
             # over an 8-million-row Parquet file): an interruption, not a bug
             return interrupted()
-        print(f"dprivacy: internal error ({type(exc).__name__}: {msg}); please report it", file=sys.stderr)
+        print(f"{_prefix(args)}internal error ({type(exc).__name__}: {msg}); please report it", file=sys.stderr)
         return EXIT_USAGE

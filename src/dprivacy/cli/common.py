@@ -34,6 +34,21 @@ class CliError(Exception):
     """An error to report on one line with exit status 2."""
 
 
+def examples(*pairs: str) -> dict:
+    """``add_parser`` keywords for a subcommand whose ``--help`` ends with examples: ``pairs`` alternate a
+    comment and a command line (each command runs as written in a folder with the inputs it names; the
+    tests run them all). The formatter keeps the epilog's line breaks, and "examples::" makes it a literal block in
+    the documentation (sphinx-argparse reads the epilog as reStructuredText)."""
+    lines = ["examples::", ""]
+    for comment, command in zip(pairs[::2], pairs[1::2]):
+        lines += [f"  # {comment}", f"  {command}"]
+    return {"epilog": "\n".join(lines), "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+
+#: The help text of every --json option.
+JSON_HELP = "print exactly one JSON object on stdout, with every figure of the report, instead of the summary"
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2 (argparse prints usage over several lines)
         raise CliError(f"{self.prog}: error: {message}")
@@ -70,44 +85,60 @@ def _channel(path: str, normalize: bool):
         raise
 
 
-def _prior(arg: str | None, n: int):
-    import numpy as np
+def _prior(arg: str | None, n: int, shape: tuple[int, int] | None = None, *, report: dict | None = None):
+    """The prior of ``--prior`` (:func:`dprivacy.spaces.read_prior`: 'uniform', a flat vector, or a height×width
+    array where the space is a grid of that ``shape``; weights normalised). The normalisation, when there was one,
+    is stated in ``report["prior_normalised"]``."""
+    from ..spaces import read_prior
 
-    from .._validate import as_prior, uniform_prior
-
-    if arg is None or arg == "uniform":
-        return uniform_prior(n)
-    if not arg.strip():  # "" was read as the path "." ("prior path . is a directory")
-        raise ValueError("--prior needs a file (.npy, .csv or .txt) or 'uniform', got an empty string")
-    if arg.strip().lower() == "uniform" and not Path(arg).exists():
-        raise ValueError(f"--prior {arg!r}: no such file; the keyword is 'uniform' (lower case)")
-    p = _load_array(arg, "prior")
-    if p.ndim > 1 and sorted(p.shape)[-2] != 1:
-        raise ValueError(f"prior from {arg} has shape {p.shape}, expected a single row or column of {n} probabilities")
-    return as_prior(np.ravel(p), n, name=f"prior from {arg}")
+    p, note = read_prior("uniform" if arg is None else arg, n, shape=shape)
+    if note and report is not None:
+        report["prior_normalised"] = note
+    return p
 
 
-def _emit(report: dict, as_json: bool, title: str) -> None:
-    import numpy as np
+def _lp_optimal(gap, requested: float | None = None) -> bool | None:
+    """Whether an optimal-mechanism solve reached its relative ``gap`` (``requested``, default the LP's 1e-7): False
+    for a run stopped above it (at its time limit), None when the method reports no gap (NaN)."""
+    import math
 
+    if requested is None:
+        from ..mechanisms.lp_solve import DEFAULT_GAP
+
+        requested = DEFAULT_GAP
+    if gap is None or not math.isfinite(float(gap)):
+        return None
+    return bool(float(gap) <= requested * (1 + 1e-9))
+
+
+def _grid_shape(space):
+    """(height, width) of a grid space (its --prior may be a height×width array), else None."""
+    from ..spaces import GridSpace
+
+    return (space.height, space.width) if isinstance(space, GridSpace) else None
+
+
+def _emit(report: dict, as_json: bool, title: str, kind: str | None = None) -> None:
+    """Print ``report``: one JSON object under ``--json``; otherwise the summary of command ``kind`` for people
+    (:mod:`.render`), drawn from the same JSON so that it shows nothing the JSON does not hold."""
+    import json
+
+    from ..results import dumps
+
+    text = dumps(report)
     if as_json:
-        from ..results import dumps
-
-        print(dumps(report))
+        print(text)
         return
-    from rich.console import Console
-    from rich.table import Table
+    from . import render
 
-    table = Table(title=title, show_header=False)
-    table.add_column("field", style="bold")
-    table.add_column("value")
-    for k, v in report.items():
-        if isinstance(v, float):
-            v = f"{v:.6g}"
-        elif isinstance(v, np.ndarray):
-            v = np.array2string(v, precision=4, threshold=12)
-        table.add_row(k, str(v))
-    Console().print(table)
+    data = json.loads(text)
+    if kind in render.RENDERERS:
+        render.render(kind, data, title)
+        return
+    s = render.Summary(title)
+    for k, v in data.items():
+        s.row(k.replace("_", " "), v)
+    s.print()
 
 
 class _RowProgress:

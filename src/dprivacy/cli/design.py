@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import CliError, _ascii_float, _emit, _prior, _SolveStatus
+from .common import JSON_HELP, CliError, _ascii_float, _emit, examples, _grid_shape, _lp_optimal, _prior, _SolveStatus
 
 
 #: ``design --mechanism optimal`` stops after this many seconds unless --time-limit says otherwise, with
@@ -133,12 +133,12 @@ def _lp_options(args, space) -> dict:
         lp["time_limit"] = args.time_limit
     if args.dilation is not None:
         if args.method != "spanner":
-            raise CliError("dprivacy: error: --dilation applies to --method spanner (the spanner's dilation δ ≥ 1)")
+            raise CliError("--dilation applies to --method spanner (the spanner's dilation δ ≥ 1)")
         if not (math.isfinite(args.dilation) and args.dilation >= 1.0):
-            raise CliError(f"dprivacy: error: --dilation must be a number ≥ 1 (a spanner's dilation), got {args.dilation!r}")
+            raise CliError(f"--dilation must be a number ≥ 1 (a spanner's dilation), got {args.dilation!r}")
         lp["dilation"] = args.dilation
     if args.loss is not None and args.gain is not None:
-        raise CliError("dprivacy: error: give --loss or --gain, not both")
+        raise CliError("give --loss or --gain, not both")
     if args.loss is not None:
         if args.loss == "distance":
             lp["loss"] = space.distances
@@ -149,7 +149,7 @@ def _lp_options(args, space) -> dict:
     if args.gain is not None and args.gain != "binary":
         lp["gain"] = load_array(args.gain, "gain matrix", ndmin=2)
     if lp and args.mechanism != "optimal":
-        raise CliError(f"dprivacy: error: --method/--gap/--time-limit/--loss/--gain/--dilation apply to --mechanism "
+        raise CliError(f"--method/--gap/--time-limit/--loss/--gain/--dilation apply to --mechanism "
                        f"optimal, not {args.mechanism}")
     if args.mechanism == "optimal" and "time_limit" not in lp:
         lp["time_limit"] = DEFAULT_LP_TIME_LIMIT  # never unbounded from the command line
@@ -181,7 +181,7 @@ def _check_scale(space, eps: float) -> None:
     if 0 < least < np.inf and small < MIN_SCALED_DISTANCE:
         # below it the channels' smallest entries (a Laplace cell's mass ε·d/2) are subnormal or 0: a Laplace channel
         # at ε = 5e-324 had NaN columns and was called private, at 1e-315 exists but not private (review)
-        raise CliError(f"dprivacy: error: --epsilon {eps:g} times the smallest distance of {space.name} ({least:g}) is "
+        raise CliError(f"--epsilon {eps:g} times the smallest distance of {space.name} ({least:g}) is "
                        f"{small:.3g}, below {MIN_SCALED_DISTANCE:g}: float64 cannot carry ε·d that small; expected "
                        f"--epsilon at least {MIN_SCALED_DISTANCE / least:.3g} here")
     if isinstance(space, GridSpace):
@@ -193,11 +193,11 @@ def _check_scale(space, eps: float) -> None:
         fin = d[np.isfinite(d)]
         diam = float(fin.max()) if fin.size else 0.0
     if not np.isfinite(diam):
-        raise CliError(f"dprivacy: error: the largest distance of {space.name} overflows float64; use a smaller step or scale")
+        raise CliError(f"the largest distance of {space.name} overflows float64; use a smaller step or scale")
     with np.errstate(over="ignore"):
         scaled = eps * diam
     if scaled > MAX_SCALED_DIAMETER:
-        raise CliError(f"dprivacy: error: --epsilon {eps:g} times the largest distance of {space.name} ({diam:g}) is "
+        raise CliError(f"--epsilon {eps:g} times the largest distance of {space.name} ({diam:g}) is "
                        f"{scaled:.3g}, over {MAX_SCALED_DIAMETER:g}: float64 cannot carry ε·d that large; expected "
                        f"--epsilon at most {MAX_SCALED_DIAMETER / diam:.3g} here (any ε·d above ~745 already gives "
                        "probabilities e^(-ε·d) that are 0 in float64)")
@@ -209,12 +209,12 @@ def _check_save_path(save) -> None:
     if save is None:
         return
     if not str(save).strip():
-        raise CliError("dprivacy design: error: --save needs a file path (PATH.npy), got an empty string")
+        raise CliError("--save needs a file path (PATH.npy), got an empty string")
     p = Path(save)
     if p.is_dir():
-        raise CliError(f"dprivacy design: error: --save {save!r} is a folder, expected a file path (PATH.npy)")
+        raise CliError(f"--save {save!r} is a folder, expected a file path (PATH.npy)")
     if not p.parent.exists() and str(p.parent) not in ("", "."):
-        raise CliError(f"dprivacy design: error: --save {save!r}: the folder {str(p.parent)!r} does not exist")
+        raise CliError(f"--save {save!r}: the folder {str(p.parent)!r} does not exist")
 
 
 def cmd_design(args) -> None:
@@ -234,11 +234,12 @@ def cmd_design(args) -> None:
     if guards.spec_points(args.space) is None:  # matrix:/graph: — the size is known once read
         guards.guard_design(args.space, args.mechanism, n=space.n, grid=isinstance(space, GridSpace))
     _check_scale(space, eps)
-    prior = _prior(args.prior, space.n)
+    prior_note: dict = {}
+    prior = _prior(args.prior, space.n, _grid_shape(space), report=prior_note)
 
     implicit_ok = args.mechanism == "tight-constraints" and isinstance(space, (GridSpace, SumLineSpace))
     if not implicit_ok and 8 * space.n * space.n > DENSE_LIMIT_BYTES:
-        raise CliError(f"dprivacy: error: {args.mechanism} on {space.name} needs a dense {space.n}x{space.n} channel "
+        raise CliError(f"{args.mechanism} on {space.name} needs a dense {space.n}x{space.n} channel "
                        f"({8 * space.n * space.n / 2**30:.1f} GiB), over the {DENSE_LIMIT_BYTES / 2**30:.0f} GiB limit")
     lp = _lp_options(args, space)
     if args.mechanism == "optimal":
@@ -248,10 +249,15 @@ def cmd_design(args) -> None:
         if plan == "full":
             guards.guard_design(args.space, "optimal", n=space.n, grid=isinstance(space, GridSpace), lp_rows=rows)
     if args.mechanism == "optimal":
+        from ..data.interruptible import call_in_child
+
+        # HiGHS holds the GIL for minutes: in this process neither Ctrl-C nor SIGTERM would be handled until it returns.
+        # The solve runs in a child that the parent kills on a stop signal; the parent's status line is driven by
+        # tick() (no heartbeat thread: a forked child must not inherit a thread holding the stderr lock).
         status = _SolveStatus(sys.stderr.isatty(), True, f"optimal mechanism on {space.n:,} points",
-                              heartbeat=1.0, loss=lp.get("loss") is not None)
+                              loss=lp.get("loss") is not None)
         try:
-            out = build(args.mechanism, space, epsilon=eps, prior=prior, lp={**lp, "progress": status.update})
+            out = call_in_child(_build_optimal, space, eps, prior, lp, progress=status.update, tick=status.tick)
         finally:
             status.stop()
     else:
@@ -271,7 +277,7 @@ def cmd_design(args) -> None:
     # find one, not a "does not exist" (grid:3x3 at ε = 400, whose LP channel underflows in float64)
     undecided = undecided or (args.mechanism == "optimal" and not out.exists)
     report = {"space": space.name, "n": space.n, "epsilon": eps, "mechanism": args.mechanism,
-              "exists": None if undecided else out.exists}
+              "exists": None if undecided else out.exists, **prior_note}
     if out.exists and out.channel is None and out.implicit is not None:
         matrix = _implicit_matrix_to_save(out.implicit, space, eps) if args.save else None
         report.update(_implicit_figures(out.implicit, args.prior, prior))
@@ -282,7 +288,7 @@ def cmd_design(args) -> None:
         report.update(figures)
         if args.save:
             if "underflow" in figures:
-                raise CliError(f"dprivacy: error: --save would write a float64 matrix that is not private as stored: "
+                raise CliError(f"--save would write a float64 matrix that is not private as stored: "
                                f"{figures['underflow'].split(': ', 1)[-1]}; nothing written")
             report["saved"] = _save_channel(args.save, out.channel.matrix)
     else:
@@ -294,8 +300,21 @@ def cmd_design(args) -> None:
             report["saved"] = None
             print(f"dprivacy: --save: nothing written to {args.save} (no mechanism to save)", file=sys.stderr)
     report.update({k: v for k, v in out.details.items() if k not in report})
+    if args.mechanism == "optimal" and "gap" in report:
+        # a run stopped above its --gap (at the time limit) is private but not shown optimal: said in one field
+        from ..mechanisms.lp_solve import DEFAULT_GAP
+
+        report["gap_requested"] = DEFAULT_GAP if args.gap is None else args.gap
+        report["optimal"] = _lp_optimal(report["gap"], report["gap_requested"])
     report["seconds"] = time.perf_counter() - t0
-    _emit(report, args.json, f"{args.mechanism} on {space.name} at epsilon={eps:g}")
+    _emit(report, args.json, f"{args.mechanism} on {space.name} at epsilon={eps:g}", kind="design")
+
+
+def _build_optimal(space, eps, prior, lp, progress=None):
+    """The optimal mechanism (in :func:`~dprivacy.data.interruptible.call_in_child`'s child process)."""
+    from .registry import build
+
+    return build("optimal", space, epsilon=eps, prior=prior, lp={**lp, "progress": progress})
 
 
 def _implicit_matrix_to_save(mech, space, eps: float):
@@ -311,7 +330,7 @@ def _implicit_matrix_to_save(mech, space, eps: float):
 
     need = 8 * space.n * mech.n_outputs
     if need > DENSE_LIMIT_BYTES:
-        raise CliError(f"dprivacy: error: --save needs the dense {space.n:,}x{mech.n_outputs:,} channel ({need / 2**30:.1f} GiB), "
+        raise CliError(f"--save needs the dense {space.n:,}x{mech.n_outputs:,} channel ({need / 2**30:.1f} GiB), "
                        f"over the {DENSE_LIMIT_BYTES / 2**30:.0f} GiB limit; this mechanism is kept implicit")
     # the matrix, its zero mask and the written copy (measured peak about 4-5 times the matrix)
     guards.refuse_over_memory(guards.BASE_BYTES + 5.0 * need, f"--save of the {space.n:,}x{mech.n_outputs:,} channel")
@@ -331,7 +350,7 @@ def _implicit_matrix_to_save(mech, space, eps: float):
     mixed = zero.any(axis=0) & ~zero.all(axis=0)
     if mixed.any():
         w = int(np.flatnonzero(mixed)[0])
-        raise CliError(f"dprivacy: error: --save would write a float64 matrix that is not private as stored (output {w} "
+        raise CliError(f"--save would write a float64 matrix that is not private as stored (output {w} "
                        "has entries e^(-ε·d) below 1e-308, ε·d above about 708, that are 0 beside positive ones), although "
                        "the mechanism is private; this mechanism is kept implicit; nothing written")
     return matrix
@@ -363,13 +382,20 @@ def add_parsers(sub) -> None:
     from .registry import BUILDERS
     from .specs import SPEC_HELP
 
-    d = sub.add_parser("design", help="build a mechanism on a space and report privacy, utility and leakage")
+    d = sub.add_parser("design", help="build a mechanism on a space and report privacy, utility and leakage", **examples(
+        "the truncated geometric mechanism on a line of 6 points, saved for check and leakage",
+        "dprivacy design line:6 --epsilon 1 --mechanism truncated-geometric --save channel.npy",
+        "the tight-constraints mechanism on a 4×4 grid, for a prior given as a 4×4 array of weights",
+        "dprivacy design grid:4x4 --epsilon 1 --mechanism tight-constraints --prior grid_prior.npy",
+        "the mechanism that minimises the expected distance on a 5×5 grid (stops after 20 s at the latest)",
+        "dprivacy design grid:5x5 --epsilon 0.5 --mechanism optimal --loss distance --time-limit 20 --json"))
     d.add_argument("space", metavar="SPACE", help=SPEC_HELP)
     d.add_argument("--epsilon", type=_ascii_float, required=True, help="privacy level ε (the metric is ε·d)")
     d.add_argument("--mechanism", required=True, choices=list(BUILDERS), metavar="NAME", help=", ".join(BUILDERS))
-    d.add_argument("--prior", default="uniform", help="'uniform' (default) or a .npy/.csv/.txt file")
+    d.add_argument("--prior", default="uniform", help="'uniform' (default) or a .npy/.csv/.txt file of n weights (on a "
+                   "grid:WxH also an H×W array, row 0 first); the weights are normalised, and the output says so")
     d.add_argument("--save", metavar="PATH.npy", help="save the channel matrix")
-    d.add_argument("--json", action="store_true", help="print one JSON object")
+    d.add_argument("--json", action="store_true", help=JSON_HELP)
     lp = d.add_argument_group("optimal mechanism (--mechanism optimal)")
     lp.add_argument("--method", choices=["auto", "full", "dantzig-wolfe", "constraint-generation", "spanner"],
                     help="LP algorithm (default auto: the full LP when small, else Dantzig-Wolfe decomposition over the privacy cone)")

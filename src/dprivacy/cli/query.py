@@ -4,79 +4,26 @@ from __future__ import annotations
 
 import sys
 
-from .common import CliError, _ascii_float, _emit, _SolveStatus
-
-
-def _parse_keys(text: str) -> list:
-    """--keys A,B,C (each stripped of surrounding spaces) or --keys @FILE (one key per line, UTF-8; blank
-    lines skipped): the declared group keys, as text (run_query reads them as the column's type)."""
-    if text.startswith("@"):
-        path = text[1:]
-        if not path:
-            raise CliError("dprivacy query: error: --keys @FILE needs a file name after '@'")
-        from ..data.tables import read_keys_file
-
-        return read_keys_file(path)
-    keys = [k.strip() for k in text.split(",")]
-    if any(not k for k in keys):
-        raise CliError(f"dprivacy query: error: --keys must be KEY1,KEY2,... with no empty key, got {text!r} (keys with "
-                       "commas: --keys @FILE, one per line)")
-    return keys
+from .common import JSON_HELP, CliError, _ascii_float, _emit, examples, _SolveStatus
 
 
 def cmd_query(args) -> int:
-    from .._validate import check_epsilon
-    from ..data.tables import parse_query, run_query
+    from ..api import Budget, OptionError, query
 
-    eps = check_epsilon(args.epsilon)
-    q = parse_query(args.query)
-    bounds = None
-    if args.bounds is not None:
-        parts = args.bounds.split(",")
-        try:
-            bounds = tuple(float(x) for x in parts)
-        except ValueError:
-            bounds = None
-        if bounds is None or len(bounds) != 2:
-            raise CliError(f"dprivacy query: error: --bounds must be LO,HI (two numbers), got {args.bounds!r}")
-    if (args.budget is None) != (args.budget_file is None):
-        raise CliError("dprivacy query: error: --budget and --budget-file go together")
-    keys = None if args.keys is None else _parse_keys(args.keys)
-    if args.seed is not None and args.budget_file is not None:
-        # seeded noise is reproducible: two seeded queries share their noise, and their difference is exact (review)
-        raise CliError("dprivacy query: error: --seed is a research mode (NOT for release): seeded answers share their "
-                       "noise, so a budget ledger cannot count them; drop --seed or --budget-file")
-
-    def run():
-        # a large table or the tight-constraints solve can take a while (31 s were silent): a status line on a
-        # terminal, else a plain line after 5 s and every 30 s
-        status = _SolveStatus(sys.stderr.isatty(), True, f"query {q.name} on {args.table}", heartbeat=1.0)
-        try:
-            return run_query(args.table, q, epsilon=eps, bounds=bounds, where=args.where, group_by=args.group_by,
-                             privacy=args.privacy, rng=args.seed, mechanism=args.mechanism,
-                             skip_invalid=args.skip_invalid, prior=args.prior, unit=args.unit, keys=keys,
-                             owner=args.owner)
-        finally:
-            status.stop()
-
-    if args.budget_file is not None:
-        from ..data.budget import charge
-
-        budget = check_epsilon(args.budget, name="budget")
-        res, spent, left = charge(args.budget_file, args.table, epsilon=eps, budget=budget, what=q.name, run=run,
-                                  privacy=args.privacy, change_budget=args.change_budget)
-        extra = {"budget": budget, "budget_spent": spent, "budget_remaining": left}
-    else:
-        if args.change_budget:
-            raise CliError("dprivacy query: error: --change-budget goes with --budget-file and --budget")
-        res, extra = run(), {}
-    report = {**res.to_dict(), **extra}
-    if not args.owner:
-        # the exact counts of clamped and left-out values are not private: the release carries none of them
-        # (a JSON printed for an analyst gave the number of Henderson rows with Sales over 2500)
-        report.pop("rows_skipped_not_private", None)
-        for a in report.get("answers", []):
-            a.pop("clamped_not_private", None)
+    budget = None if args.budget is None and args.budget_file is None else Budget(args.budget_file, args.budget)
+    # a large table or the tight-constraints solve can take a while (31 s were silent): a status line on a
+    # terminal, else a plain line after 5 s and every 30 s
+    status = lambda text, timed: _SolveStatus(sys.stderr.isatty(), timed, text, heartbeat=1.0)  # noqa: E731
+    try:
+        answer = query(args.table, args.query, epsilon=args.epsilon, bounds=args.bounds, where=args.where,
+                       group_by=args.group_by, keys=args.keys, privacy=args.privacy, mechanism=args.mechanism,
+                       prior=args.prior, unit=args.unit, skip_invalid=args.skip_invalid, seed=args.seed, budget=budget,
+                       change_budget=args.change_budget, owner=args.owner, status=status)
+    except OptionError as exc:
+        raise CliError(f"dprivacy query: error: {exc}") from None
+    res, extra, eps = answer.report, answer.budget or {}, answer.report.epsilon
+    # without --owner the exact counts of clamped and left-out values are not in it (they are not private)
+    report = answer.to_dict()
     if args.json:
         _emit(report, True, "")
         return 0
@@ -127,11 +74,17 @@ def cmd_query(args) -> int:
 
 
 def add_parsers(sub) -> None:
-    qy = sub.add_parser("query", help="private count/sum/avg/percentile answers on a CSV or Parquet table")
+    qy = sub.add_parser("query", help="private count/sum/avg/percentile answers on a CSV or Parquet table", **examples(
+        "how many rows, at ε = 1", "dprivacy query sales.csv --query count --epsilon 1",
+        "the sum of a column clamped to 0..10, per region (the keys are public)",
+        "dprivacy query sales.csv --query sum:quantity --bounds 0,10 --epsilon 1 --group-by region --keys East,West",
+        "the median of the selected rows",
+        "dprivacy query sales.csv --query percentile:quantity:50 --bounds 0,10 --epsilon 0.5 --where \"region = 'West'\""))
     qy.add_argument("table", metavar="TABLE", help="a .csv, .csv.gz or .parquet table")
     qy.add_argument("--query", required=True, help="count, kcount:COL1,COL2,... (true/false columns), sum:COL, avg:COL or "
                     "percentile:COL:P (median: P = 50)")
-    qy.add_argument("--epsilon", type=_ascii_float, required=True)
+    qy.add_argument("--epsilon", type=_ascii_float, required=True, help="the privacy level ε of this answer (under "
+                    "standard, ε-differential privacy for adding or removing a row; see --privacy)")
     qy.add_argument("--where", help="one true/false condition on a row, e.g. \"Region = 'West' AND Quantity >= 2\", in "
                     "dprivacy's condition language: columns (\"quoted\" if they have spaces), literals ('text', 3.5, "
                     "DATE '2016-01-31'), = <> < <= > >=, AND/OR/NOT, IN ('a', 'b'), BETWEEN, IS [NOT] NULL, LIKE 'w%%', "
@@ -158,7 +111,7 @@ def add_parsers(sub) -> None:
                     "in the output); optimal: followed by the Bayes remap for --prior; tight-constraints: where the "
                     "answers form a path (count, or a metric on values) and on the sum's answer graph (sum, avg under "
                     "standard; seed 000 §7.1), refused with its threshold ε* where it does not exist")
-    qy.add_argument("--prior", help="--mechanism optimal: 'uniform' or a file of weights on the possible answers (the remap); "
+    qy.add_argument("--prior", help="--mechanism optimal: 'uniform' or a file of weights (normalised) on the possible answers (the remap); "
                     "--mechanism tight-constraints (sum, avg under standard): whether the prior is in the mechanism's region "
                     "of optimality (ε·d-regular priors, seed 000 Thm 4)")
     qy.add_argument("--skip-invalid", action="store_true", help="leave empty or non-numeric values out as nulls and count them")
@@ -170,5 +123,5 @@ def add_parsers(sub) -> None:
     qy.add_argument("--owner", action="store_true", help="also show the data owner's exact diagnostics, NOT private and "
                     "never to be published: per group, how many selected values were clamped to --bounds; how many invalid "
                     "values --skip-invalid left out")
-    qy.add_argument("--json", action="store_true")
+    qy.add_argument("--json", action="store_true", help=JSON_HELP)
     qy.set_defaults(func=cmd_query)

@@ -4,40 +4,38 @@ from __future__ import annotations
 
 import sys
 
-from .common import _ascii_float, _emit, _SolveStatus
+from .common import JSON_HELP, CliError, _ascii_float, _emit, _SolveStatus, examples
 
 
 def cmd_series(args) -> int:
+    from ..api import OptionError, release_series
     from ..data.io import sidecar_path
-    from ..data.series import release_series
 
     status = _SolveStatus(sys.stderr.isatty(), True, "releasing")
     try:  # the library writes the sidecar with the release (one step: io.signals_held)
-        rep = release_series(args.input, args.output, column=args.column, time_column=args.time, epsilon=args.epsilon,
-                             metric=args.metric, unit=args.unit, per=args.per, rng=args.seed, force=args.force,
-                             skip_invalid=args.skip_invalid, progress=lambda rows: status.update(f"{rows:,} readings"),
-                             sidecar=True, time_format=args.time_format)
+        _, res = release_series(args.input, args.output, column=args.column, time=args.time, epsilon=args.epsilon,
+                                metric=args.metric, unit=args.unit, per=args.per, seed=args.seed, force=args.force,
+                                skip_invalid=args.skip_invalid, progress=lambda rows: status.update(f"{rows:,} readings"),
+                                time_format=args.time_format)
+        rep = res.report
+    except OptionError as exc:
+        raise CliError(f"dprivacy series: error: {exc}") from None
     finally:
         status.stop()
     report = rep.to_dict()
     report["sidecar"] = str(sidecar_path(args.output))
-    if args.json:
-        _emit(report, True, "")
-        return 0
-    brief = {k: v for k, v in report.items() if k not in ("aggregates", "random_source")}
-    brief["random_source"] = rep.random_source.get("generator", "")
-    if rep.aggregates:
-        brief["periods"] = len(rep.aggregates)
-        brief["period_mean_noise_sd"] = f"{min(a['mean_noise_sd'] for a in rep.aggregates):.4g} .. " \
-                                        f"{max(a['mean_noise_sd'] for a in rep.aggregates):.4g} (per-period means; all in the sidecar)"
-    _emit(brief, False, f"released {rep.readings:,} readings of {rep.column}")
-    if not rep.random_source.get("release", True):
-        print(rep.random_source["warning"], file=sys.stderr)
+    _emit(report, args.json, f"released {rep.readings:,} readings of {rep.column}", kind="series")
     return 0
 
 
 def add_parsers(sub) -> None:
-    se = sub.add_parser("series", help="release a series of readings (smart meter, glucose) under d1 or d∞ on values (seed 002 §6.1)")
+    se = sub.add_parser("series", help="release a series of readings (smart meter, glucose) under d1 or d∞ on values (seed 002 §6.1)",
+                        **examples(
+                            "meter readings in steps of 0.1 kWh, at ε = 1 per 0.1 kWh of total change",
+                            "dprivacy series meter.csv -o meter_released.csv --column kwh --time time --epsilon 1 --unit 0.1",
+                            "the same, with the noise of daily sums and means, as JSON",
+                            "dprivacy series meter.csv -o meter_daily.csv --column kwh --time time --epsilon 1 --unit 0.1 "
+                            "--per day --json"))
     se.add_argument("input", metavar="INPUT", help="a .csv, .csv.gz or .parquet file with one reading per row")
     se.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="the released series (time and reading columns only); a sidecar OUTPUT.dprivacy.json is written beside it")
     se.add_argument("--column", required=True, help="the readings' column")
@@ -54,5 +52,5 @@ def add_parsers(sub) -> None:
     se.add_argument("--seed", type=int, help="reproducible research mode (NOT for release); default: cryptographic randomness")
     se.add_argument("--force", action="store_true", help="replace OUTPUT if it exists")
     se.add_argument("--skip-invalid", action="store_true", help="drop rows whose reading is missing or not a number, and count them")
-    se.add_argument("--json", action="store_true")
+    se.add_argument("--json", action="store_true", help=JSON_HELP)
     se.set_defaults(func=cmd_series)

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import EXIT_NO, _ascii_float, _channel, _emit, _prior, _SolveStatus
+from .common import EXIT_NO, JSON_HELP, _ascii_float, examples, _channel, _emit, _grid_shape, _prior, _SolveStatus
 from .design import _check_scale
 
 
@@ -36,7 +36,7 @@ def cmd_check(args) -> None:
         "pairs_checked": r.pairs_checked,
         "seconds": time.perf_counter() - t0,
     }
-    _emit(report, args.json, f"d-privacy check at epsilon={eps:g}")
+    _emit(report, args.json, f"d-privacy check at epsilon={eps:g}", kind="check")
     return 0 if r.ok else EXIT_NO
 
 
@@ -50,8 +50,10 @@ def cmd_leakage(args) -> None:
     if shape is not None:
         refuse_over_memory(BASE_BYTES + 3 * 8.0 * shape[0] * shape[1], f"the leakage of the {shape[0]:,}x{shape[1]:,} channel")
     h = _channel(args.matrix, args.normalize)
-    prior = _prior(args.prior, h.n_inputs)
+    prior_note: dict = {}
+    prior = _prior(args.prior, h.n_inputs, report=prior_note)
     report = {
+        **prior_note,
         "n": h.n_inputs,
         "outputs": h.n_outputs,
         "prior_vulnerability": measures.prior_vulnerability(prior),
@@ -63,7 +65,7 @@ def cmd_leakage(args) -> None:
         "min_capacity_bits": measures.min_capacity(h),
         "seconds": time.perf_counter() - t0,
     }
-    _emit(report, args.json, "min-entropy leakage")
+    _emit(report, args.json, "min-entropy leakage", kind="leakage")
 
 
 def cmd_threshold(args) -> None:
@@ -102,7 +104,7 @@ def cmd_threshold(args) -> None:
         "reason": r.reason,
         "seconds": time.perf_counter() - t0,
     }
-    _emit(report, args.json, f"tight-constraints threshold on {space.name}")
+    _emit(report, args.json, f"tight-constraints threshold on {space.name}", kind="threshold")
 
 
 def cmd_prior(args) -> None:
@@ -117,7 +119,8 @@ def cmd_prior(args) -> None:
     guard_prior(args.space)
     space = parse_space(args.space)
     _check_scale(space, eps)
-    prior = _prior(args.prior, space.n)
+    prior_note: dict = {}
+    prior = _prior(args.prior, space.n, _grid_shape(space), report=prior_note)
     # Through the front door regularity() (dense, structured or closed form, picked by the library).
     ub = bounds.utility_bound(space, prior, epsilon=eps)
     reg = ub.certificate
@@ -126,6 +129,7 @@ def cmd_prior(args) -> None:
         "space": space.name,
         "n": space.n,
         "epsilon": eps,
+        **prior_note,
         "regular": reg.regular if reg.certain or reg.regular else None,  # null: undecided (not a certified no)
         "certain": reg.certain,
         "certainty": reg.certainty,
@@ -145,7 +149,7 @@ def cmd_prior(args) -> None:
             report["negative"] = reg.negative
             report["negative_values"] = reg.negative_values
     report["seconds"] = time.perf_counter() - t0
-    _emit(report, args.json, f"prior on {space.name} at epsilon={eps:g}")
+    _emit(report, args.json, f"prior on {space.name} at epsilon={eps:g}", kind="prior")
 
 
 def cmd_reproduce(args) -> int:
@@ -159,14 +163,20 @@ def cmd_reproduce(args) -> int:
         return 0
     t0 = time.perf_counter()
     only = list(dict.fromkeys(args.only)) if args.only else args.only  # each id once, in the order given
-    summary = run(Path(args.out), quick=args.quick, only=only, progress=not args.json)
+    # progress on stderr (stdout keeps the report or its JSON): a bar on a terminal, else plain lines at least every 30 s
+    summary = run(Path(args.out), quick=args.quick, only=only, progress=True)
     c = summary["counts"]
     report = {"out": str(Path(args.out).resolve()), "quick": args.quick, **c, "seconds": time.perf_counter() - t0}
-    _emit(report, args.json, "reproduction report")
+    _emit(report, args.json, "reproduction report", kind="reproduce")
     if c["errors"]:
         print(f"dprivacy: {c['errors']} experiment(s) failed; see {Path(args.out) / 'index.html'}", file=sys.stderr)
         return 1
     return 0
+
+
+REPRODUCE_EXAMPLES = examples("list the experiments", "dprivacy reproduce --list",
+                              "one experiment, shrunk, into ./report (open report/index.html)",
+                              "dprivacy reproduce --quick --only 000-fig2 --out report")
 
 
 class _ReproduceHelp(argparse.Action):
@@ -180,7 +190,7 @@ class _ReproduceHelp(argparse.Action):
         from ..experiments.registry import load_all
 
         lines = [f"  {exp.id:<24} seed {exp.paper}  {exp.title}" for exp in load_all().values()]
-        parser.epilog = "experiment ids (for --only):\n" + "\n".join(lines)
+        parser.epilog = REPRODUCE_EXAMPLES["epilog"] + "\n\nexperiment ids (for --only):\n" + "\n".join(lines)
         parser.print_help()
         parser.exit()
 
@@ -188,41 +198,55 @@ class _ReproduceHelp(argparse.Action):
 def add_parsers(sub) -> None:
     from .specs import SPEC_HELP
 
-    c = sub.add_parser("check", help="check that a channel matrix is ε·d-private on a space (exit 0: private, 1: not private, 2: bad input)")
-    c.add_argument("matrix", metavar="MATRIX.npy")
+    c = sub.add_parser("check", help="check that a channel matrix is ε·d-private on a space (exit 0: private, 1: not private, 2: bad input)",
+                       **examples("is the saved channel 1·d-private on a line of 6 points? (exit status 0: yes, 1: no)",
+                                  "dprivacy check channel.npy line:6 --epsilon 1",
+                                  "the same, with the tightest pair of inputs, as JSON",
+                                  "dprivacy check channel.npy line:6 --epsilon 1 --json"))
+    c.add_argument("matrix", metavar="MATRIX.npy", help="the channel: an n×k row-stochastic matrix (.npy, .csv or .txt), one "
+                   "row per secret")
     c.add_argument("space", metavar="SPACE", help=SPEC_HELP)
-    c.add_argument("--epsilon", type=_ascii_float, required=True)
+    c.add_argument("--epsilon", type=_ascii_float, required=True, help="the privacy level ε to check (the bound is e^(ε·d))")
     c.add_argument("--normalize", action="store_true", help="rescale rows that sum to 1 only within 1e-6")
-    c.add_argument("--json", action="store_true")
+    c.add_argument("--json", action="store_true", help=JSON_HELP)
     c.set_defaults(func=cmd_check)
 
-    lk = sub.add_parser("leakage", help="vulnerability, min-entropy leakage and min-capacity of a channel")
-    lk.add_argument("matrix", metavar="MATRIX.npy")
-    lk.add_argument("--prior", default="uniform")
+    lk = sub.add_parser("leakage", help="vulnerability, min-entropy leakage and min-capacity of a channel",
+                        **examples("the leakage of a channel under the uniform prior", "dprivacy leakage channel.npy",
+                                   "under a prior of six weights", "dprivacy leakage channel.npy --prior prior.txt --json"))
+    lk.add_argument("matrix", metavar="MATRIX.npy", help="the channel: an n×k row-stochastic matrix (.npy, .csv or .txt)")
+    lk.add_argument("--prior", default="uniform", help="'uniform' (default) or a .npy/.csv/.txt file of one weight per row of the channel; the weights are normalised, and the output says so")
     lk.add_argument("--normalize", action="store_true", help="rescale rows that sum to 1 only within 1e-6")
-    lk.add_argument("--json", action="store_true")
+    lk.add_argument("--json", action="store_true", help=JSON_HELP)
     lk.set_defaults(func=cmd_leakage)
 
-    t = sub.add_parser("threshold", help="the smallest ε from which the tight-constraints mechanism exists")
+    t = sub.add_parser("threshold", help="the smallest ε from which the tight-constraints mechanism exists",
+                       **examples("the threshold ε* of a 4×4 grid, certified to a bracket", "dprivacy threshold grid:4x4",
+                                  "on a line (exists for every ε: said without a search)", "dprivacy threshold line:10 --json"))
     t.add_argument("space", metavar="SPACE", help=SPEC_HELP)
     t.add_argument("--tol", type=_ascii_float, default=None, help="width of the certified bracket (default 1e-4 / the smallest distance)")
-    t.add_argument("--json", action="store_true")
+    t.add_argument("--json", action="store_true", help=JSON_HELP)
     t.set_defaults(func=cmd_threshold)
 
-    pr = sub.add_parser("prior", help="is a prior ε·d-regular? its utility and leakage bounds (seed 000 Thm 2, Prop 5)")
+    pr = sub.add_parser("prior", help="is a prior ε·d-regular? its utility and leakage bounds (seed 000 Thm 2, Prop 5)",
+                        **examples("is this prior of six weights 1·d-regular on a line?",
+                                   "dprivacy prior line:6 --epsilon 1 --prior prior.txt",
+                                   "a 4×4 array of weights on a grid, with the certificate (μ, γ, error bound)",
+                                   "dprivacy prior grid:4x4 --epsilon 1 --prior grid_prior.npy --certificate"))
     pr.add_argument("space", metavar="SPACE", help=SPEC_HELP)
-    pr.add_argument("--epsilon", type=_ascii_float, required=True)
-    pr.add_argument("--prior", required=True, help="'uniform' or a .npy/.csv/.txt file")
+    pr.add_argument("--epsilon", type=_ascii_float, required=True, help="the privacy level ε at which regularity is decided")
+    pr.add_argument("--prior", required=True, help="'uniform' or a .npy/.csv/.txt file of n weights (on a grid:WxH also "
+                    "an H×W array, row 0 first); the weights are normalised, and the output says so")
     pr.add_argument("--certificate", action="store_true", help="also print μ, γ and the numerical error bound")
-    pr.add_argument("--json", action="store_true")
+    pr.add_argument("--json", action="store_true", help=JSON_HELP)
     pr.set_defaults(func=cmd_prior)
 
     r = sub.add_parser("reproduce", help="recompute the papers' tables, figures and claims into a report",
-                       add_help=False, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       add_help=False, **REPRODUCE_EXAMPLES)
     r.add_argument("-h", "--help", action=_ReproduceHelp, help="show this help (with the experiment ids) and exit")
     r.add_argument("--out", default="dprivacy-report", metavar="DIR", help="report folder (default ./dprivacy-report)")
     r.add_argument("--quick", action="store_true", help="shrink the slow experiments (said so in the report)")
     r.add_argument("--only", nargs="+", metavar="ID", help="run only these experiment ids (see --list)")
     r.add_argument("--list", action="store_true", help="list the experiment ids and what each recomputes, and exit")
-    r.add_argument("--json", action="store_true")
+    r.add_argument("--json", action="store_true", help=JSON_HELP)
     r.set_defaults(func=cmd_reproduce)

@@ -51,7 +51,7 @@ def _file_id(path) -> str | None:
     except OSError:
         return None
     # with the modification time: an inode freed by a deleted table and given to a new file is not the
-    # old table (seen: `rm a.csv; cp t.csv other.csv` inherited a.csv's budget and privacy model)
+    # old table (else `rm a.csv; cp t.csv other.csv` could inherit a.csv's budget and privacy model)
     return f"{st.st_dev}:{st.st_ino}:{st.st_mtime_ns}"
 
 
@@ -76,6 +76,9 @@ def _entry_key(data: dict, key: str, file_id: str | None, content: str | None = 
     the same file under another name, or for a file with the same bytes (a copy)."""
     if key in data:
         return key
+    for k, entry in data.items():  # another name of the same table (``names``: a DataFrame's names, dprivacy.api)
+        if isinstance(entry, dict) and key in (entry.get("names") or ()):
+            return k
     for k, entry in data.items():
         if not isinstance(entry, dict):
             continue
@@ -166,7 +169,7 @@ def _check_columns(queries: list, protected: str | None, public: list, table) ->
 def _check_unit(queries: list, protected: str | None, unit: float | None, table) -> None:
     """Under d1 and d∞ the distance, and so ε, is counted in units of --unit: ε = 1 per 0.001 is ε = 1000
     per 1. Charges on one column in different units do not add up (two d1 queries at --unit 1 and 0.001
-    were recorded as 2 of 2 where they spent 1001 per unit), so a column keeps the unit of its first query."""
+    would be recorded as 2 of 2 where they spend 1001 per unit), so a column keeps the unit of its first query."""
     if protected is None:
         return
     mine = 1.0 if unit is None else float(unit)
@@ -182,8 +185,8 @@ def _check_unit(queries: list, protected: str | None, unit: float | None, table)
 
 def _check_range(queries: list, protected: str | None, span: float | None, table) -> None:
     """Under normalized-d1 the distance is Σ|x − x'|/(HI − LO), so ε is counted per HI − LO of --bounds: ε = 1
-    at --bounds 0,10 is ε = 1000 at 0,10000. Charges on one column with different ranges do not add up (a
-    review had two such queries recorded as 2 of 2 where they spent 1001 in the second one's metric), so a
+    at --bounds 0,10 is ε = 1000 at 0,10000. Charges on one column with different ranges do not add up (two
+    such queries would be recorded as 2 of 2 where they spend 1001 in the second one's metric), so a
     column keeps the range of its first query."""
     if protected is None or span is None:
         return
@@ -199,7 +202,7 @@ def _check_range(queries: list, protected: str | None, span: float | None, table
 
 
 def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None, privacy: str = "standard",
-           change_budget: bool = False):
+           change_budget: bool = False, identity: tuple[str, str | None] | None = None):
     """Charge ε to ``table`` in ``ledger`` under ``budget`` and, inside the lock, call ``run()`` (the
     query) so that the answer is released only when the charge is recorded. Returns (run's result,
     spent after, remaining).
@@ -209,13 +212,17 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
     other than the table's (ε under d1 and ε under d_h are not in the same unit: they do not add up to one
     guarantee); a charge that would exceed the budget; under a metric on values, a query whose result
     selects on a column an earlier query protected, or protects one an earlier query selected on
-    (:func:`_check_columns`; checked on ``run()``'s result, which is then not returned)."""
+    (:func:`_check_columns`; checked on ``run()``'s result, which is then not returned).
+
+    ``identity``: (key, content) of a table that is not a file of its own (a DataFrame, :mod:`dprivacy.api`): its
+    ledger key and the digest of its content, in place of the path, the file identity and the file's digest;
+    ``table`` then only names it in messages."""
     given = ledger
-    # one ledger whatever its spelling: a symlink was replaced by the new ledger on the first write through it,
-    # and the file it pointed to kept the old spending (3 of a budget of 2 spent: review); the lock is the
-    # resolved file's too
+    # one ledger whatever its spelling: a write through a symlink would replace the link by the new ledger and
+    # leave the file it points to with the old spending (3 of a budget of 2 spent through two names); the lock
+    # is the resolved file's too
     ledger = Path(os.path.realpath(ledger))
-    if ledger.exists() and not ledger.is_file():  # /dev/full was read without end (and would have been replaced)
+    if ledger.exists() and not ledger.is_file():  # /dev/full would be read without end (and replaced)
         raise ValueError(f"budget ledger {given} is not a regular file: give the path of a JSON file (created on first use)")
     if ledger.exists() and ledger.stat().st_nlink > 1:
         raise ValueError(f"budget ledger {given} has {ledger.stat().st_nlink} names (hard links): an update writes a new file "
@@ -225,16 +232,16 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
     lock = ledger.with_name(ledger.name + ".lock")
     if lock.exists() and not lock.is_file():  # (opened to be locked: a FIFO there would be waited on)
         raise ValueError(f"budget ledger {given}: its lock {lock} is not a regular file: remove it (it is made on use)")
-    if os.path.exists(table):  # (hashed below, before the query: a FIFO was waited on for ever; a missing table is a name)
+    if identity is None and os.path.exists(table):  # (hashed below, before the query: a FIFO would block for ever; a missing table is a name)
         check_table_file(table)
-    key = table_key(table)
+    key = table_key(table) if identity is None else identity[0]
     if not _finite(epsilon) or epsilon <= 0:
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
     if not _finite(budget) or budget <= 0:
         raise ValueError(f"budget must be a finite number > 0, got {budget!r}")
     if privacy not in PRIVACY_MODELS:
         raise ValueError(f"privacy must be one of {', '.join(PRIVACY_MODELS)}, got {privacy!r}")
-    file_id, content = _file_id(table), _content_id(table)
+    file_id, content = (_file_id(table), _content_id(table)) if identity is None else (None, identity[1])
     with _locked(ledger):
         data = _read(ledger)
         key = _entry_key(data, key, file_id, content)
@@ -263,6 +270,8 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
                 entry.setdefault("file_id", file_id)
             if content is not None:
                 entry.setdefault("content", content)
+            if identity is not None and key != identity[0] and identity[0] not in entry.setdefault("names", []):
+                entry["names"].append(identity[0])  # a name given to a table the ledger knew by its content
             entry["spent"] = after
             entry["queries"].append({"query": what, "epsilon": float(epsilon), "privacy": privacy,
                                      "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **details})
@@ -287,7 +296,7 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
                 ledger.unlink(missing_ok=True)
 
         # ε is charged before the rows are read: an interrupt, a time-out or a kill while they are read leaves it
-        # charged (a query stopped when it was slow was free, and its slowness could depend on one row). A refusal
+        # charged (else a query stopped for being slow would be free, and its slowness can depend on one row). A refusal
         # that is the query's or the table's (a ValueError from run()) restores the ledger as it was.
         record(status="pending")
         try:

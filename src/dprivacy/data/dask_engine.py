@@ -104,8 +104,8 @@ def _run_piece(ob, piece: tuple[str, int], index: int, folder: str, release: boo
 
 
 #: A shuffled release has one part per this many rows (at least one part): the first tasks write a file per part
-#: they have rows for, so parts as many as row groups made their number grow as its square (a review: 200 row groups
-#: of 1,000 rows, 79,320 files, 144.5 s against 5.5 s unshuffled).
+#: they have rows for, so with as many parts as row groups their number would grow as its square (200 row groups
+#: of 1,000 rows: 79,320 files, 144.5 s against 5.5 s unshuffled).
 SHUFFLE_PART_ROWS = 1_000_000
 
 
@@ -206,7 +206,7 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
     t0 = time.perf_counter()
     inp, out = Path(input_path), Path(output_path)
     if scheduler is None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        # a LocalCluster of 0 workers waited for ever, silently (review)
+        # a LocalCluster of 0 workers would wait for ever, silently
         raise ValueError(f"--workers must be a whole number ≥ 1 (the LocalCluster's worker processes), got {workers!r}")
     if kwargs.get("user") is not None or kwargs.get("budget") is not None:
         raise ValueError("--user/--budget need the local engine: a user's reports are counted in file order")

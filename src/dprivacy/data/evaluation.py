@@ -28,6 +28,8 @@ import math
 
 import numpy as np
 
+from .evaluation_page import OWNER_ONLY, figure, html_page, land_mask_image  # noqa: F401  (the page and its figure)
+
 #: Largest grid on which the dense measures run (the distance remap is |supp π|·n² multiply-adds).
 EVAL_MAX_CELLS = 4096
 
@@ -46,9 +48,10 @@ def _prior_free_mechanism(grid, name: str, epsilon_m: float):
     return (res.mechanism, None) if res.ok else (None, res.reason)
 
 
-def grid_mechanism(grid, name: str, epsilon_m: float, prior, *, time_limit: float | None = None):
+def grid_mechanism(grid, name: str, epsilon_m: float, prior, *, time_limit: float | None = None, lp: dict | None = None):
     """(mechanism, None) or (None, reason) for ``name`` on ``grid`` at ε per metre. The continuous
-    planar Laplace is measured as ``planar-laplace-grid``."""
+    planar Laplace is measured as ``planar-laplace-grid``. For ``optimal``, ``lp`` (a dict) receives the
+    solve's ``gap`` and ``optimal`` (False when it stopped above the LP's gap, at the time limit)."""
     if name in ("planar-laplace", "planar-laplace-grid", "tight-constraints"):
         return _prior_free_mechanism(grid, "planar-laplace-grid" if name == "planar-laplace" else name, float(epsilon_m))
     space = grid.space()
@@ -61,6 +64,10 @@ def grid_mechanism(grid, name: str, epsilon_m: float, prior, *, time_limit: floa
         # in a child process: Ctrl-C stops the LP at once (HiGHS runs in C++), and its memory goes with it
         res = call_in_child(optimal_mechanism, space, prior, epsilon=epsilon_m,
                             time_limit=DEFAULT_OPTIMAL_TIME_LIMIT if time_limit is None else time_limit)
+        if lp is not None and res.ok:
+            from ..mechanisms.lp_solve import DEFAULT_GAP
+
+            lp.update(gap=res.gap, optimal=not (res.gap == res.gap and res.gap > DEFAULT_GAP * (1 + 1e-9)))
         return (res.mechanism, None) if res.ok else (None, res.reason)
     raise ValueError(f"unknown mechanism {name!r}: expected planar-laplace, planar-laplace-grid, tight-constraints or optimal")
 
@@ -76,7 +83,9 @@ def grid_measures(grid, name: str, epsilon_m: float, prior: np.ndarray, *, time_
         out["skipped"] = (f"the grid has {grid.n:,} cells, over the {EVAL_MAX_CELLS:,} of the dense measures: evaluate with "
                           "a larger --cell or a smaller --region")
         return out
-    mech, why = grid_mechanism(grid, name, epsilon_m, prior, time_limit=time_limit)
+    lp: dict = {}
+    mech, why = grid_mechanism(grid, name, epsilon_m, prior, time_limit=time_limit, lp=lp)
+    out.update(lp)  # optimal: its gap, and whether it reached it
     if mech is None:
         out["exists"] = False
         out["reason"] = why
@@ -121,122 +130,6 @@ def parse_sweep(spec: str) -> np.ndarray:
     if not (0 < lo < hi and math.isfinite(hi)) or not 2 <= n <= 100:
         raise ValueError(f"bad --sweep {spec!r}: need 0 < LO < HI and 2 ≤ N ≤ 100")
     return np.geomspace(lo, hi, n)
-
-
-def land_mask_image(extent: tuple[float, float, float, float], width: int = 900, height: int = 600) -> np.ndarray:
-    """A land (1) / sea (0) raster over (lon_min, lon_max, lat_min, lat_max) from the 30″ global mask
-    shipped by ``global-land-mask`` (offline), row 0 at the north."""
-    from global_land_mask import globe
-
-    lo0, lo1, la0, la1 = extent
-    lat, lon = np.meshgrid(np.linspace(la1, la0, height), np.linspace(lo0, lo1, width), indexing="ij")
-    return globe.is_land(np.clip(lat, -89.999, 89.999), np.clip(lon, -179.999, 179.999)).astype(float)
-
-
-def figure(path, *, original=None, released=None, displacement=None, epsilon_m=None, sweep=None, title="") -> None:
-    """A PNG: the map of true vs released points on the land/sea base layer, the displacement
-    histogram against the planar Laplace law, and the privacy–utility curve of the sweep."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from scipy import stats
-
-    panels = [p for p in ("map", "hist", "sweep") if (p == "map" and original is not None) or
-              (p == "hist" and displacement is not None) or (p == "sweep" and sweep)]
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 5.2), squeeze=False)
-    for ax, kind in zip(axes[0], panels):
-        if kind == "map":
-            (la0, lo0), (la1, lo1) = original, released
-            k = min(la0.size, 1500)
-            idx = np.random.default_rng(0).choice(la0.size, size=k, replace=False) if la0.size > k else np.arange(la0.size)
-            lats = np.r_[la0[idx], la1[idx]]
-            lons = np.r_[lo0[idx], lo1[idx]]
-            pad_la = max(0.02, 0.08 * (lats.max() - lats.min()))
-            pad_lo = max(0.02, 0.08 * (lons.max() - lons.min()))
-            ext = (max(-180, lons.min() - pad_lo), min(180, lons.max() + pad_lo), max(-90, lats.min() - pad_la),
-                   min(90, lats.max() + pad_la))
-            ax.imshow(land_mask_image(ext), extent=ext, cmap=matplotlib.colors.ListedColormap(["#cfe3f3", "#ece6d6"]),
-                      aspect="auto", interpolation="nearest", vmin=0, vmax=1)
-            for i in idx[:300]:
-                ax.plot([lo0[i], lo1[i]], [la0[i], la1[i]], color="0.55", lw=0.4, zorder=1)
-            ax.scatter(lo0[idx], la0[idx], s=4, c="#1f77b4", label="true", zorder=2)
-            ax.scatter(lo1[idx], la1[idx], s=4, c="#d62728", label="released", zorder=3)
-            ax.set_xlim(ext[0], ext[1])
-            ax.set_ylim(ext[2], ext[3])
-            ax.set_xlabel("longitude (°)")
-            ax.set_ylabel("latitude (°)")
-            ax.legend(loc="lower right", fontsize=8)
-            ax.set_title(f"{k:,} of {la0.size:,} points (land/sea: global-land-mask)\nTRUE locations in blue: not for "
-                         "publication", fontsize=9, color="#b00")
-        elif kind == "hist":
-            d = displacement
-            hi = float(np.quantile(d, 0.995))
-            ax.hist(d[d <= hi], bins=60, density=True, color="#9ecae1", label="measured")
-            if epsilon_m:
-                r = np.linspace(0, hi, 300)
-                ax.plot(r, stats.gamma.pdf(r, a=2, scale=1 / epsilon_m), "k-", lw=1.2, label="planar Laplace: Gamma(2, 1/ε)")
-            ax.set_xlabel("displacement (m)")
-            ax.set_ylabel("density")
-            ax.legend(fontsize=8)
-            ax.set_title("geodesic displacement of the released points", fontsize=9)
-        else:
-            for name in sorted({r["mechanism"] for r in sweep}):
-                rows = [r for r in sweep if r["mechanism"] == name and r.get("exists")]
-                if rows:
-                    ax.plot([r["expected_displacement_m"] for r in rows], [r["adversary_error_m"] for r in rows], "o-", ms=3, label=name)
-            ax.set_xlabel("expected displacement (m): the cost")
-            ax.set_ylabel("adversary's expected error (m): the protection")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.legend(fontsize=8)
-            ax.set_title("privacy–utility over the ε sweep", fontsize=9)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-#: What the evaluation's figure and page say of themselves: their map draws the true points.
-OWNER_ONLY = "CONTAINS THE TRUE LOCATIONS: for the data owner, not for publication"
-
-
-def html_page(result: dict, png_bytes: bytes | None, title: str) -> str:
-    """A self-contained HTML page: the figure embedded as base64, the figures of ``result`` as tables."""
-    import base64
-    import html
-
-    def table(d: dict) -> str:
-        rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(_fmt(v))}</td></tr>" for k, v in d.items()
-                       if not isinstance(v, (list, dict)) or k in ("displacement_m", "predicted_displacement_m"))
-        return f"<table>{rows}</table>"
-
-    parts = [f"<h1>{html.escape(title)}</h1>", f'<p style="color:#b00;font-weight:bold">{html.escape(OWNER_ONLY)}: the map '
-             "draws the original points and joins them to their releases.</p>"]
-    if png_bytes:
-        parts.append(f'<img alt="figure" src="data:image/png;base64,{base64.b64encode(png_bytes).decode()}">')
-    parts.append("<h2>Displacement</h2>" + table({k: v for k, v in result.items() if k != "grid"}))
-    g = result.get("grid")
-    if g:
-        parts.append("<h2>On the grid</h2>" + table(g.get("at_release", {})))
-        if g.get("sweep"):
-            keys = ["mechanism", "epsilon_per_km", "expected_displacement_m", "adversary_error_m", "posterior_vulnerability",
-                    "min_entropy_leakage_bits"]
-            head = "".join(f"<th>{k}</th>" for k in keys)
-            body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(r.get(k, '')))}</td>" for k in keys) + "</tr>" for r in g["sweep"])
-            parts.append(f"<h2>Sweep</h2><table><tr>{head}</tr>{body}</table>")
-    style = ("body{font-family:sans-serif;max-width:1400px;margin:2em auto}img{max-width:100%}table{border-collapse:collapse;"
-             "margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:13px}")
-    return f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{style}</style></head><body>{''.join(parts)}</body></html>\n"
-
-
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    if isinstance(v, dict):
-        return ", ".join(f"{k} {_fmt(x)}" for k, x in v.items())
-    return str(v)
 
 
 def _base_name(mechanism: str | None) -> str | None:
@@ -333,26 +226,30 @@ def evaluate_release(original, released, *, lat=None, lon=None, key=None, coords
             out["sweep_unit"] = unit
         res["grid"] = out
     # the map shows true points beside released ones: a figure for the data owner, and it says so (review: the
-    # natural attachment to a release carried 1,500 true locations unmarked)
-    title = (f"dprivacy evaluate: {Path(released).name} against {Path(original).name} — {OWNER_ONLY}")
+    # natural attachment to a release carried 1,500 true locations unmarked): the PNG in its own title (it can
+    # travel alone), the page once at its top (its embedded figure is drawn without the mark)
+    title = f"{Path(released).name} against {Path(original).name}"
     if png or html:
         res["notes"] = res.get("notes", []) + [f"the --png/--html figure shows true locations: {OWNER_ONLY}"]
-    png_bytes = None
-    if png or html:
+    drawing = dict(original=(la0, lo0), released=(la1, lo1), displacement=d,
+                   epsilon_m=float(eps_m) if eps_m and base == "planar-laplace" else None,
+                   sweep=(res.get("grid") or {}).get("sweep"), at_release=(res.get("grid") or {}).get("at_release"))
+
+    def render(owner_mark: bool) -> bytes:
         fd, tmp = tempfile.mkstemp(suffix=".png")
         os.close(fd)
         try:
-            figure(tmp, original=(la0, lo0), released=(la1, lo1), displacement=d,
-                   epsilon_m=float(eps_m) if eps_m and base == "planar-laplace" else None,
-                   sweep=(res.get("grid") or {}).get("sweep"), title=title)
-            png_bytes = Path(tmp).read_bytes()
+            figure(tmp, title=f"dprivacy evaluate: {title}" if owner_mark else "", owner_mark=owner_mark, **drawing)
+            return Path(tmp).read_bytes()
         finally:
             os.unlink(tmp)
+
     if png:
-        write_bytes_atomic(png, png_bytes, force=force)  # (without --force: never over a file made meanwhile)
+        write_bytes_atomic(png, render(True), force=force)  # (without --force: never over a file made meanwhile)
         res["png"] = str(png)
     if html:
-        write_bytes_atomic(html, html_page(res, png_bytes, title).encode("utf-8"), force=force)
+        page = html_page(res, render(False), "What the release costs and protects", f"dprivacy evaluate: {title}")
+        write_bytes_atomic(html, page.encode("utf-8"), force=force)
         res["html"] = str(html)
     return res
 

@@ -136,7 +136,7 @@ def load_grid_prior(grid: LocationGrid, prior=None, prior_from=None, *, lat=None
         raise ValueError("give at most one of --prior and --prior-from")
     if prior_from is not None:
         from .io import check_input_file, find_coordinate_columns, read_batches
-        from .locations import _as_numbers
+        from .coordinates import _as_numbers
 
         check_input_file(prior_from, "--prior-from file", folder=True, expected="a CSV, Parquet or GeoJSON file of points")
         schema, batches = read_batches(prior_from)
@@ -161,22 +161,12 @@ def load_grid_prior(grid: LocationGrid, prior=None, prior_from=None, *, lat=None
                    "points_invalid": invalid, "cells_with_points": int((counts > 0).sum())}
     if prior is None or prior == "uniform":
         return np.full(grid.n, 1.0 / grid.n), {"prior": "uniform"}
-    from ..spaces import load_array
+    from ..spaces import read_prior
 
-    a = np.asarray(load_array(prior, "prior", ndmin=1), dtype=np.float64)
-    if a.ndim == 2 and a.shape == (grid.height, grid.width):
-        a = a.ravel()
-    elif a.ndim != 1 and not (a.ndim == 2 and 1 in a.shape):
-        raise ValueError(f"prior from {prior} has shape {a.shape}, expected ({grid.height}, {grid.width}) "
-                         f"(rows × columns of cells) or {grid.n} weights")
-    a = a.ravel()
-    if a.size != grid.n:
-        raise ValueError(f"prior from {prior} has {a.size} weights, expected {grid.n} (the grid is {grid.width}×{grid.height})")
-    if not np.isfinite(a).all() or (a < 0).any():
-        raise ValueError(f"prior from {prior} has a negative or non-finite weight")
-    if not a.sum() > 0:
-        raise ValueError(f"prior from {prior} sums to 0")
-    return as_prior(a / a.sum(), grid.n, name=f"prior from {prior}"), {"prior": f"from {Path(prior).name}"}
+    # (the one reader of --prior: a height×width array or n weights in cell order, normalised, the normalisation said)
+    p, note = read_prior(prior, grid.n, shape=(grid.height, grid.width))
+    return as_prior(p, grid.n, name=f"prior from {prior}"), {"prior": f"from {Path(prior).name}",
+                                                               **({"prior_normalised": note} if note else {})}
 
 
 def distance_remap(mechanism, space, prior: np.ndarray, *, block: int = 1024) -> tuple[np.ndarray, float, float]:
@@ -254,7 +244,7 @@ def build_grid_release(grid: LocationGrid, mechanism: str, *, epsilon_m: float, 
         what = "--remap" if remap else "--mechanism optimal"
         raise ValueError(f"{what} needs a public prior: --prior uniform|FILE or --prior-from FILE")
     if has_prior and mechanism == "planar-laplace-grid" and not remap:
-        # (it was accepted and recorded in the sidecar as the release's prior, unused: review)
+        # (accepted, it would be recorded in the sidecar as the release's prior, unused)
         raise ValueError("planar-laplace-grid uses a prior only with --remap: drop --prior/--prior-from, or add --remap")
     pi, prior_info = load_grid_prior(grid, prior, prior_from, lat=lat, lon=lon) if has_prior else (None, {})
     info = {"grid": grid.to_dict(), **prior_info}
@@ -283,12 +273,16 @@ def build_grid_release(grid: LocationGrid, mechanism: str, *, epsilon_m: float, 
         from ..mechanisms.optimal import optimal_mechanism
 
         check_optimal_size(grid)
+        from ..mechanisms.lp_solve import DEFAULT_GAP
+
         res = optimal_mechanism(space, pi, epsilon=epsilon_m, time_limit=time_limit, progress=progress)
         if not res.ok:
             raise ValueError(f"no certified optimal mechanism: {res.reason}")
         mech = res.mechanism
         info["optimal"] = {"method": res.method, "utility": res.value, "bound": res.bound, "gap": res.gap,
                            "time_limit_s": time_limit, "stopped_by_time_limit": res.status == 1,
+                           # False: stopped above the LP's gap (at the time limit), private but not shown optimal
+                           "optimal": not (res.gap == res.gap and res.gap > DEFAULT_GAP * (1 + 1e-9)),
                            "solver_message": res.solver_message,
                            "meaning": "binary gain (probability that the Bayes adversary guesses the cell), seed 000 §3.4"
                                       + ("; the time limit stopped the solve: the mechanism is certified private, its "

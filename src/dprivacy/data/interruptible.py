@@ -2,10 +2,15 @@
 
 The optimal mechanism's linear program runs for minutes inside HiGHS (C++), where Python's signal
 handler cannot run: Ctrl-C would be ignored until HiGHS returns. :func:`call_in_child` runs the function
-in a forked child process (which ignores SIGINT) and waits for its answer in short polls; on Ctrl-C (or
+in a child process (which ignores SIGINT) and waits for its answer in short polls; on Ctrl-C (or
 any exception) the parent kills the child — its memory goes with it — and re-raises, so the command
 stops at once with its usual one line and exit status 130. Progress reports of the child (the LP's
 rounds) are passed back through the same pipe and handed to ``progress`` in the parent.
+
+The child is forked from multiprocessing's fork server, a process with no threads, not from the caller: a
+fork of a process whose other threads hold a lock (stderr's, the import lock, a progress thread's) gives a
+child that waits on that lock for ever. The function, its arguments and its result therefore travel
+pickled.
 """
 
 from __future__ import annotations
@@ -33,18 +38,18 @@ def _child(conn, fn, args, kwargs, with_progress: bool) -> None:
 
 
 def call_in_child(fn, *args, progress=None, tick=None, poll: float = 0.2, **kwargs):
-    """``fn(*args, **kwargs)`` computed in a child process (fork), returned here; exceptions re-raised.
+    """``fn(*args, **kwargs)`` computed in a child process (from the fork server), returned here; exceptions re-raised.
 
     ``progress``: if given, ``fn`` is called with ``progress=`` a function that sends each report to
     the parent, where ``progress(report)`` is called; ``tick()`` is called at every poll (about 5 times a
     second) while waiting. KeyboardInterrupt (or any exception) in the parent
-    while waiting kills the child and propagates. Where ``fork`` is not available the function runs in
+    while waiting kills the child and propagates. Where ``forkserver`` is not available the function runs in
     this process (and Ctrl-C is honoured only between the solver's rounds).
     """
     import multiprocessing as mp
 
     try:
-        ctx = mp.get_context("fork")
+        ctx = mp.get_context("forkserver")
     except ValueError:
         if progress is not None:
             kwargs = dict(kwargs, progress=progress)

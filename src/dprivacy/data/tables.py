@@ -645,8 +645,6 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     import duckdb
 
     from .._validate import check_epsilon
-    from ..sampling import random_source
-    from ..sampling.discrete import discrete_laplace, geometric_parameters
 
     eps = check_epsilon(epsilon)
     if where is not None:
@@ -834,29 +832,8 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
                          f"whatever --where and --bounds select) that are not whole numbers{first}: "
                          "the answers are computed on a grid of whole units; give --unit, the values' resolution "
                          "(e.g. --unit 0.01, or --unit 1 to round them to whole numbers)")
-    if query.kind == "avg" and total == 0:
-        raise ValueError("the table has no rows: its average is undefined")
-    delta, theorem, optimal_thm = _sensitivity(query, privacy, bounds, total, selected=selected,
-                                               skip_invalid=skip_invalid)
-    sum_graph = mechanism == "tight-constraints" and privacy == "standard" and query.kind in ("sum", "avg")
-    if mechanism == "tight-constraints" and not optimal_thm and query.kind != "count" and not sum_graph:
-        raise ValueError("--mechanism tight-constraints: with null values the answers' constraint graph is no longer the "
-                         "path of the theorem; use --mechanism truncated-geometric")
-    factor, composition = _plan_split(query, privacy, group_by, n_groups)
-    eps_answer = eps / factor
-    # The public integer grid of each answer (values in units of u), and the step that turns it into the
-    # released value.
-    step = u
-    if query.kind in ("count", "kcount"):
-        lo_a, hi_a = 0, total
-    elif query.kind == "sum":
-        lo, hi = bounds
-        lo_a, hi_a = (min(0, total * lo), max(0, total * hi)) if (selected or skip_invalid) else (total * lo, total * hi)
-    elif query.kind == "avg" and privacy != "dinf":
-        lo_a, hi_a = bounds[0] * total, bounds[1] * total
-        step = u / total
-    else:  # percentile, or the rounded mean under d∞
-        lo_a, hi_a = bounds
+    plan = answer_plan(query, privacy, bounds, u, mechanism=mechanism, epsilon=eps, total=total, selected=selected,
+                       skip_invalid=skip_invalid, group_by=group_by, n_groups=n_groups)
     # The answers: one aggregate pass, the selection as a FILTER, one row per group key of the whole table.
     k = len(query.columns)
     if query.kind == "count":
@@ -900,6 +877,75 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     # the selection is public, so the convention is a constant.
     rows = [(r[0], *(bounds[0] if v is None else v for v in r[1:-1]), r[-1]) if query.kind == "percentile" else r
             for r in rows]
+    return release_answers(rows, plan, table=table, query=query, privacy=privacy, mechanism=mechanism,
+                           value_bounds=value_bounds, unit=unit, where=where, group_by=group_by, keys=keys,
+                           n_groups=n_groups, invalid=invalid, skip_invalid=skip_invalid, public_cols=public_cols,
+                           prior=prior, rng=rng, confidence=confidence)
+
+
+@dataclass(frozen=True)
+class AnswerPlan:
+    """What the noise of a query's answers depends on, from public figures only (the table size N, the group
+    count, the declared bounds): Δ and its theorem, ε per answer and its composition, the answers' integer grid."""
+
+    epsilon: float
+    delta: float
+    theorem: str
+    optimal_thm: bool
+    sum_graph: bool
+    factor: int
+    composition: str
+    eps_answer: float
+    lo_a: int
+    hi_a: int
+    step: float
+    total: int
+    u: float
+
+
+def answer_plan(query: Query, privacy: str, bounds, u: float, *, mechanism: str, epsilon: float, total: int,
+                selected: bool, skip_invalid: bool, group_by, n_groups: int) -> AnswerPlan:
+    """The :class:`AnswerPlan` of a query on a table of ``total`` rows (``bounds`` in units of ``u``)."""
+    eps = epsilon
+    if query.kind == "avg" and total == 0:
+        raise ValueError("the table has no rows: its average is undefined")
+    delta, theorem, optimal_thm = _sensitivity(query, privacy, bounds, total, selected=selected,
+                                               skip_invalid=skip_invalid)
+    sum_graph = mechanism == "tight-constraints" and privacy == "standard" and query.kind in ("sum", "avg")
+    if mechanism == "tight-constraints" and not optimal_thm and query.kind != "count" and not sum_graph:
+        raise ValueError("--mechanism tight-constraints: with null values the answers' constraint graph is no longer the "
+                         "path of the theorem; use --mechanism truncated-geometric")
+    factor, composition = _plan_split(query, privacy, group_by, n_groups)
+    eps_answer = eps / factor
+    # The public integer grid of each answer (values in units of u), and the step that turns it into the
+    # released value.
+    step = u
+    if query.kind in ("count", "kcount"):
+        lo_a, hi_a = 0, total
+    elif query.kind == "sum":
+        lo, hi = bounds
+        lo_a, hi_a = (min(0, total * lo), max(0, total * hi)) if (selected or skip_invalid) else (total * lo, total * hi)
+    elif query.kind == "avg" and privacy != "dinf":
+        lo_a, hi_a = bounds[0] * total, bounds[1] * total
+        step = u / total
+    else:  # percentile, or the rounded mean under d∞
+        lo_a, hi_a = bounds
+    return AnswerPlan(eps, delta, theorem, optimal_thm, sum_graph, factor, composition, eps_answer, lo_a, hi_a, step,
+                      total, u)
+
+
+def release_answers(rows, plan: AnswerPlan, *, table: str, query: Query, privacy: str, mechanism: str, value_bounds,
+                    unit, where, group_by, keys, n_groups: int, invalid: int, skip_invalid: bool, public_cols,
+                    prior, rng, confidence: float = 0.95) -> QueryResult:
+    """The released answers: ``rows`` are the exact answers, one per group key (key, value(s)..., number clamped), as
+    the table's scan computed them (DuckDB, or Dask in :mod:`dprivacy.api`); noise from ``rng`` is added once."""
+    from ..sampling import random_source
+    from ..sampling.discrete import discrete_laplace, geometric_parameters
+
+    eps, delta, theorem, optimal_thm, sum_graph = plan.epsilon, plan.delta, plan.theorem, plan.optimal_thm, plan.sum_graph
+    factor, composition, eps_answer, lo_a, hi_a = plan.factor, plan.composition, plan.eps_answer, plan.lo_a, plan.hi_a
+    step, total, u = plan.step, plan.total, plan.u
+    k = len(query.columns)
     src = random_source(rng)
     if sum_graph:
         res = _tight_sum(table, query, rows, src, eps=eps, eps_answer=eps_answer, factor=factor, delta=delta,
@@ -1019,6 +1065,8 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     return res
 
 
+
+
 def _keys_public(group_by: str, n_groups: int, declared: bool) -> str:
     if declared:
         return (f"the {n_groups} group keys declared for {group_by!r} (--keys) are public; each gets an answer, with or "
@@ -1081,24 +1129,10 @@ def _answer_prior(prior, size: int, lo: int, hi: int) -> np.ndarray:
     if prior is None:
         raise ValueError("--mechanism optimal needs --prior: 'uniform' or a file of weights on the answers "
                          f"{lo}..{hi} ({size} values)")
-    if isinstance(prior, str) and prior == "uniform":
-        return np.full(size, 1.0 / size)
-    if isinstance(prior, str):
-        from ..spaces import load_array
+    from ..spaces import read_prior
 
-        arr = np.asarray(load_array(prior, "prior", ndmin=1), dtype=np.float64)
-        name = f"prior from {prior}"
-    else:
-        arr, name = np.asarray(prior, dtype=np.float64), "prior"
-    if arr.ndim > 1 and sum(k > 1 for k in arr.shape) > 1:  # a 2x657 table was read as 1,314 answers' weights (review)
-        raise ValueError(f"{name} is a {'x'.join(map(str, arr.shape))} table, expected one weight per answer {lo}..{hi} "
-                         f"({size} values, in one row or one column)")
-    arr = arr.ravel()
-    if arr.size != size:
-        raise ValueError(f"{name} has {arr.size} weights, expected {size} (one per answer {lo}..{hi})")
-    if not np.isfinite(arr).all() or (arr < 0).any() or not arr.sum() > 0:
-        raise ValueError(f"{name} must have non-negative finite weights that do not all vanish")
-    return arr / arr.sum()
+    # (the one reader of --prior: n weights in one row or one column, normalised)
+    return read_prior(prior, size, name="--prior" if isinstance(prior, str) else "prior", per=f"one per answer {lo}..{hi}")[0]
 
 
 def _tight_sum(table, query, rows, src, *, eps, eps_answer, factor, delta, lo_a, hi_a, step, total, bounds, where,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import json
 import platform
 import os
@@ -13,7 +12,8 @@ import traceback
 from pathlib import Path
 
 from .claims import Claim
-from .registry import PAPER_TITLES, PAPERS, Context, Outcome, load_all
+from .registry import PAPERS, Context, Outcome, load_all
+from .report_html import render
 
 
 def _versions() -> dict:
@@ -40,8 +40,12 @@ def _machine() -> dict:
     return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(), "cpus": os.cpu_count()}
 
 
-def run(out: Path, *, quick: bool = False, only: list[str] | None = None, progress: bool = True) -> dict:
-    """Run the selected experiments, write the report to ``out`` and return the summary dict."""
+def run(out: Path, *, quick: bool = False, only: list[str] | None = None, progress=True) -> dict:
+    """Run the selected experiments, write the report to ``out`` and return the summary dict.
+
+    ``progress`` (on stderr): True for a bar on a terminal and otherwise a plain line per experiment started
+    and finished and at least every 30 s (:mod:`~dprivacy.experiments.progress`); "bar", "plain", False, or
+    a reporter object."""
     registry = load_all()
     if only:
         unknown = [i for i in only if i not in registry]
@@ -102,18 +106,21 @@ def _run_into(out: Path, registry, selected, quick: bool, progress: bool) -> dic
             error = traceback.format_exc()
         results.append((exp, outcome, error, time.perf_counter() - t0))
 
-    if progress:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from .progress import make
 
-        with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(), transient=False) as bar:
-            task = bar.add_task("reproducing", total=len(selected))
-            for exp in selected:
-                bar.update(task, description=f"{exp.id}")
-                one(exp)
-                bar.advance(task)
-    else:
+    reporter = make(progress, len(selected))
+    try:
         for exp in selected:
+            if reporter is not None:
+                reporter.started(exp)
             one(exp)
+            if reporter is not None:
+                _, o, err, secs = results[-1]
+                reporter.finished(exp, secs, error=err is not None, claims=len(o.claims),
+                                  differ=sum(c.verdict == "differs" for c in o.claims))
+    finally:
+        if reporter is not None:
+            reporter.stop()
 
     claims = [c for _, o, _, _ in results for c in o.claims]
     summary = {
@@ -143,7 +150,7 @@ def _run_into(out: Path, registry, selected, quick: bool, progress: bool) -> dic
         },
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=_json_default))
-    (out / "index.html").write_text(_html(summary, results))
+    (out / "index.html").write_text(render(summary, results))
     return summary
 
 
@@ -157,76 +164,3 @@ def _json_default(x):
     if isinstance(x, np.bool_):
         return bool(x)
     return str(x)
-
-
-def _fmt(v) -> str:
-    if v is None:
-        return "—"
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_fmt(x) for x in v) + "]"
-    return str(v)
-
-
-_CSS = """
-body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;width:100%;margin:1em 0;font-size:14px}
-th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
-th{background:#f2f2f2}
-.agrees{background:#e6f4e6}.differs{background:#fbe3e3}.nc{background:#f4f1e0}
-figure{display:inline-block;margin:1em;max-width:48%}figure img{max-width:100%;border:1px solid #ddd}
-figcaption{font-size:13px;color:#444}
-pre{background:#f8f8f8;padding:8px;overflow:auto;font-size:12px}
-.meta{font-size:13px;color:#555}
-"""
-
-
-def _html(summary: dict, results) -> str:
-    esc = html.escape
-    c = summary["counts"]
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>dprivacy reproduction report</title>",
-        f"<style>{_CSS}</style></head><body>",
-        "<h1>dprivacy: the papers recomputed</h1>",
-        f"<p>{c['claims']} claims: <b>{c['agrees']}</b> agree, <b>{c['differs']}</b> differ, "
-        f"<b>{c['not_comparable']}</b> not comparable; {c['errors']} experiment error(s).</p>",
-    ]
-    if summary["quick"]:
-        parts.append("<p><b>Quick run</b> (<code>--quick</code>): slow experiments were shrunk as noted in their sections; "
-                     "claims that depend on problem size were not shrunk.</p>")
-    v, m = summary["versions"], summary["machine"]
-    parts.append("<p class='meta'>" + esc(", ".join(f"{k} {val}" for k, val in v.items())) + "<br>"
-                 + esc(f"{m['platform']}, {m['processor']}, {m['cpus']} CPU(s)") + "</p>")
-    by_paper: dict[str, list] = {}
-    for exp, outcome, err, secs in results:
-        by_paper.setdefault(exp.paper, []).append((exp, outcome, err, secs))
-    for paper in sorted(by_paper):
-        parts.append(f"<h2>Seed {paper} — {esc(PAPER_TITLES[paper])}</h2><p class='meta'>{PAPERS[paper]}</p>")
-        for exp, outcome, err, secs in by_paper[paper]:
-            parts.append(f"<h3 id='{esc(exp.id)}'>{esc(exp.title)} <span class='meta'>[{esc(exp.id)}, {secs:.1f} s]</span></h3>")
-            if summary["quick"] and exp.quick_note:
-                parts.append(f"<p class='meta'>Quick run: {esc(exp.quick_note)}</p>")
-            if err:
-                parts.append(f"<p class='differs'>The experiment failed; this is a defect to fix:</p><pre>{esc(err)}</pre>")
-            if outcome.claims:
-                parts.append("<table><tr><th>where</th><th>published</th><th>computed</th><th>tolerance</th><th>verdict</th><th>note</th></tr>")
-                for cl in outcome.claims:
-                    cls = {"agrees": "agrees", "differs": "differs"}.get(cl.verdict, "nc")
-                    tol = "—" if cl.tolerance is None else (f"{cl.tolerance:g}" + (" (relative)" if cl.relative else ""))
-                    note = esc(cl.note)
-                    if cl.readings:
-                        note += "<br><b>Readings tried:</b><ul>" + "".join(
-                            f"<li>{esc(r.get('reading', ''))}: {esc(_fmt(r.get('value')))}</li>" for r in cl.readings) + "</ul>"
-                    parts.append(
-                        f"<tr class='{cls}'><td>{esc(cl.where)}</td><td>{esc(_fmt(cl.published))}</td><td>{esc(_fmt(cl.computed))}</td>"
-                        f"<td>{esc(tol)}</td><td>{cl.verdict}</td><td>{note}</td></tr>"
-                    )
-                parts.append("</table>")
-            for n in outcome.notes:
-                parts.append(f"<p>{esc(n)}</p>")
-            for f in outcome.figures:
-                parts.append(f"<figure><a href='{esc(f.png)}'><img src='{esc(f.png)}' alt='{esc(f.caption)}'></a><figcaption>{esc(f.where)}: {esc(f.caption)} "
-                             f"(<a href='{esc(f.csv)}'>data</a>)</figcaption></figure>")
-    parts.append("</body></html>")
-    return "\n".join(parts)

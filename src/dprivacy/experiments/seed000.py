@@ -28,6 +28,7 @@ from ..queries import kcount_space, sum_space
 from ..threshold import tight_threshold
 from .claims import Claim
 from .figures import curves
+from .prose import grouped, join_and
 from .registry import PAPERS, Context, Outcome, experiment
 from .regions import region_fraction_3, region_fraction_4, simplex_panels, tetra_panels
 
@@ -178,8 +179,14 @@ def fig2(ctx: Context) -> Outcome:
         Claim("000-fig2-limit", P, "Example 1: the region converges to the whole simplex as ε → ∞ (area fraction at ε = 40)",
               1.0, limit, 1e-9),
     ]
-    notes = ["Uniform prior regular: " + ", ".join(
-        f"{n} ε={e}: {priors.regularity(sp, np.full(3, 1 / 3), epsilon=e).regular}" for n, sp in cases.items() for e in EX1_EPS)]
+    regular = {(n, e): priors.regularity(sp, np.full(3, 1 / 3), epsilon=e).regular for n, sp in cases.items() for e in EX1_EPS}
+    said = []
+    for n in cases:
+        for ok in (True, False):
+            at = [f"{e:g}" for e in EX1_EPS if regular[n, e] == ok]
+            if at:
+                said.append(f"{'' if ok else 'not '}regular on the {n} at ε = {join_and(at)}")
+    notes = [f"The uniform prior is {join_and(said)}."]
     return Outcome(claims, [fig], notes)
 
 
@@ -334,8 +341,8 @@ def example3(ctx: Context) -> Outcome:
     notes = [f"Regularity tests on the 0.01 grid of [0.48, 1]: regular at {len(regular_grid)} of {len(grid)} points "
              f"(of which undecided within rounding, on the region's boundary: {', '.join(f'{e:.2f}' for e in undecided) or 'none'}); "
              f"{len(cache)} factorizations of Φ (1024 × 1024) in all. "
-             f"Tolerance reading evaluated at {len(tol_seen)} grid points: "
-             + ", ".join(f"{e:.2f}:{'pass' if v else 'fail'}" for e, v in tol_seen) + "."]
+             f"The tolerance reading, evaluated at {len(tol_seen)} grid points, "
+             + grouped([e for e, _ in tol_seen], ["passes" if v else "fails" for _, v in tol_seen], fmt=".2f") + "."]
     return Outcome(claims, [fig], notes)
 
 
@@ -438,8 +445,8 @@ def _case_study(ctx: Context, *, space, key: str, where: str, star_pub: float, r
         Claim(f"000-{key}-attains-thm2", P, f"{where}: its utility equals the Thm 2 bound Σμ (Thm 4 / Cor 3), max |difference| at "
               "the first and last plotted ε", 0.0, ub_err, 1e-9),
     ] + extra_claims
-    notes = [f"Threshold search: {th.solves} linear solves. Existence status per plotted ε: "
-             + ", ".join(f"{x:.4g}:{s}" for x, s in zip(xs, status)) + "."]
+    notes = [f"The threshold search took {th.solves} linear solves. At the plotted ε the mechanism is "
+             + grouped(xs, status) + "."]
     return Outcome(claims, [fig], notes)
 
 

@@ -39,6 +39,7 @@ from ..threshold import tight_threshold
 from .claims import Claim
 from .registry import Context, Outcome, experiment
 from .figures import curves
+from .prose import grouped, valued
 from .seed000 import GRID, MU_TOL, P, epsilon_grid, first_true_on_grid, formula_where_absent
 
 # Seed 000 §7.2: "a grid of 100 × 100 locations, with step size 1 km"; "ε ranging from 0.4 to 1.3";
@@ -348,18 +349,18 @@ def fig7(ctx: Context) -> Outcome:
     ]
     times["total"] = time.perf_counter() - t_start
     notes = [
-        "Existence per plotted ε: " + ", ".join(f"{x:.4g}:{s}" for x, s in zip(xs, status)) + ".",
-        "Planar Laplace utility (uniform prior, optimal remap = column maxima of the exact channel, integrated at ε "
-        "itself): " + ", ".join(f"{x:.4g}:{u:.6f}" for x, u in zip(xs, pl))
+        f"At the plotted ε the mechanism is {grouped(xs, status)}.",
+        "The planar Laplace utility (uniform prior, optimal remap = column maxima of the exact channel, integrated at ε "
+        f"itself) is {valued(xs, pl)}"
         + (". At every plotted ε every column's maximum is on the diagonal: the identity remap is optimal." if min(pl_diag) == 1.0
            else f". At every plotted ε the column maximum is on the diagonal for at least {100 * min(pl_diag):.1f}% of the columns."),
         "Where the mechanism does not exist, the utility formula applied to the matrix Φ diag(z) anyway (negative columns "
-        "contribute z·e^{−ε·(largest distance)}) gives " + ", ".join(
-            f"{x:.4g}:{v:.6f}" for x, v, t in zip(xs, naive, tight) if t is None)
+        "contribute z·e^{−ε·(largest distance)}) gives "
+        + valued([x for x, t in zip(xs, tight) if t is None], [v for v, t in zip(naive, tight) if t is None])
         + " — the reading of a program that does not test the signs of z (dashed line: Σz/n).",
-        f"Tolerance scan (μ = z/n ≥ −{MU_TOL:g}): smallest μ at each scanned ε: "
-        + ", ".join(f"{e:.3g}:{m:.3g}" for e, m in zip(tol_scan, tol_mins)) + ".",
-        "Seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in times.items())
+        f"The tolerance scan (μ = z/n ≥ −{MU_TOL:g}) finds the smallest μ "
+        + valued(tol_scan, tol_mins, xfmt=".3g", fmt=".3g") + ".",
+        f"The run took {times.get('total', 0):.1f} s: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items() if k != "total")
         + f" ({th.solves} solves in the threshold search).",
     ]
     return Outcome(claims, [fig], notes)

@@ -115,7 +115,7 @@ def locations_mtb(ctx: Context) -> Outcome:
                  f"{CELL_M:g} m, the route's prior)", fontsize=10)
     fig.tight_layout()
     png = ctx.path("000-locations-mtb.png")
-    fig.savefig(png)
+    fig.savefig(png, dpi=max(fig.dpi, 150))
     plt.close(fig)
     csv = save_csv(ctx, "000-locations-mtb.csv", header, cols)
     figure = Figure("000-locations-mtb", P, "§7.2 / Fig 7 on real data", png.name, csv.name,

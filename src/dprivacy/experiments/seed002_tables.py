@@ -130,10 +130,10 @@ def tables_superstore(ctx: Context) -> Outcome:
     ax.set_title(f"Superstore per region, ε = {EPSILON}: count (d_h), sum of Quantity (d1 and d_h), median Sales (d∞)", fontsize=9)
     fig.tight_layout()
     png = ctx.path("002-tables-superstore.png")
-    fig.savefig(png)
+    fig.savefig(png, dpi=max(fig.dpi, 150))
     plt.close(fig)
     fig_ = Figure("002-tables-superstore", P, "§5 on a real table", png.name, csv.name,
                   "Stated and observed mean |error| of `dprivacy query` per region and query, with a Laplace baseline at equal ε.")
-    notes.append(f"{total:,} orders; one release per query through run_query (seeded), then {runs} draws of the same "
+    notes.append(f"The table has {total:,} orders; one release per query through run_query (seeded), then {runs} draws of the same "
                  "exact sampler per answer for the error statistics.")
     return Outcome(claims, [fig_], notes)

@@ -155,8 +155,8 @@ STALL_GAP = 1e-6
 
 #: The same as an absolute gap, in the engine's units (the largest |gain| is 1): the solvers' tolerances
 #: are absolute, so an optimum far smaller than the gains (a distance loss on a prior whose mass is on
-#: two points, 8e-4 of the largest loss) can end 1e-9 apart, a relative gap of 1.3e-6 (found by
-#: hypothesis in test_optimal_mechanism_by_decomposition_is_certified_and_brackets_the_optimum).
+#: two points, 8e-4 of the largest loss) can end 1e-9 apart, a relative gap of 1.3e-6 (an example of
+#: test_optimal_mechanism_by_decomposition_is_certified_and_brackets_the_optimum's hypothesis search).
 STALL_ABS = 1e-8
 
 #: Rounds without progress of the objective or the bound after which the engine stops ("stalled").

@@ -193,8 +193,8 @@ class _Pricing:
             self.h.run()
             ms = self.h.getModelStatus()
             if ms not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
-                # the warm-started simplex can lose its footing on tiny costs (seen: "unbounded" with
-                # every variable boxed) or stall (the iteration cap); solve once more from scratch,
+                # the warm-started simplex can lose its footing on tiny costs (it can report "unbounded"
+                # with every variable boxed) or stall (the iteration cap); solve once more from scratch,
                 # uncapped, in a new instance
                 ms = self._solve_afresh(None if deadline is None else deadline - time.perf_counter())
             solved_rows = self.a.size  # the duals below belong to these rows

@@ -439,9 +439,9 @@ def constraint_generation(space: MetricSpace, c: np.ndarray, peaks: np.ndarray, 
                 terms, bnd = None, float(mr.sum())
             best_round = min(best_round, bnd)
             # the columns to price in come from the sign that is the restricted LP's dual (its bound
-            # on the active columns equals the objective), not from the smaller bound: found by
-            # hypothesis, the other sign's trivial bound came out one ulp smaller with no column to
-            # enter, and the run stopped as "optimal" at 0.2393 below the optimum 0.2597
+            # on the active columns equals the objective), not from the smaller bound: the other sign's
+            # trivial bound can come out one ulp smaller with no column to enter, which would stop the
+            # run as "optimal" below the optimum (0.2393 against 0.2597 in a hypothesis example)
             if abs(float(mr.sum()) - objective) < fit:
                 fit = abs(float(mr.sum()) - objective)
                 if terms is not None:

@@ -249,9 +249,9 @@ NEAR_ZERO_SCALE = 1e-6
 
 def _undecided_near_zero(space: MetricSpace, e: float, res: "TightConstraintsResult") -> "TightConstraintsResult":
     """At ε·d this small, Φ = e^{−εd} = 11ᵀ − εD + O(ε²) is 11ᵀ to working precision, and the linear program on its
-    numerical null space found the constant channel (z = 1/n) for any space: grid:3x3 at ε = 1e-14 and 1e-300
-    "existed" where z tends to D⁻¹1/(1ᵀD⁻¹1), with a negative centre entry, as ε → 0 (review). Undecided, with
-    that limit's smallest entry named."""
+    numerical null space finds the constant channel (z = 1/n) for any space: grid:3x3 at ε = 1e-14 and 1e-300
+    would "exist" where z tends to D⁻¹1/(1ᵀD⁻¹1), with a negative centre entry, as ε → 0. So the answer is
+    undecided, with that limit's smallest entry named."""
     from dataclasses import replace
 
     d = space.distances
@@ -327,8 +327,8 @@ def path_structure(space: MetricSpace):
 
 def _line_embedding(space: MetricSpace):
     """Positions x on a line with |x_i − x_j| = d(i, j), when the metric is one (a path graph from an edge list, a
-    matrix file of a line), else None: x = d(a, ·) from an end point a (the farthest point from point 0). A path
-    read from a file was not recognised ('threshold graph:path.txt' gave no ε* where line:3 says it always exists)."""
+    matrix file of a line), else None: x = d(a, ·) from an end point a (the farthest point from point 0). Read from
+    the distances, not the space's name, so that 'threshold graph:path.txt' agrees with line:3 (it always exists)."""
     d = space.distances
     n = space.n
     if n < 2 or not np.isfinite(d).all():

@@ -14,7 +14,7 @@ The package holds the general space (:mod:`.metric`), the structured ones (:mod:
 answer lines of sum queries) and the readers of spaces from files (:mod:`.files`); every name is here.
 """
 
-from .files import load_array, load_edge_list, load_matrix
+from .files import load_array, load_edge_list, load_matrix, read_prior
 from .metric import (DENSE_LIMIT_BYTES, METRIC_RTOL, MetricSpace, TriangleCheck, clique, distance_floor, from_graph,
                      from_matrix, hamming, line, ring)
 from .metric import _check_dense_fits, _compute_essential_pairs  # noqa: F401 (private, imported from here)
@@ -22,4 +22,4 @@ from .structured import GridSpace, SumLineSpace, grid
 
 __all__ = ["DENSE_LIMIT_BYTES", "GridSpace", "METRIC_RTOL", "MetricSpace", "SumLineSpace", "TriangleCheck", "clique",
            "distance_floor", "from_graph", "from_matrix", "grid", "hamming", "line", "load_array", "load_edge_list",
-           "load_matrix", "ring"]
+           "load_matrix", "read_prior", "ring"]

@@ -39,7 +39,7 @@ def load_array(path, what: str, *, ndmin: int = 1, max_bytes: int = DENSE_LIMIT_
     from .._system import check_input_file
 
     p = Path(path)
-    # a device or a pipe (/dev/zero) has no size to check and was read without end
+    # a device or a pipe (/dev/zero) has no size to check and would be read without end
     check_input_file(p, f"{what} file", expected="a .npy, .csv or .txt file")
     suffix = p.suffix.lower()
     if suffix == ".npy":
@@ -76,10 +76,10 @@ def load_array(path, what: str, *, ndmin: int = 1, max_bytes: int = DENSE_LIMIT_
                 return False
 
         # a header line of column names: no cell of it is a number (a line of numbers with one bad
-        # cell is data, and its error names the cell: '0.5,0.5,x' was dropped as a header and the
-        # one-line prior reported empty)
-        # ... and names start like names: '1/3,1/3,1/3' is a line of data that is not numbers (it was taken for
-        # a header and the one-line file called empty)
+        # cell is data, and its error names the cell: '0.5,0.5,x' dropped as a header would leave the
+        # one-line prior empty)
+        # ... and names start like names: '1/3,1/3,1/3' is a line of data that is not numbers (taken for a
+        # header, it would leave the one-line file empty)
         named = all(c and (c[0].isalpha() or c[0] in "_\"'") for c in first)
         skip = 1 if named and not any(number(c) for c in first if c) else 0
         if skip and len([ln for ln in lines[1:] if ln.strip()]) == 0:
@@ -132,3 +132,60 @@ def load_edge_list(path) -> MetricSpace:
     if all(x.lstrip("-").isdigit() and str(int(x)) == x for x in names):
         edges = [(int(a), int(b)) for a, b in edges]
     return from_graph(edges, name=f"graph:{p}")
+
+
+def read_prior(source, n: int, *, shape: tuple[int, int] | None = None, name: str = "--prior", per: str = ""):
+    """The one reader of a prior given on the command line: ``(p, note)``, ``p`` a 1-D float64 probability vector
+    of length ``n``, ``note`` a sentence saying how the weights were normalised (None when they summed to 1 within
+    1e-12 already).
+
+    ``source`` is ``"uniform"``, a file (.npy, .csv or .txt, read by :func:`load_array`) or an array of weights:
+    a flat vector of ``n`` weights (one row or one column), or, where the space is a grid of ``shape`` =
+    (height, width) cells, a height × width array read row by row (row 0 first: cell ``row * width + col``);
+    ``per`` says what the weights are on, for the messages ("one per answer 0..10").
+    The weights are divided by their sum (six values of 0.166667 are a prior); a negative, NaN or infinite
+    weight, all weights zero, or another size or shape is refused with a ``ValueError`` naming the value and
+    what was expected."""
+    import math
+
+    if isinstance(source, str):
+        if not source.strip():
+            raise ValueError(f"{name} needs a file (.npy, .csv or .txt) or 'uniform', got an empty string")
+        if source == "uniform":
+            return np.full(n, 1.0 / n), None
+        from pathlib import Path
+
+        if source.strip().lower() == "uniform" and not Path(source).exists():
+            raise ValueError(f"{name} {source!r}: no such file; the keyword is 'uniform' (lower case)")
+        a = np.asarray(load_array(source, "prior", ndmin=1), dtype=np.float64)
+        what = f"{name} {source}"
+    else:
+        try:
+            a = np.asarray(source, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name} must be an array of weights: {exc}") from None
+        what = name
+    flat = f"{n} weights ({per + ', ' if per else ''}in one row or one column)"
+    expected = flat + (f", or a {shape[0]}×{shape[1]} array (height × width of the grid)" if shape else "")
+    if a.ndim == 2 and shape is not None and a.shape == tuple(shape):
+        a = a.ravel()
+    elif a.ndim > 2 or (a.ndim == 2 and 1 not in a.shape):
+        raise ValueError(f"{what} has shape {'×'.join(map(str, a.shape))}, expected {expected}")
+    a = a.ravel()
+    if a.size != n:
+        raise ValueError(f"{what} has {a.size} weights, expected {expected}")
+    bad = np.flatnonzero(~np.isfinite(a) | (a < 0))
+    if bad.size:
+        raise ValueError(f"{what}: weight {int(bad[0])} is {a[bad[0]]:.6g}, expected weights that are finite and ≥ 0")
+    s = float(a.sum())
+    if not s > 0:
+        raise ValueError(f"{what}: every weight is 0, expected weights with a positive sum")
+    if not math.isfinite(s):
+        raise ValueError(f"{what}: the weights sum past the float64 range, expected weights of a sensible size")
+    note = None
+    if abs(s - 1.0) > 1e-12:
+        shown = f"{s:.7g}"
+        if shown in ("1", "1.000000", "0.9999999", "1.000001") or float(shown) == 1.0:
+            shown = f"{s:.13g}"
+        note = f"prior normalised: weights summed to {shown}"
+    return a / s, note

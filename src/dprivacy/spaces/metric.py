@@ -233,8 +233,8 @@ class MetricSpace:
 
 def distance_floor(d: np.ndarray) -> float:
     """The smallest positive finite distance of ``d`` (1.0 when there is none): the scale under which the relative
-    comparisons of distances become absolute. A fixed floor of 1 made every distance of grid:3x3:step=1e-10 equal
-    within 1e-9, so the grid passed for ball-size symmetric and got a "certified" closed form that was wrong."""
+    comparisons of distances become absolute. A fixed floor of 1 would make every distance of grid:3x3:step=1e-10
+    equal within 1e-9, so the grid would pass for ball-size symmetric and get a wrong "certified" closed form."""
     pos = d[np.isfinite(d) & (d > 0)]
     return float(pos.min()) if pos.size else 1.0
 

@@ -1,0 +1,228 @@
+"""The kinds of data the API takes, and the way each goes to the data layer and comes back.
+
+The data layer reads and writes files (:mod:`dprivacy.data`); a DataFrame is handed to it as a temporary Parquet
+file in a private folder (0700) that is removed when the call ends, whatever happens. Only the columns the
+release changes are read back; every other column, the index and the dtypes are taken from the object given,
+so a release holds one copy of the frame at most (the object returned), besides the Arrow table written once.
+
+Kinds: a pandas DataFrame, a GeoPandas GeoDataFrame (point geometry, any CRS), a polars DataFrame, a pyarrow
+Table, a Dask DataFrame (obfuscate and query), or a path (``str`` or ``os.PathLike``). Optional libraries are
+recognised by the modules already imported, never imported here to find out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Column added to the temporary file when rows may be dropped or reordered: the row's position in the object
+#: given, so that the rows released are matched to their other columns and index (never released itself).
+ROW = "__dprivacy_row__"
+
+#: How a kind is named in messages, in place of the temporary file's path.
+LABELS = {"pandas": "the DataFrame", "geopandas": "the GeoDataFrame", "polars": "the polars DataFrame",
+          "arrow": "the Arrow Table", "dask": "the Dask DataFrame"}
+
+
+class OptionError(ValueError):
+    """An argument refused before any data is read (a missing or conflicting option). The command line prints it
+    with its command's prefix (``dprivacy obfuscate: error: ...``), as argparse's own refusals."""
+
+
+def kind_of(data) -> str:
+    """'path', 'pandas', 'geopandas', 'polars', 'arrow' or 'dask'; TypeError for anything else."""
+    if isinstance(data, (str, os.PathLike)):
+        return "path"
+    gpd = sys.modules.get("geopandas")
+    if gpd is not None and isinstance(data, gpd.GeoDataFrame):
+        return "geopandas"
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(data, pd.DataFrame):
+        return "pandas"
+    pl = sys.modules.get("polars")
+    if pl is not None and isinstance(data, pl.DataFrame):
+        return "polars"
+    if pl is not None and isinstance(data, pl.LazyFrame):
+        raise TypeError("a polars LazyFrame is a plan, not data: call .collect() first (the release must read every row "
+                        "once, and a plan can be run again)")
+    pa = sys.modules.get("pyarrow")
+    if pa is not None and isinstance(data, pa.Table):
+        return "arrow"
+    dd = sys.modules.get("dask.dataframe")
+    if dd is not None and isinstance(data, dd.DataFrame):
+        return "dask"
+    raise TypeError(f"expected a pandas, polars, GeoPandas or Dask DataFrame, a pyarrow Table or a path, "
+                    f"got {type(data).__module__}.{type(data).__name__}")
+
+
+def label(kind: str) -> str:
+    return LABELS.get(kind, "the data")
+
+
+# -------------------------------------------------------------------------------------------------
+# to Arrow
+# -------------------------------------------------------------------------------------------------
+
+
+def _pandas_to_arrow(df, what: str):
+    """The frame as an Arrow table, without pandas' schema metadata. A RangeIndex is left out (it is the row
+    position); any other index becomes columns (its levels' names, or ``__index_level_N__``) that the data layer
+    checks like the others: an index of addresses or coordinates is released as it is, so it is checked too."""
+    import pyarrow as pa
+
+    dup = df.columns[df.columns.duplicated()]
+    if len(dup):
+        raise ValueError(f"{what} has two columns called {dup[0]!r}: rename one")
+    if not all(isinstance(c, str) for c in df.columns):
+        bad = next(c for c in df.columns if not isinstance(c, str))
+        raise ValueError(f"{what} has a column named {bad!r} ({type(bad).__name__}): column names must be strings")
+    try:
+        table = pa.Table.from_pandas(df, preserve_index=None)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        raise ValueError(f"{what} cannot be converted to Arrow: {str(exc).splitlines()[0]}") from None
+    return table.replace_schema_metadata(None)
+
+
+def index_columns(df) -> list:
+    """The names under which :func:`_pandas_to_arrow` writes a pandas index (empty for a RangeIndex)."""
+    import pandas as pd
+
+    if isinstance(df.index, pd.RangeIndex):
+        return []
+    return [n if n is not None else f"__index_level_{i}__" for i, n in enumerate(df.index.names)]
+
+
+def to_arrow(data, kind: str):
+    """An Arrow table of the data (pandas, polars or Arrow) with the schema metadata dropped."""
+    if kind == "arrow":
+        return data.replace_schema_metadata(None)
+    if kind == "polars":
+        try:
+            return data.to_arrow().replace_schema_metadata(None)
+        except Exception as exc:  # an Object column has no Arrow form
+            raise ValueError(f"{label(kind)} cannot be converted to Arrow: {str(exc).splitlines()[0]}") from None
+    return _pandas_to_arrow(data, label(kind))
+
+
+def add_row_numbers(table):
+    import pyarrow as pa
+
+    if ROW in table.schema.names:
+        raise ValueError(f"the data has a column called {ROW!r}, a name the API uses for itself: rename it")
+    return table.append_column(ROW, pa.array(range(table.num_rows), pa.int64()))
+
+
+# -------------------------------------------------------------------------------------------------
+# the temporary folder, and messages that name it
+# -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Scratch:
+    """A private temporary folder for one call. Files made by :meth:`path` are named in messages by their label
+    (:meth:`relabel`), not by their temporary path."""
+
+    folder: Path
+    name: str
+    labels: dict = field(default_factory=dict)
+
+    def path(self, filename: str, label: str | None = None) -> Path:
+        self.labels[filename] = label or self.name
+        return self.folder / filename
+
+    def relabel(self, text: str) -> str:
+        for f, name in sorted(self.labels.items(), key=lambda kv: -len(kv[0])):
+            for form in (str(self.folder / f) + ".dprivacy.json", str(self.folder / f), f + ".dprivacy.json", f):
+                text = text.replace(form, name)
+        text = text.replace(str(self.folder), self.name)
+        return text.replace(f", {ROW}", "").replace(f"{ROW}, ", "")
+
+    def relabel_all(self, obj):
+        """``obj`` (dicts, lists, strings) with :meth:`relabel` applied to every string."""
+        if isinstance(obj, str):
+            return self.relabel(obj)
+        if isinstance(obj, dict):
+            return {k: self.relabel_all(v) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return type(obj)(self.relabel_all(v) for v in obj)
+        return obj
+
+
+@contextlib.contextmanager
+def scratch(name: str):
+    """A private temporary folder (removed at the end); errors raised inside name the data instead of its files."""
+    import shutil
+
+    folder = Path(tempfile.mkdtemp(prefix="dprivacy-api-"))
+    s = Scratch(folder, name)
+    try:
+        yield s
+    except Exception as exc:
+        relabel_exception(exc, s)
+        raise
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def relabel_exception(exc: BaseException, s: Scratch) -> None:
+    """Replace the temporary paths in ``exc``'s message (and its owner-only ``detail``) by the data's name."""
+    if exc.args and isinstance(exc.args[0], str):
+        exc.args = (s.relabel(exc.args[0]), *exc.args[1:])
+    if isinstance(getattr(exc, "detail", None), str):
+        exc.detail = s.relabel(exc.detail)
+    if isinstance(exc, OSError) and isinstance(exc.filename, str):
+        exc.filename = s.relabel(exc.filename)
+
+
+def write_parquet(table, path) -> None:
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, path)
+
+
+def read_columns(path, columns) -> dict:
+    """Columns of a Parquet file (a file or a folder of parts) as numpy arrays."""
+    import pyarrow.dataset as ds
+
+    t = ds.dataset(str(path), format="parquet").to_table(columns=list(columns))
+    return {c: t.column(c).to_numpy() for c in columns}
+
+
+# -------------------------------------------------------------------------------------------------
+# back to the kind given
+# -------------------------------------------------------------------------------------------------
+
+
+def rebuild(data, kind: str, positions, replaced: dict, *, reset_index: bool = False):
+    """The object given with the rows at ``positions`` (None: all, in order) and the columns in ``replaced``
+    (name → numpy array, one per row kept) replaced; other columns, their dtypes and the index are the
+    object's own. ``reset_index``: a fresh 0..n−1 index (pandas), for rows in a random order (the original
+    index would give each row's place away)."""
+    import numpy as np
+
+    if kind in ("pandas", "geopandas"):
+        out = data if positions is None else data.take(np.asarray(positions))
+        out = out.copy(deep=False) if out is data else out
+        for c, v in replaced.items():
+            out[c] = v
+        if reset_index:
+            out = out.reset_index(drop=True)
+        return out
+    if kind == "polars":
+        import polars as pl
+
+        out = data if positions is None else data[np.asarray(positions, dtype=np.int64)]
+        return out.with_columns([pl.Series(c, v) for c, v in replaced.items()])
+    if kind == "arrow":
+        import pyarrow as pa
+
+        out = data if positions is None else data.take(pa.array(np.asarray(positions, dtype=np.int64)))
+        for c, v in replaced.items():
+            i = out.schema.get_field_index(c)
+            out = out.set_column(i, c, pa.array(v))
+        return out
+    raise TypeError(kind)

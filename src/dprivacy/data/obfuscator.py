@@ -1,0 +1,205 @@
+"""The per-batch work of a location release (:class:`Obfuscator`), picklable so that Dask workers run it, and the
+rules that span the batches: unique record keys for keyed noise (:class:`_KeyCheck`), and each user's reports
+within their budget (:func:`_within_budget`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .coordinates import SEMICIRCLE_DEG, _as_numbers, describe_bad, validate_coordinates
+from .copies import copy_sample
+from .planar_noise import (DEFAULT_PRECISION_DEG, NOISE_PARTS, _geodesic_forward, displace, output_lattice,
+                           planar_laplace_displacements)
+
+
+@dataclass
+class Obfuscator:
+    """The per-batch work of :func:`~.locations.obfuscate_file`, picklable so that Dask workers can run it: check
+    the coordinates of a batch, drop or refuse the rows whose coordinates cannot be read (a grid release
+    keeps a point outside its region: :class:`~dprivacy.data.grid_release.GridRelease` maps it to the
+    nearest cell), draw the noise and return the batch with the released coordinates."""
+
+    input_name: str
+    schema: object
+    lat_c: str
+    lon_c: str
+    epsilon_m: float
+    release: object = None
+    precision: float = DEFAULT_PRECISION_DEG
+    skip_invalid: bool = False
+    coords: str = "degrees"
+    seed: int | None = None
+    key: str | None = None
+    #: Parts the planar noise of a batch is drawn in, in parallel threads. A constant (not the number of
+    #: cores) so that a seeded run gives the same output on every machine; the Dask engine sets 1 (its
+    #: workers already use the cores).
+    noise_parts: int = NOISE_PARTS
+
+    @property
+    def out_schema(self):
+        import pyarrow as pa
+
+        from .columns import without_input_metadata
+
+        if self.coords == "semicircles":
+            return without_input_metadata(self.schema)
+        return without_input_metadata(self.schema.set(self.schema.get_field_index(self.lat_c), pa.field(self.lat_c, pa.float64()))
+                                      .set(self.schema.get_field_index(self.lon_c), pa.field(self.lon_c, pa.float64())))
+
+    def coordinates(self, batch) -> tuple[np.ndarray, np.ndarray]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        la, lo = (_as_numbers(batch.column(c)).to_numpy(zero_copy_only=False) for c in (self.lat_c, self.lon_c))
+        if self.coords == "semicircles":
+            la, lo = la * SEMICIRCLE_DEG, lo * SEMICIRCLE_DEG
+        return la, lo
+
+    def validate(self, batch, row0: int, where: str = ""):
+        """(batch, lat, lon, rows rejected, first message) with the invalid rows (a coordinate missing, not a
+        number or out of range) dropped, or ValueError naming the first one when ``skip_invalid`` is off.
+        ``row0``: rows before this batch (for the message); ``where``: a prefix when the global row number is
+        unknown (a Dask partition). Whether a valid point lies in a grid's region plays no part here."""
+        import pyarrow as pa
+
+        la, lo = self.coordinates(batch)
+        # another copy of the points under any name (homelat, x, location = "42.55623,1.53319"): checked by value in
+        # every batch (every part on Dask, however small) on rows spread over it, so that a copy that starts after the
+        # first rows is found, a sample that keeps wide text tables cheap; --keep does not exempt a column whose
+        # values are the points
+        from .copies import location_copies
+
+        take = copy_sample(batch.num_rows)
+        # in degrees and the other units a copy comes in (radians, E7, semicircles, Web Mercator metres)
+        copies = location_copies(batch.take(pa.array(take)), la[take], lo[take], skip=(self.lat_c, self.lon_c))
+        if copies:
+            raise ValueError(f"{self.input_name}: {where}column(s) {', '.join(map(repr, copies))} hold a copy of the points "
+                             f"(numbers within 0.01° of a row's latitude or longitude, in at least half of the rows "
+                             f"that have one): they would be released untouched beside the obfuscated "
+                             f"{self.lat_c!r}/{self.lon_c!r}; drop them from the file")
+        bad = validate_coordinates(la, lo)
+        if not bad.any():
+            return batch, la, lo, 0, None
+        k = int(np.flatnonzero(bad)[0])
+        public = where + describe_bad(la, lo, k, row0 + k + 1, values=False)
+        msg = where + describe_bad(la, lo, k, row0 + k + 1)
+        texts = [f"{c} = {batch.column(c)[k].as_py()!r}" for c in (self.lat_c, self.lon_c)
+                 if pa.types.is_string(batch.column(c).type) or pa.types.is_large_string(batch.column(c).type)]
+        if texts and not (np.isfinite(la[k]) and np.isfinite(lo[k])):
+            msg += f" (as read: {', '.join(texts)})"
+        if self.coords == "degrees" and "projected" in msg and max(abs(la[k]), abs(lo[k])) <= 2.0**31:
+            msg += " (or Garmin semicircles: --coords semicircles)"
+        if not self.skip_invalid:
+            # the row and its values only for the owner: the true coordinates (and the row) are a person's
+            from .._system import RefusedWithDetail
+
+            hint = "; degrees are expected, or Garmin semicircles with --coords semicircles" if self.coords == "degrees" else ""
+            raise RefusedWithDetail(f"{self.input_name}: some rows have a missing, non-numeric or out-of-range coordinate "
+                                    f"(use --skip-invalid to drop and count such rows; --owner names the first{hint})", msg)
+        keep = ~bad
+        # the report (printed, and the sidecar beside the release) names the row and the problem, not the
+        # row's coordinates: they are true locations
+        return batch.filter(pa.array(keep)), la[keep], lo[keep], int(bad.sum()), public
+
+    def generator(self, batch, source):
+        """The random stream for a batch: per-record keyed streams in keyed research mode, else ``source``."""
+        if self.key is None:
+            return source.generator
+        from ..sampling.keyed import KeyedStream, record_keys
+
+        return KeyedStream(self.seed, record_keys(batch.column(self.key)))
+
+    def apply(self, batch, la, lo, generator, stats: dict | None = None):
+        """The batch with its coordinates replaced by the released ones. ``stats``: the counts of the draws are
+        added there (:func:`~.obfuscation_report.record_sampling` sorts them into public and owner-only)."""
+        import pyarrow as pa
+
+        if self.release is None:
+            if stats is not None:
+                stats["draws"] = stats.get("draws", 0) + la.size
+            r, az = planar_laplace_displacements(la.size, epsilon=self.epsilon_m, generator=generator,
+                                                 threads=self.noise_parts,
+                                                 stats=None if stats is None else stats.setdefault("sampler", {}))
+            if self.coords == "semicircles":  # the output lattice is the semicircles' own (2^31 per 180°)
+                lo2, la2 = _geodesic_forward(lo, la, az, r)
+                i, j = output_lattice(la2, (lo2 + 180.0) % 360.0 - 180.0, SEMICIRCLE_DEG)
+                nla, nlo = i * SEMICIRCLE_DEG, j * SEMICIRCLE_DEG
+            else:
+                nla, nlo = displace(la, lo, r, az, precision=self.precision)
+        else:
+            nla, nlo = self.release.apply(la, lo, generator, stats)
+        cols = [batch.column(i) for i in range(batch.num_columns)]
+        if self.coords == "semicircles":  # back to integer semicircles (a 1 cm lattice), in the input's type
+            t_la, t_lo = self.schema.field(self.lat_c).type, self.schema.field(self.lon_c).type
+            la_out = pa.array(np.rint(nla / SEMICIRCLE_DEG)).cast(t_la)
+            lo_out = pa.array(np.rint(nlo / SEMICIRCLE_DEG)).cast(t_lo)
+        else:
+            la_out, lo_out = pa.array(nla, pa.float64()), pa.array(nlo, pa.float64())
+        cols[self.schema.get_field_index(self.lat_c)] = la_out
+        cols[self.schema.get_field_index(self.lon_c)] = lo_out
+        return pa.RecordBatch.from_arrays(cols, schema=self.out_schema)
+
+
+class _KeyCheck:
+    """Refuses a repeated record key (two records with one key would get the same noise). Keys are
+    collected (8 bytes a row) and checked by one sort before the output is renamed into place."""
+
+    def __init__(self, column: str):
+        self.column = column
+        self.parts: list = []
+        self.values: list = []
+
+    def add(self, values, row0: int) -> None:
+        from ..sampling.keyed import record_keys
+
+        self.parts.append(record_keys(values))
+        self.values.append((row0, values))
+
+    def check(self) -> None:
+        keys = np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=np.uint64)
+        order = np.argsort(keys, kind="stable")
+        same = np.flatnonzero(keys[order][1:] == keys[order][:-1])
+        if not same.size:
+            return
+        k = int(order[same + 1].min())  # the first row that repeats an earlier key
+        for row0, vals in self.values:
+            if k < row0 + len(vals):
+                v = vals[k - row0].as_py()
+                break
+        raise ValueError(f"row {k + 1}: key {v!r} of column {self.column!r} is repeated; keyed noise needs unique keys "
+                         "(two records with one key would get the same noise)")
+
+
+def _within_budget(users, spent: dict, allowed: int, row0: int) -> np.ndarray:
+    """True for the rows whose user has not yet used up ``allowed`` reports (counting earlier batches
+    through ``spent``, which is updated). A missing user is an error: its reports could not be counted."""
+    import pyarrow.compute as pc
+
+    if users.null_count:
+        k = int(np.flatnonzero(pc.is_null(users).to_numpy(zero_copy_only=False))[0])
+        raise ValueError(f"row {row0 + k + 1}: the user column is empty, so the row's reports cannot be counted against a budget")
+    codes, uniq = _factorize(users)
+    order = np.argsort(codes, kind="stable")
+    sc = codes[order]
+    first = np.r_[0, np.flatnonzero(sc[1:] != sc[:-1]) + 1]
+    rank = np.empty(codes.size, dtype=np.int64)
+    starts = np.repeat(first, np.diff(np.r_[first, sc.size]))
+    rank[order] = np.arange(sc.size) - starts
+    base = np.array([spent.get(u, 0) for u in uniq], dtype=np.int64)
+    keep = base[codes] + rank < allowed
+    counts = np.bincount(codes, minlength=len(uniq))
+    for u, b, c in zip(uniq, base, counts):
+        spent[u] = int(b + c)
+    return keep
+
+
+def _factorize(users):
+    """(codes, distinct values) of a pyarrow column, values as Python objects."""
+    import pyarrow as pa
+
+    if isinstance(users, pa.ChunkedArray):
+        users = users.combine_chunks()
+    enc = users.dictionary_encode()
+    return np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64), enc.dictionary.to_pylist()
