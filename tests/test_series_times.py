@@ -197,3 +197,14 @@ def test_time_format_reads_a_csv_column_the_csv_reader_would_have_guessed(tmp_pa
                          time_format="%Y-%d-%m %H:%M:%S")  # (a day-before-month ISO look-alike)
     assert "--time-format" in rep.time_read_as
     assert _times(tmp_path / "o.parquet") == [dt.datetime(2010, 1, 2, 10), dt.datetime(2010, 1, 3, 11, 30)]
+
+
+def test_cli_summary_says_how_the_times_were_read(tmp_path):
+    pq.write_table(pa.table({"t": ["2020-03-28T23:30:00+01:00", "2020-03-29T03:30:00+02:00"], "v": [1, 2]}),
+                   tmp_path / "z.parquet")
+    env = {**os.environ, "PYTHONPATH": SRC}
+    r = subprocess.run([sys.executable, "-m", "dprivacy", "series", str(tmp_path / "z.parquet"), "-o", str(tmp_path / "o.csv"),
+                        "--column", "v", "--time", "t", "--epsilon", "1"], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "converted to UTC" in " ".join(r.stdout.split())
