@@ -82,8 +82,10 @@ def lp_best_utility(d: np.ndarray, prior: np.ndarray, epsilon: float) -> float:
             continue
         for z in range(n):
             r = np.zeros(n * n)
-            r[y * n + z] = 1.0
-            r[y2 * n + z] = -np.exp(epsilon * d[y, y2])
+            # H[y,z] ≤ e^{ε d} H[y',z], written as e^{−ε d} H[y,z] − H[y',z] ≤ 0: coefficients in (0, 1], which HiGHS
+            # solves accurately (with e^{ε d} up to 3e6 on a path of 6 at ε = 3 it returned 0.770 for an optimum ≥ 0.92)
+            r[y * n + z] = np.exp(-epsilon * d[y, y2])
+            r[y2 * n + z] = -1.0
             rows.append(r)
     a_eq = np.kron(np.eye(n), np.ones(n))
     res = linprog(c, A_ub=np.array(rows), b_ub=np.zeros(len(rows)), A_eq=a_eq, b_eq=np.ones(n), bounds=(0, None), method="highs")

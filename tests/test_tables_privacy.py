@@ -233,7 +233,8 @@ def test_outputs_follow_the_truncated_geometric_row_at_both_ends(tmp_path):
     group's output is one draw of TG row a = 1 on 0..4, mass at both clamped ends included."""
     n = 3000
     t = _csv(tmp_path / "t.csv", "g,v", [(i, 1) for i in range(n)])
-    r = run_query(t, parse_query("percentile:v:50"), epsilon=8.0, bounds=(0, 4), group_by="g", rng=11, keys=range(n))
+    r = run_query(t, parse_query("percentile:v:50"), epsilon=8.0, bounds=(0, 4), group_by="g", rng=11, keys=range(n),
+                  mechanism="truncated-geometric")
     assert r.sensitivity == 4 and r.epsilon_per_answer == 4.0 and tuple(r.answer_range) == (0, 4)
     out = np.array([a.noisy for a in r.answers])
     support = np.arange(5)
@@ -283,7 +284,7 @@ def test_stated_error_of_percentile_matches_the_empirical_error(tmp_path):
     for value, exact_is_stated in ((4, True), (1, False)):
         t = _csv(tmp_path / f"t{value}.csv", "g,v", [(i, value) for i in range(n)])
         r = run_query(t, parse_query("percentile:v:50"), epsilon=8.0, bounds=(0, 8), group_by="g", rng=6 + value,
-                      keys=range(n))
+                      keys=range(n), mechanism="truncated-geometric")
         err = np.abs(np.array([a.noisy for a in r.answers]) - value)
         exact = truncated_geometric_error(r.noise_alpha, 0, 8, value)
         se = _sd_abs(r.noise_alpha) / math.sqrt(n)

@@ -157,7 +157,10 @@ def _partition_aggregates(pdf, spec: dict) -> dict:
 
 
 def _merge(parts: list, spec: dict):
-    """(table size, invalid values, fractions, the answer rows in run_query's order)."""
+    """(table size, invalid values, fractions, the answer rows in run_query's order, and for a percentile each
+    row's histogram: its sorted distinct clamped values and their counts, for the exponential mechanism on ranks)."""
+    import numpy as np
+
     import math
 
     total = sum(int(p["checks"][0]) for p in parts)
@@ -182,11 +185,13 @@ def _merge(parts: list, spec: dict):
         for key, x, n in p.get("hist", ()):
             h = hist.setdefault(_k(key), {})
             h[x] = h.get(x, 0) + int(n)
-    rows = []
+    rows, histograms = [], []
     for key in (spec["keys_typed"] if spec["keys"] is not None else order):
         vals: list = sums.get(_k(key), [0] * width)
         if spec["kind"] == "percentile":
             h = hist.get(_k(key), {})
+            xs = sorted(h)
+            histograms.append((np.array(xs, dtype=np.int64), np.array([h[x] for x in xs], dtype=np.int64)))
             n = sum(h.values())
             if n == 0:
                 vals = [None]
@@ -198,7 +203,7 @@ def _merge(parts: list, spec: dict):
                         vals = [x]
                         break
         rows.append((key, *vals, clamped.get(_k(key), 0)))
-    return total, wrong, empty, fractions, rows
+    return total, wrong, empty, fractions, rows, histograms
 
 
 def _k(key):
@@ -277,7 +282,7 @@ def query_dask_frame(ddf, q, *, epsilon, bounds, where, group_by, privacy, rng, 
         parts = dask.compute(*[dask.delayed(_partition_aggregates)(p, spec) for p in ddf.to_delayed()])
     finally:
         st.stop()
-    total, wrong, empty, fractions, rows = _merge(list(parts), spec)
+    total, wrong, empty, fractions, rows, histograms = _merge(list(parts), spec)
     _check_values(q, wrong, empty, fractions, skip_invalid, owner)
     n_groups = len(rows) if gexpr is not None else 1
     if gexpr is not None and not rows:
@@ -288,7 +293,8 @@ def query_dask_frame(ddf, q, *, epsilon, bounds, where, group_by, privacy, rng, 
     plan = answer_plan(q, privacy, bounds, u, mechanism=mechanism, epsilon=epsilon, total=total,
                        selected=bool(where) or group_by is not None, skip_invalid=skip_invalid, group_by=group_by,
                        n_groups=n_groups)
-    res = release_answers(rows, plan, table=name, query=q, privacy=privacy, mechanism=mechanism,
+    res = release_answers(rows, plan, histograms=histograms if plan.ranks else None, table=name, query=q,
+                          privacy=privacy, mechanism=mechanism,
                           value_bounds=value_bounds, unit=unit, where=where.strip() if where else where,
                           group_by=group_by, keys=keys, n_groups=n_groups, invalid=wrong + empty,
                           skip_invalid=skip_invalid, public_cols=public_cols, prior=prior, rng=rng)

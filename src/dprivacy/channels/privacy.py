@@ -74,6 +74,11 @@ class PrivacyResult(Result):
     atol : float
         Absolute floor on log-ratios used for ``ok``: the float64 rounding of the logarithms compared
         (:func:`rounding_floor`), unless given.
+    complete : bool
+        False when the check was asked for the verdict only (``smallest=False``) and stopped at the first
+        block of pairs with a violation: ``worst`` is then that violation (the witness: its log-ratio exceeds
+        ε·d beyond the tolerance), ``pairs_checked`` counts the pairs examined, and ``smallest_epsilon`` is
+        NaN (not computed; it exceeds ε). True when every pair was examined.
 
     References
     ----------
@@ -92,13 +97,17 @@ class PrivacyResult(Result):
     pairs_checked: int
     rtol: float = PRIVACY_RTOL
     atol: float = 0.0
-
+    complete: bool = True
 
     @property
     def reason(self) -> str:
         if self.worst is None:
             return "no pair at finite distance to compare: private for every ε"
         y, y2, z = self.worst
+        if not self.complete:
+            return (f"NOT private at ε = {self.epsilon:g}: secrets {y}, {y2} and output {z} have log-ratio "
+                    f"{self.worst_ratio:.12g} > ε·d = {self.epsilon * self.distance:.12g} (stopped at this violation "
+                    f"after {self.pairs_checked:,} pairs; the smallest ε was not computed)")
         verdict = "private" if self.ok else "NOT private"
         return (f"{verdict} at ε = {self.epsilon:g}: the largest log-ratio per unit of distance is "
                 f"{self.smallest_epsilon:.12g}, at secrets {y}, {y2} and output {z}")
@@ -129,119 +138,168 @@ def _finite_log(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def _better(best, per_unit, top_pos, top_neg, dist, i_idx, j_idx, logh, epsilon):
-    """Update ``best`` with the largest ratio in a block, orienting the worst triple.
+class _Sweep:
+    """What a sweep over pairs keeps: the pair of largest ratio log-ratio / distance (for ``smallest_epsilon`` and
+    the worst triple) and the pair of largest excess log-ratio − ε·d (for ``ok``, decided on the largest excess
+    over all pairs, not only at the pair of largest ratio: a farther pair can exceed ε·d + tol by more)."""
 
-    ``best`` is (ratio per unit distance, (y, y', z), log-ratio, distance, largest excess), where the
-    excess of a pair is its log-ratio minus ε·d: ``ok`` is decided on the largest excess over all
-    pairs, not only at the pair of largest ratio (a farther pair can exceed ε·d + tol by more).
-    """
-    top = np.maximum(top_pos, top_neg)
-    with np.errstate(invalid="ignore"):
-        excess = np.where(np.isinf(dist), -np.inf, np.where(top >= _HUGE, np.inf, top) - epsilon * dist)
-    exc = max(best[4], float(excess.max()) if excess.size else -np.inf)
-    k = int(np.argmax(per_unit))
-    if not per_unit[k] > best[0]:
-        return best[:4] + (exc,)
-    i, j = int(i_idx[k]), int(j_idx[k])
+    __slots__ = ("ratio", "pair", "excess", "excess_pair", "pairs", "_eps")
+
+    def __init__(self, eps_tol: float):
+        self.ratio, self.pair, self.excess, self.excess_pair, self.pairs = -1.0, None, -np.inf, None, 0
+        self._eps = eps_tol  # ε·(1 + rtol): the excess of a pair is its log-ratio minus this times d
+
+    def add(self, top, dist, i_idx, j_idx) -> float:
+        """Fold in one block: ``top`` = max_z |ln H[i,z] − ln H[j,z]| of the pairs (i_idx, j_idx) at ``dist``
+        (flat arrays; pairs at infinite distance constrain nothing, seed 002 §3). Returns the block's largest excess."""
+        self.pairs += int(top.size)
+        if top.size == 0:
+            return -np.inf
+        top = np.where(top >= _HUGE, np.inf, top)  # a zero beside a positive entry: an infinite log-ratio
+        far = np.isinf(dist)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(far, -np.inf, top / dist)
+            excess = np.where(far, -np.inf, top - self._eps * dist)
+        ratio = np.where(np.isnan(ratio), 0.0, ratio)  # 0/0: equal rows at distance 0 constrain nothing
+        excess = np.where(np.isnan(excess), -np.inf, excess)
+        k = int(np.argmax(ratio))
+        if ratio[k] > self.ratio:
+            self.ratio, self.pair = float(ratio[k]), (int(i_idx[k]), int(j_idx[k]), float(top[k]), float(dist[k]))
+        k = int(np.argmax(excess))
+        if excess[k] > self.excess:
+            self.excess, self.excess_pair = float(excess[k]), (int(i_idx[k]), int(j_idx[k]), float(top[k]), float(dist[k]))
+        return float(excess[k])
+
+
+def _orient(logh: np.ndarray, pair):
+    """(y, y', z, log-ratio, distance) of a pair (i, j, max |log-ratio|, d): the triple with H[y,z] > H[y',z]."""
+    i, j, lr, dist = pair
     diff = logh[i] - logh[j]
-    if top_pos[k] >= top_neg[k]:
-        y, y2, z = i, j, int(np.argmax(diff))
-    else:
-        y, y2, z = j, i, int(np.argmin(diff))
-    lr = float(max(top_pos[k], top_neg[k]))
-    if lr >= _HUGE:
-        lr = np.inf
-    return (float(per_unit[k]), (y, y2, z), lr, float(dist[k]), exc)
+    if diff.max() >= -diff.min():
+        return (i, j, int(np.argmax(diff))), lr, dist
+    return (j, i, int(np.argmin(diff))), lr, dist
 
 
-def _ratios_block(top_pos, top_neg, dist):
-    top = np.maximum(top_pos, top_neg)
-    top = np.where(top >= _HUGE, np.inf, top)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # Pairs at infinite distance constrain nothing (seed 002 §3): never let them be the worst pair.
-        return np.where(np.isinf(dist), -np.inf, top / dist)
+#: Blocks of at most this many rows are compared with numpy (the first blocks of the sweep), larger ones with
+#: scipy's ``cdist``: an early "no" on a small channel does not pay for importing scipy.spatial (0.3 s).
+_NUMPY_ROWS = 2
+
+#: Work (pair × output comparisons) per block of the all-pairs sweep: about 10 ms, so that an early exit stops
+#: soon after the first violation and two threads share the blocks evenly.
+_BLOCK_WORK = 1 << 23
 
 
-_START = (-1.0, None, 0.0, 0.0, -np.inf)
+def _row_blocks(n: int, m: int):
+    """Blocks of rows [a, b) of the all-pairs sweep (row i against the rows after it), about :data:`_BLOCK_WORK`
+    comparisons each; the first block is one row and a block is at most twice the one before (an early exit
+    checks a little first), and the last rows go together."""
+    a, prev = 0, 1
+    while a < n - 1:
+        rows = max(1, min(2 * prev, _BLOCK_WORK // max((n - a - 1) * m, 1))) if a else 1
+        b = min(n - 1, a + rows)
+        yield a, b
+        a, prev = b, rows
 
 
-def _all_pairs_ratios(logh: np.ndarray, d: np.ndarray, epsilon: float):
-    """Largest d_P(row_i, row_j)/d(i,j) over all pairs: row i against the block of rows after it.
+def _all_pairs_sweep(logh: np.ndarray, space: MetricSpace, d, sweep: _Sweep, stop_above: float | None):
+    """Every pair i < j: rows [a, b) against the rows after a, one block at a time. max_z |ln H[i,z] − ln H[j,z]|
+    is the Chebyshev distance of the log-rows, computed by scipy's ``cdist`` in compiled code (one pass, no
+    temporary of the differences, and it releases the GIL: two threads share the blocks). ``stop_above``: stop at
+    the first block (in row order) whose largest excess is above it (None: sweep everything)."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
 
-    Broadcasting one row against a contiguous block avoids gathering pairs; max and min of the signed
-    difference give both orientations in two passes. Rows are split over threads (numpy releases the GIL
-    in its reductions).
-    """
-    n = logh.shape[0]
-    best = _START
+    n, m = logh.shape
 
-    def rows(start, stop):
-        b = _START
-        for i in range(start, stop):
-            if i + 1 >= n:
-                break
-            diff = logh[i] - logh[i + 1 :]
-            pos, neg = diff.max(axis=1), -diff.min(axis=1)
-            dist = d[i, i + 1 :]
-            js = np.arange(i + 1, n)
-            b = _better(b, _ratios_block(pos, neg, dist), pos, neg, dist, np.full(js.size, i), js, logh, epsilon)
-        return b
+    def block(ab):
+        a, b = ab
+        if b - a <= _NUMPY_ROWS:  # the first blocks of an early exit: no scipy import for a quick "no"
+            top = np.abs(logh[a:b, None, :] - logh[None, a + 1:, :]).max(axis=2)
+        else:
+            from scipy.spatial.distance import cdist
 
-    # Split rows so that the blocks carry equal work (row i compares against n−i−1 rows).
-    workers = 2 if n >= 256 else 1
-    cuts = [0] + [int(n * (1 - np.sqrt(1 - k / workers))) for k in range(1, workers)] + [n]
-    if workers == 1:
-        results = [rows(0, n)]
-    else:
-        from concurrent.futures import ThreadPoolExecutor
+            top = cdist(logh[a:b], logh[a + 1:], "chebyshev")  # [i − a, j − a − 1]
+        dist = (d[a:b, a + 1:] if d is not None else space.distances_from(np.arange(a, b))[:, a + 1:])
+        i_loc, j_loc = np.nonzero(np.arange(a + 1, n)[None, :] > np.arange(a, b)[:, None])  # j > i only
+        return top[i_loc, j_loc], np.asarray(dist, dtype=np.float64)[i_loc, j_loc], i_loc + a, j_loc + a + 1
 
-        with ThreadPoolExecutor(workers) as ex:
-            results = list(ex.map(lambda ab: rows(*ab), zip(cuts[:-1], cuts[1:])))
-    exc = max(r[4] for r in results)
-    for r in results:
-        if r[0] > best[0]:
-            best = r
-    return best[:4] + (exc,)
+    workers = 2 if n * m >= 1 << 16 else 1
+    blocks = _row_blocks(n, m)
+    first = next(blocks, None)
+    if first is None:
+        return
+    # the first block (one row against all the others) in this thread: an early "no" waits for no thread
+    if sweep.add(*block(first)) > (np.inf if stop_above is None else stop_above):
+        return
+    # an early exit keeps one block ahead per thread (a violation in the first block returns without waiting
+    # for much more); the full sweep two
+    ahead = workers if stop_above is not None else 2 * workers
+    with ThreadPoolExecutor(workers) as ex:
+        pending = deque(ex.submit(block, ab) for _, ab in zip(range(ahead), blocks))
+        while pending:
+            worst = sweep.add(*pending.popleft().result())
+            if stop_above is not None and worst > stop_above:
+                for f in pending:
+                    f.cancel()
+                return
+            nxt = next(blocks, None)
+            if nxt is not None:
+                pending.append(ex.submit(block, nxt))
 
 
-def _listed_pairs_ratios(logh: np.ndarray, d, space: MetricSpace, pairs, epsilon: float):
-    """Largest d_P(row_i, row_j)/d(i,j) over the listed pairs, in chunks of gathered rows."""
+def _listed_pairs_sweep(logh: np.ndarray, d, space: MetricSpace, pairs, sweep: _Sweep, stop_above: float | None):
+    """The listed pairs, in chunks of gathered rows (a few MB each); ``stop_above`` as in :func:`_all_pairs_sweep`."""
     I, J = pairs
     m = logh.shape[1]
-    best = _START
     chunk = max(1, _CHUNK_ELEMENTS // max(m, 1))
     for a in range(0, I.size, chunk):
         i, j = I[a : a + chunk], J[a : a + chunk]
         dist = d[i, j] if d is not None else space.pair_distances(i, j)
-        diff = logh[i] - logh[j]
-        pos, neg = diff.max(axis=1), -diff.min(axis=1)
-        best = _better(best, _ratios_block(pos, neg, dist), pos, neg, dist, i, j, logh, epsilon)
-    return best
+        top = np.abs(logh[i] - logh[j]).max(axis=1)
+        if sweep.add(top, np.asarray(dist, dtype=np.float64), i, j) > (np.inf if stop_above is None else stop_above):
+            return
 
 
-def _check_rows(logh: np.ndarray, space: MetricSpace, epsilon: float, rtol: float, atol: float | None = None) -> PrivacyResult:
+def _every_pair(space: MetricSpace) -> bool:
+    """Whether the space's constraint pairs are every pair at finite distance (no essential pairs known), told
+    without listing them (listing the 1.3 million pairs of a 40×40 grid took longer than an early "no")."""
+    from ..spaces import GridSpace
+
+    if getattr(space, "_essential", None) is not None:
+        return False
+    if type(space).constraint_pairs is MetricSpace.constraint_pairs:
+        return True
+    return isinstance(space, GridSpace) and space.metric not in ("manhattan", "chebyshev")
+
+
+def _check_rows(logh: np.ndarray, space: MetricSpace, epsilon: float, rtol: float, atol: float | None = None, *,
+                smallest: bool = True) -> PrivacyResult:
     from ..spaces import GridSpace
 
     rtol = _check_tol(rtol, "rtol")
     atol = rounding_floor(logh) if atol is None else _check_tol(atol, "atol")
     # The excess of a pair is its log-ratio minus ε·d·(1 + rtol): holds iff the largest excess ≤ atol.
-    e_tol = epsilon * (1.0 + rtol)
-
-    pairs = space.constraint_pairs()
+    sweep = _Sweep(epsilon * (1.0 + rtol))
+    stop_above = None if smallest else atol
     n = space.n
     d = None if isinstance(space, GridSpace) and space._distances is None else space.distances
-    if d is not None and pairs[0].size > 0.25 * n * (n - 1) / 2:
-        # Most pairs are needed anyway: the contiguous all-pairs sweep is cheaper than gathering.
-        ratio, worst, lr, dist, excess = _all_pairs_ratios(logh, d, e_tol)
-        pairs = np.triu_indices(n, k=1)
+    pairs = None if _every_pair(space) else space.constraint_pairs()
+    if pairs is None or pairs[0].size > 0.25 * n * (n - 1) / 2:
+        # Most pairs are needed anyway: the contiguous all-pairs sweep is cheaper than gathering them.
+        _all_pairs_sweep(logh, space, d, sweep, stop_above)
     else:
-        ratio, worst, lr, dist, excess = _listed_pairs_ratios(logh, d, space, pairs, e_tol)
-    if worst is None:  # one point, or every pair at infinite distance
-        return PrivacyResult(True, epsilon, 0.0, None, 0.0, 0.0, int(pairs[0].size), rtol, atol)
-    ok = bool(excess <= atol)
+        _listed_pairs_sweep(logh, d, space, pairs, sweep, stop_above)
+    if sweep.pair is None:  # one point, or every pair at infinite distance
+        return PrivacyResult(True, epsilon, 0.0, None, 0.0, 0.0, sweep.pairs, rtol, atol)
+    ok = bool(sweep.excess <= atol)
+    if not ok and not smallest:
+        # stopped at the first violation (or swept everything and found one): the witness is the pair of largest
+        # excess; the smallest ε is not known (only that it exceeds ε), so it is NaN
+        worst, lr, dist = _orient(logh, sweep.excess_pair)
+        return PrivacyResult(False, epsilon, float("nan"), worst, lr, dist, sweep.pairs, rtol, atol, complete=False)
+    worst, lr, dist = _orient(logh, sweep.pair)
     # (+ 0.0 turns the −0.0 that equal rows can give into 0.0)
-    return PrivacyResult(ok, epsilon, max(ratio, 0.0) + 0.0, worst, lr, dist, int(pairs[0].size), rtol, atol)
+    return PrivacyResult(ok, epsilon, max(sweep.ratio, 0.0) + 0.0, worst, lr, dist, sweep.pairs, rtol, atol)
 
 
 def _check_tol(x, name: str) -> float:
@@ -255,9 +313,9 @@ def _check_tol(x, name: str) -> float:
 
 
 def check_stored_privacy(h: np.ndarray, space: MetricSpace, *, epsilon: float, rtol: float = PRIVACY_RTOL,
-                         atol: float | None = None) -> PrivacyResult:
+                         atol: float | None = None, smallest: bool = True) -> PrivacyResult:
     """The check of :func:`dprivacy.measures.check_privacy` on a stored float64 channel matrix ``h`` (rows:
-    the space's points), at ε ≥ 0, with its tolerance."""
+    the space's points), at ε ≥ 0, with its tolerance; ``smallest=False`` stops at the first violation."""
     e = check_epsilon(epsilon, allow_zero=True)
     if h.shape[0] != space.n:
         raise ValueError(f"channel has {h.shape[0]} rows but the space has {space.n} points")
@@ -265,16 +323,17 @@ def check_stored_privacy(h: np.ndarray, space: MetricSpace, *, epsilon: float, r
         # NaN compares false, so it would pass every constraint: a channel with a NaN entry is not private
         i, j = (int(v[0]) for v in np.nonzero(np.isnan(h)))
         raise ValueError(f"the channel has NaN entries (the first at row {i}, column {j}): not a channel, so not private")
-    return _check_rows(_finite_log(h), space, e, rtol, atol)
+    return _check_rows(_finite_log(h), space, e, rtol, atol, smallest=smallest)
 
 
 def check_privacy_log(log_matrix, space: MetricSpace, *, epsilon: float, rtol: float = PRIVACY_RTOL,
-                      atol: float | None = None) -> PrivacyResult:
+                      atol: float | None = None, smallest: bool = True) -> PrivacyResult:
     """:func:`check_privacy` for a channel given by the natural logarithms of its entries (−∞ for 0).
 
     For mechanisms whose entries underflow in float64 (e^{−εd} < 1e-308 when ε·d > 708) but whose
     logarithms are exact, e.g. log H[y,z] = −ε d(y,z) + log z_z for a tight-constraints mechanism: the
-    check then concerns the mechanism, not its rounded float64 matrix.
+    check then concerns the mechanism, not its rounded float64 matrix. ``smallest=False``: stop at the first
+    violation (see :func:`dprivacy.measures.check_privacy`).
 
     References
     ----------
@@ -294,13 +353,13 @@ def check_privacy_log(log_matrix, space: MetricSpace, *, epsilon: float, rtol: f
     big = float(np.abs(finite).max()) if finite.size else 0.0
     if not big > _LOG_SCALE_ABOVE:
         lg[zero] = _LOG_ZERO
-        return _check_rows(lg, space, e, rtol, atol)
+        return _check_rows(lg, space, e, rtol, atol, smallest=smallest)
     # Log-entries this large (ε·d of 1e299: a truncated geometric at ε = 1e299) reach the sentinel of 0
     # and the threshold of "0 beside a positive entry": the check is homogeneous (ln H and ε·d scaled by
     # the same 1/s, atol too), so it runs on ln H / s and ε / s and is reported in the caller's units.
     scale = big / _LOG_SCALE_ABOVE
     lg = lg / scale
     lg[zero] = _LOG_ZERO
-    r = _check_rows(lg, space, e / scale, rtol, None if atol is None else atol / scale)
+    r = _check_rows(lg, space, e / scale, rtol, None if atol is None else atol / scale, smallest=smallest)
     return replace(r, epsilon=e, smallest_epsilon=r.smallest_epsilon * scale, worst_ratio=r.worst_ratio * scale,
                    atol=r.atol * scale)

@@ -42,8 +42,10 @@ def cmd_query(args) -> int:
         t.add_column(c)
     for a in res.answers:
         noisy = ", ".join(f"{v:.6g}" for v in a.noisy) if isinstance(a.noisy, list) else f"{a.noisy:.6g}"
+        # the exponential mechanism states its accuracy in ranks, not in values (see Accuracy)
+        in_ranks = f"n/a (rank ± {a.within_ranks:.1f})" if a.within_ranks is not None else None
         row = ["(all rows)" if a.group is None and res.group_by is None else str(a.group), noisy,
-               f"{a.expected_abs_error:.4g}", f"{a.within:.4g}"]
+               "n/a" if in_ranks else f"{a.expected_abs_error:.4g}", in_ranks or f"{a.within:.4g}"]
         if with_prior:
             row.append(f"{a.expected_abs_error_under_prior:.4g}")
         if with_bounds:
@@ -106,9 +108,12 @@ def add_parsers(sub) -> None:
                     "value metric's distance 1 is one unit (default: the values must be whole numbers)")
     qy.add_argument("--privacy", choices=["standard", "normalized-d1", "d1", "dinf"], default="standard",
                     help="metric on tables (seed 002 §5): standard ε-DP (d_h), normalized Manhattan, Manhattan or maximum on values")
-    qy.add_argument("--mechanism", choices=["auto", "truncated-geometric", "geometric", "tight-constraints", "optimal"],
+    qy.add_argument("--mechanism", choices=["auto", "truncated-geometric", "geometric", "tight-constraints", "optimal",
+                                            "exponential"],
                     default="auto", help="auto: the truncated geometric (universally optimal where seed 002 §5 says so; cited "
-                    "in the output); optimal: followed by the Bayes remap for --prior; tight-constraints: where the "
+                    "in the output), except a percentile under standard, where it is the exponential mechanism on ranks "
+                    "(McSherry and Talwar 2007, Smith 2011: its error follows the data near the percentile, not the range); "
+                    "exponential: that mechanism, asked for by name; optimal: followed by the Bayes remap for --prior; tight-constraints: where the "
                     "answers form a path (count, or a metric on values) and on the sum's answer graph (sum, avg under "
                     "standard; seed 000 §7.1), refused with its threshold ε* where it does not exist")
     qy.add_argument("--prior", help="--mechanism optimal: 'uniform' or a file of weights (normalised) on the possible answers (the remap); "

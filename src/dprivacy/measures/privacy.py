@@ -42,7 +42,7 @@ def multiplicative_distance(p, q) -> float:
 
 
 def check_privacy(channel, space: MetricSpace | None = None, *, epsilon: float | None = None,
-                  rtol: float = PRIVACY_RTOL, atol: float | None = None) -> PrivacyResult:
+                  rtol: float = PRIVACY_RTOL, atol: float | None = None, smallest: bool = True) -> PrivacyResult:
     """Check that ``channel`` is ε·d-private on ``space`` (seed 000 Def 1).
 
     ``channel`` is a Mechanism, a Channel or a stochastic matrix. For a Mechanism, ``space`` and
@@ -57,6 +57,19 @@ def check_privacy(channel, space: MetricSpace | None = None, *, epsilon: float |
     fails at 1e-14 just as one built at 1 fails at 0.99; ``atol`` defaults to the float64 rounding of the
     logarithms compared (:func:`rounding_floor`, ~3e-14 for entries near 1/n), below which no float64
     channel can be told from an exact one. ``smallest_epsilon`` is computed without tolerance.
+
+    *Verdict only.* ``smallest=False`` asks only whether the channel is private: the sweep stops at the
+    first block of pairs (in row order, the first block a single row) that holds a violation, and returns
+    it as the witness ``worst`` with ``complete=False`` and ``smallest_epsilon`` NaN. A private channel
+    is swept whole either way (every pair must be seen), and its ``smallest_epsilon`` is then exact. The
+    default (``smallest=True``) sweeps every pair, because the library's own callers report the smallest ε
+    of channels that fail (the LP's and spanner's reports, a stored mechanism's certificate); callers
+    that read only ``ok`` (:func:`is_private`) pass False. Mechanisms that answer the check by their own
+    structure (a log-held or implicit mechanism) return a complete result either way.
+
+    *Speed.* The constrained pairs are swept in blocks of rows: max_z |ln H[y,z] − ln H[y',z]| of a block
+    against the rows after it is one compiled Chebyshev-distance call (scipy's ``cdist``, which releases
+    the GIL, so two threads share the blocks), with no temporary array of differences.
 
     Returns
     -------
@@ -88,7 +101,7 @@ def check_privacy(channel, space: MetricSpace | None = None, *, epsilon: float |
         r = m._check_privacy(space, e, rtol)
         if r is not None:
             return r
-    return check_stored_privacy(dense_matrix(channel), space, epsilon=e, rtol=rtol, atol=atol)
+    return check_stored_privacy(dense_matrix(channel), space, epsilon=e, rtol=rtol, atol=atol, smallest=smallest)
 
 
 def smallest_epsilon(channel, space: MetricSpace) -> float:
@@ -112,7 +125,7 @@ def is_private(channel, space: MetricSpace, *, epsilon: float, rtol: float = PRI
     .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), Def 1.
     """
-    return check_privacy(channel, space, epsilon=epsilon, rtol=rtol, atol=atol).ok
+    return check_privacy(channel, space, epsilon=epsilon, rtol=rtol, atol=atol, smallest=False).ok
 
 
 def check_prior_privacy(space: MetricSpace, prior, *, epsilon: float, rtol: float = PRIVACY_RTOL,

@@ -501,7 +501,7 @@ def _certified_value(ctx: _Context, h: np.ndarray) -> tuple[float, np.ndarray | 
     """Gain-form value Σ c·H of the repaired restricted channel and that channel if it passes the exact
     check, else (−inf, None)."""
     r, _ = _repaired(ctx, h)
-    if not check_privacy(r, ctx.space, epsilon=ctx.eps).ok:
+    if not check_privacy(r, ctx.space, epsilon=ctx.eps, smallest=False).ok:
         return float("-inf"), None
     return float((ctx.c_all[:, ctx.kept] * r).sum()), r
 

@@ -67,7 +67,7 @@ def certified_repair(h, space: MetricSpace, *, epsilon: float, rounds: int = 6,
         rho = float(np.log(sums.max() / sums.min()))
         # The ρ condition is sufficient, not necessary: when it fails, the exact check decides.
         good = (epsilon - e_lift) * dmin >= rho or (
-            exact_check and check_privacy(lifted / sums[:, None], space, epsilon=epsilon).ok)
+            exact_check and check_privacy(lifted / sums[:, None], space, epsilon=epsilon, smallest=False).ok)
         return lifted / sums[:, None], rho, good
 
     def late() -> bool:

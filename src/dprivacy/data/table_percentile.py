@@ -1,0 +1,108 @@
+"""A percentile under standard ε-DP by the exponential mechanism on ranks (McSherry and Talwar 2007; Smith 2011),
+for :func:`dprivacy.data.tables.run_query`: the selection's clamped values collected by DuckDB as (value, count)
+pairs per group, one exact draw per group by :mod:`dprivacy.mechanisms.rank_quantile`.
+
+Why not the truncated geometric here: under d_h one changed row can move a percentile from LO to HI, so its Δ is
+HI − LO and the geometric noise at ε/(HI − LO) spreads over the whole range. The exponential mechanism scores each
+value by how far its rank is from the target rank, a score of sensitivity 1 whatever the range, so its error is set
+by how the data spread near the percentile.
+
+**Memory.** DuckDB returns the distinct clamped values of each group with their counts, ordered: at most
+min(N, G·M) rows (N the table's rows, G the groups, M = HI − LO + 1 lattice points; all public), three 8-byte
+columns each. The query is refused before the scan when that public bound exceeds
+:data:`~dprivacy.data.table_models.MAX_COLLECTED`, so the
+refusal depends on public figures only, never on how many distinct values the data have; a failure during the scan
+itself (DuckDB out of memory) is a :class:`~dprivacy.data.table_models.ScanFailed`, which a budget ledger charges
+like an answer.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .table_models import GroupAnswer, QueryResult, _keys_public, _on_grid
+
+def collect_histograms(fetch, groups: int, *, rel: str, sel: str, x: str, ok: str, group_expr) -> list:
+    """Each group's (sorted distinct clamped values, their counts), in the order of the groups: one ordered DuckDB
+    aggregation. ``fetch(sql)`` runs it and returns numpy columns (failures become ScanFailed); ``x`` is the SQL of the
+    clamped value in lattice units, ``ok`` that of a valid value, ``sel`` the selection; ``group_expr``: the SQL of the
+    group key when the groups are the declared keys (the temporary table ``dp_keys``), None for one group."""
+    import numpy as np
+
+    if group_expr is not None:
+        sql = (f"SELECT d.i AS i, a.x AS x, a.c AS c FROM dp_keys d JOIN (SELECT {group_expr} AS g, {x} AS x, count(*) AS c "
+               f"FROM {rel} WHERE {sel} AND {ok} GROUP BY 1, 2) a ON a.g = d.g ORDER BY d.i, a.x")
+    else:
+        sql = f"SELECT 1 AS i, {x} AS x, count(*) AS c FROM {rel} WHERE {sel} AND {ok} GROUP BY 2 ORDER BY 2"
+    got = fetch(sql)
+    gi = np.asarray(got["i"], dtype=np.int64)
+    xs = np.asarray(got["x"], dtype=np.int64)
+    cs = np.asarray(got["c"], dtype=np.int64)
+    # the rows of group k (1-based: dp_keys.i, or 1) are one run of the ordered result
+    index = np.arange(1, groups + 1)
+    starts, ends = np.searchsorted(gi, index, side="left"), np.searchsorted(gi, index, side="right")
+    return [(xs[a:b], cs[a:b]) for a, b in zip(starts, ends)]
+
+
+def exponential_percentile(table, query, rows, histograms, src, *, eps, eps_answer, factor, bounds, value_bounds, step,
+                           total, where, group_by, composition, confidence, n_groups, invalid, unit) -> QueryResult:
+    """One exact exponential-mechanism draw per group: ``rows`` give the groups in order and their clamped counts,
+    ``histograms`` each group's sorted distinct values (lattice units, within ``bounds``) and their counts."""
+    from ..mechanisms.rank_quantile import RankWeights, quantile_fraction, sample_quantile
+
+    lo, hi = bounds
+    q = quantile_fraction(query.p)
+    if q.denominator * max(int(total), 1) >= 2**62:
+        raise ValueError(f"percentile {query.p:g} has too many decimals for a table of {total:,} rows (the ranks' scores "
+                         "are 64-bit integers): round it")
+    weights = RankWeights.build(eps_answer, q)
+    points = hi - lo + 1
+    beta = 1.0 - confidence
+    k_ranks = weights.rank_within(points, beta)
+    answers = []
+    for row, (xs, cs) in zip(rows, histograms):
+        y = sample_quantile(xs, cs, lo, hi, weights, src.generator)
+        answers.append(GroupAnswer(row[0], _on_grid(y, step), int(row[-1]), float("nan"), float("nan"), confidence,
+                                   within_ranks=k_ranks))
+    per = f" at ε/{factor} = {eps_answer:g} per group" if factor != 1 else ""
+    theorem = (f"the exponential mechanism on ranks (McSherry and Talwar 2007; the quantile method of Smith 2011, as in "
+               f"diffprivlib and OpenDP){per}: each point y of the lattice {lo}..{hi} (units of {step:g}) is released with "
+               f"probability ∝ exp(−ε_a·s(y)/2) (ε_a = {eps_answer:g}), where s(y) = |(1 − q)·#{{x < y}} − q·#{{x > y}}| "
+               f"(q = {float(q):g}) is the distance of y's rank from the target rank q·n, a tie at y split as in OpenDP's "
+               "quantile score: each interval between consecutive sorted clamped values, and each value, is chosen with "
+               "probability ∝ its length · exp(−ε_a·distance/2), and a point uniformly inside. A changed row moves "
+               "#{x < y} and #{x > y} by at most 1 each (in opposite directions when both move), so the score has "
+               "sensitivity 1 and each answer is ε_a-DP. Chosen over the truncated geometric (--mechanism "
+               f"truncated-geometric) because under d_h a percentile's Δ is HI − LO = {hi - lo:,} units: geometric noise at "
+               f"ε/{hi - lo:,} spreads over the whole range, while the ranks' score does not grow with it; no universally "
+               "optimal mechanism exists under d_h (Chatzikokolakis, Andrés, Bordenabe and Palamidessi 2013, Thm 9)")
+    if where or group_by is not None or invalid:
+        theorem += "; a selection with no valid value gets a uniform draw over LO..HI (every point has the same score)"
+    accuracy = (f"no closed form: the error in values depends on how the data spread near the percentile. The analysis "
+                f"(McSherry and Talwar's utility theorem, for the integer weights used) bounds it in ranks: with probability "
+                f"≥ {confidence:g} the released value's rank (ties split) is within d + {k_ranks:.1f} of the target rank q·n, k = "
+                f"(ln(2M/β) + 1e-8)/(ε_a/2 − 2^-38) with M = {points:,} lattice points and β = {beta:g}, where d is the "
+                "smallest distance to the target that any value's rank attains (at most ½ unless values are tied at the "
+                "percentile); 'expected |error|' and 'within ±' in values are therefore not stated (NaN)")
+    guarantee = (f"ε = {eps:g} (standard): changing one row changes the probability of every release by at most a factor "
+                 f"e^{eps:g}")
+    if composition:
+        guarantee += "; " + composition
+    public = [f"N = {total} rows"]
+    if group_by is not None:
+        public.append(_keys_public(group_by, n_groups, True))
+    neighbours = (f"standard ε-DP (d_h): neighbouring tables differ in one row, any of its columns changed; the table "
+                  f"size N = {total} is public" + ("" if group_by is None else
+                                                   f", and so are the {n_groups} declared keys of {group_by!r}"))
+    sampler = ("exact: integer weights ⌈2^128·exp(−a·U/D)⌉ (a = ε_a/2 − 2^-38, computed by Python's decimal module "
+               "correctly rounded, never a float exp), floored at the weight where they reach 2^40; adjacent scores' "
+               "weights differ by at most e^(ε_a/2), proved on the integers; one uniform integer below their total from "
+               "the random source, located among the intervals' integer masses, then a uniform point inside")
+    res = QueryResult(os.path.basename(table), query.name, "standard", "exponential", eps, 1.0, value_bounds, where,
+                      group_by, answers, src.to_dict(), guarantee=guarantee, theorem=theorem, epsilon_spent=eps,
+                      delivered_epsilon=eps, sampler=sampler, neighbours=neighbours, public="; ".join(public),
+                      epsilon_per_answer=eps_answer, composition=composition, answer_range=(lo, hi), answer_step=step,
+                      noise_alpha=0.0, accuracy=accuracy, universally_optimal=False)
+    res.rows_skipped_not_private = invalid
+    res.unit = unit
+    return res
