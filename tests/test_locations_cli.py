@@ -30,6 +30,23 @@ def _cli(*args, cwd, timeout=300):
                           env=env, timeout=timeout)
 
 
+def _interrupt_when(args, ready, *, cwd, sig=signal.SIGINT, wait: float = 120.0):
+    """Run the command in its own process group and send ``sig`` to the whole group as soon as ``ready()`` holds
+    (polled every 10 ms): a moment of the run itself, not a fraction of a run timed before, which a loaded machine
+    made land after the end. (return code, stderr); fails if ``ready`` never held while the command ran."""
+    env = dict(os.environ, PYTHONPATH=SRC)
+    p = subprocess.Popen([sys.executable, "-m", "dprivacy.cli", *map(str, args)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=cwd, env=env, start_new_session=True)
+    t0 = time.perf_counter()
+    while not ready():
+        assert p.poll() is None, f"the command ended (status {p.returncode}) before the moment to interrupt it"
+        assert time.perf_counter() - t0 < wait, "the moment to interrupt the command never came"
+        time.sleep(0.01)
+    os.killpg(p.pid, sig)
+    _, err = p.communicate(timeout=120)
+    return p.returncode, err
+
+
 def _interrupt_after(args, seconds, *, cwd, sig=signal.SIGINT):
     """Run the command in its own process group and send ``sig`` (SIGINT: what Ctrl-C in a terminal does) to the
     whole group after ``seconds``; (return code, stderr, seconds until it ended after the signal)."""
@@ -129,16 +146,15 @@ def test_ctrl_c_on_dask_gives_one_line_and_leaves_nothing(tmp_path):
     pq.write_table(pa.table({"id": np.arange(n, dtype=np.int64), "lat": 48 + rng.random(n), "lon": 2 + rng.random(n)}),
                    tmp_path / "big.parquet", row_group_size=100_000)
     args = ["obfuscate", "big.parquet", "-o", "intd.parquet", "--epsilon", "1", "--engine", "dask", "--seed", "1", "--key", "id"]
-    # The interrupt times are fractions of an uninterrupted run on this machine now (a fixed delay raced a
-    # fast machine: the whole run ended before it); 0.2 lands in start-up, 0.55 in the computation.
-    t0 = time.perf_counter()
-    full = _cli(*args, cwd=tmp_path)
-    whole = time.perf_counter() - t0
-    assert full.returncode == 0, full.stderr
-    shutil.rmtree(tmp_path / "intd.parquet")
-    (tmp_path / "intd.parquet.dprivacy.json").unlink()
-    for after in (0.2 * whole, 0.55 * whole):
-        code, err, took = _interrupt_after(args, after, cwd=tmp_path)
+    # Interrupted in start-up (after 0.3 s: importing Dask and starting its cluster take longer), then in the
+    # computation: as soon as the first of the 20 parts is written into the temporary folder beside OUTPUT.
+    def first_part_written():
+        return any(d.name.startswith(".intd") and d.is_dir() and any(d.glob("part-*.parquet"))
+                   for d in tmp_path.iterdir())
+
+    for ready in (lambda: time.perf_counter() - start > 0.3, first_part_written):
+        start = time.perf_counter()
+        code, err = _interrupt_when(args, ready, cwd=tmp_path)
         assert code == 130, err
         # one line for the interrupt; before it, only the progress lines a run over 5 s prints off a terminal
         lines = err.splitlines()
@@ -226,12 +242,11 @@ def test_sigterm_leaves_nothing_and_says_so(tmp_path):
     pq.write_table(pa.table({"lat": 48 + rng.random(n), "lon": 2 + rng.random(n)}), tmp_path / "big.parquet",
                    row_group_size=100_000)
     args = ["obfuscate", "big.parquet", "-o", "out.csv", "--epsilon", "1"]
-    t0 = time.perf_counter()
-    assert _cli(*args, cwd=tmp_path).returncode == 0
-    whole = time.perf_counter() - t0
-    for f in ("out.csv", "out.csv.dprivacy.json"):
-        (tmp_path / f).unlink()
-    code, err, _ = _interrupt_after(args, 0.6 * whole, cwd=tmp_path, sig=signal.SIGTERM)
+    # terminated while it writes: as soon as its hidden partial file beside out.csv has data (3,000,000 rows to go)
+    def writing():
+        return any(f.name.startswith(".out.csv") and f.is_file() and f.stat().st_size > 0 for f in tmp_path.iterdir())
+
+    code, err = _interrupt_when(args, writing, cwd=tmp_path, sig=signal.SIGTERM)
     assert code == 128 + signal.SIGTERM, err
     assert err.splitlines()[-1] == "dprivacy: terminated (signal 15)", err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.parquet"]

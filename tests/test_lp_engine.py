@@ -1,6 +1,6 @@
 """The scalable optimal-mechanism LP (constraint generation) and the bracket every answer carries.
 
-References: the LP of seed 000 §3.4 / §5.1, seed 001 Def 22 / Prop 23, seed 002 Def 7; the
+References: the LP of ElSalamouny et al. 2014 §3.4 / §5.1, Alvim et al. 2015 Def 22 / Prop 23, Chatzikokolakis et al. 2013 Def 7; the
 Lagrangian bound and the engine in ``dprivacy.mechanisms.lp_engine``. The reference optimum here is
 an independent dense LP written in this file with *every* ordered pair constrained (no essential-pair
 reduction, no output restriction), solved by scipy's HiGHS.
@@ -40,30 +40,32 @@ def reference_applies(d: np.ndarray, eps: float) -> bool:
 
 
 def reference_optimum(d: np.ndarray, prior: np.ndarray, eps: float, c: np.ndarray) -> float:
-    """max Σ c·H over channels H : Y → W with H[a, w] ≤ e^{ε d(a,b)} H[b, w] for all a ≠ b, w (dense)."""
+    """max Σ c·H over channels H : Y → W with H[a, w] ≤ e^{ε d(a,b)} H[b, w] for all a ≠ b, w (every pair)."""
+    from scipy import sparse
+
     n, m = c.shape
-    rows = []
-    for a in range(n):
-        for b in range(n):
-            if a == b or not np.isfinite(d[a, b]):
-                continue
-            # e^{−εd}·H[a] − H[b] ≤ 0; where e^{−εd} is below HiGHS's smallest matrix value (1e-9, which it
-            # drops, leaving a relaxation whose optimum is too high: found at ε·d = 24), the same row times
-            # 1e-8·e^{εd}, up to ε·d = SCALED_EPS_D (beyond, HiGHS fails on the coefficient range: "Solve error"
-            # at ε·d = 48); a test with needed pairs past that must say so in its precondition
-            small = math.exp(-eps * d[a, b])
-            scale = 1e-8 / small if small < 1e-8 and eps * d[a, b] <= SCALED_EPS_D else 1.0
-            for w in range(m):
-                r = np.zeros(n * m)
-                r[a * m + w] = small * scale
-                r[b * m + w] = -scale
-                rows.append(r)
+    # one row per ordered pair (a, b) at finite distance and output w, in that order: e^{−εd}·H[a, w] − H[b, w] ≤ 0.
+    # Where e^{−εd} is below HiGHS's smallest matrix value (1e-9, which it drops, leaving a relaxation whose optimum is
+    # too high: found at ε·d = 24), the same row times 1e-8·e^{εd}, up to ε·d = SCALED_EPS_D (beyond, HiGHS fails on
+    # the coefficient range: "Solve error" at ε·d = 48); a test with needed pairs past that must say so in its
+    # precondition. The matrix is sparse (two entries a row): dense, a 7×7 grid's 115,248 rows took 9 GB.
+    a, b = np.nonzero(~np.eye(n, dtype=bool) & np.isfinite(d))
+    ed = eps * d[a, b]
+    small = np.exp(-ed)
+    scale = np.where((small < 1e-8) & (ed <= SCALED_EPS_D), 1e-8 / np.where(small > 0, small, 1.0), 1.0)
+    k = np.arange(a.size * m)
+    w = np.tile(np.arange(m), a.size)
+    pa_, pb_ = np.repeat(a, m), np.repeat(b, m)
+    vals = np.concatenate([np.repeat(small * scale, m), -np.repeat(scale, m)])
+    a_ub = sparse.csr_matrix((vals, (np.concatenate([k, k]), np.concatenate([pa_ * m + w, pb_ * m + w]))),
+                             shape=(k.size, n * m)) if k.size else None
+    rows = k.size
     a_eq = np.kron(np.eye(n), np.ones((1, m)))
     # HiGHS's default choice once ended with model status "Unknown" (a 7-point plane metric at ε = 3.25, a
     # point-mass prior, coefficients down to 1e-12: hypothesis, in a local run); the LP is feasible and
     # bounded, so the other algorithms are tried before the reference gives up
     for method in ("highs", "highs-ds", "highs-ipm"):
-        res = linprog(-c.ravel(), A_ub=np.array(rows) if rows else None, b_ub=np.zeros(len(rows)) if rows else None,
+        res = linprog(-c.ravel(), A_ub=a_ub, b_ub=np.zeros(rows) if rows else None,
                       A_eq=a_eq, b_eq=np.ones(n), bounds=(0, None), method=method,
                       options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
         if res.status == 0:
@@ -189,7 +191,7 @@ def test_violated_constraints_finds_the_most_violated_constraint_of_each_secret_
                                     min_size=n, max_size=n)))
     h[h.sum(axis=1) == 0, 0] = 1.0
     h /= h.sum(axis=1, keepdims=True)
-    # the search covers the space's constraint pairs (essential pairs suffice, seed 004 Prop 1)
+    # the search covers the space's constraint pairs (essential pairs suffice, ElSalamouny et al. 2013 Prop 1)
     pi, pj = space.constraint_pairs()
     pairs = set(zip(pi.tolist(), pj.tolist())) | set(zip(pj.tolist(), pi.tolist()))
     expected = {}
@@ -322,7 +324,7 @@ def test_columns_priced_in_reach_the_optimum_of_all_columns(d, eps, kind, data):
 @given(st.integers(2, 8), st.floats(0.1, 3.0), st.sampled_from(["binary", "monotone"]), st.data())
 @settings(max_examples=30)
 def test_universal_optimality_of_the_truncated_geometric_on_a_line(n, eps, kind, data):
-    # Seed 002 Thm 8 (Ghosh et al.): on a line, the truncated geometric with its optimal remap is optimal
+    # Chatzikokolakis et al. 2013 Thm 8 (Ghosh et al.): on a line, the truncated geometric with its optimal remap is optimal
     # for every prior and every loss monotone in |y − w|; auto uses it, and it equals the all-pairs LP.
     space = spaces.line(n)
     prior = data.draw(priors(n))

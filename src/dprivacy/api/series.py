@@ -7,7 +7,7 @@ from .frames import OptionError, kind_of, label
 
 def release_series(data, output=None, *, column: str, epsilon: float, time: str | None = None, metric: str = "d1",
                    unit: float | None = None, per: str | None = None, seed: int | None = None, force: bool = False,
-                   skip_invalid: bool = False, progress=None):
+                   skip_invalid: bool = False, progress=None, time_format: str | None = None):
     """Release the readings of ``column`` with two-sided geometric noise, private under a metric on values.
 
     Under ``d1`` two series whose readings differ by a total of t units are released with probabilities within a
@@ -24,7 +24,10 @@ def release_series(data, output=None, *, column: str, epsilon: float, time: str 
     epsilon : float
         ε per ``unit`` of reading difference.
     time : str, optional
-        The time column, released as it is (needed for ``per``).
+        The time column, released without noise (needed for ``per``): dates/times, ISO 8601 text (with a UTC offset
+        the times are converted to UTC), ``2010/03/24 09:51`` or seconds since 1970 (a numeric column whose values
+        are times from 1980 to 2099). A file's release writes text and numbers as timestamps; the report's
+        ``time_read_as`` says how the column was read.
     metric : {"d1", "dinf"}
         ``d1``: the total change over the readings; ``dinf``: every reading at once.
     unit : float, optional
@@ -40,6 +43,10 @@ def release_series(data, output=None, *, column: str, epsilon: float, time: str 
         Drop the rows whose reading is missing or not a number, and count them.
     progress : callable, optional
         ``progress(readings_done)`` after each batch.
+    time_format : str, optional
+        A ``strptime`` format for the time column's text, for forms that are ambiguous or not ISO (``01/02/2010``
+        needs ``'%d/%m/%Y'`` or ``'%m/%d/%Y'``). A time that does not read refuses the column, naming it, not the
+        value.
 
     Returns
     -------
@@ -66,7 +73,7 @@ def release_series(data, output=None, *, column: str, epsilon: float, time: str 
 
     kind = kind_of(data)
     options = dict(column=column, epsilon=epsilon, time_column=time, metric=metric, unit=unit, per=per, rng=seed,
-                   skip_invalid=skip_invalid, progress=progress)
+                   skip_invalid=skip_invalid, progress=progress, time_format=time_format)
     if kind == "path":
         if output is None:
             raise OptionError("a file's release is written to a file: give output=PATH (in-memory data is returned)")

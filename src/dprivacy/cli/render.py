@@ -149,6 +149,8 @@ def series(r: dict, title: str) -> Summary:
     if r.get("skipped_invalid"):
         rows.append(f"{r['skipped_invalid']:,} skipped as invalid")
     s.row("readings", ", ".join(rows))
+    if r.get("time_column") is not None and r.get("time_read_as"):
+        s.row("times", f"{r['time_column']}: {r['time_read_as']}")
     if r.get("expected_abs_error") is not None:
         s.row("noise per reading", f"expected |error| {fmt(r['expected_abs_error'])}, within ±{fmt(r.get('within'))} "
               f"with probability {fmt(r.get('confidence', 0.95) * 100, 3)}%")

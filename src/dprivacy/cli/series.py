@@ -15,7 +15,8 @@ def cmd_series(args) -> int:
     try:  # the library writes the sidecar with the release (one step: io.signals_held)
         _, res = release_series(args.input, args.output, column=args.column, time=args.time, epsilon=args.epsilon,
                                 metric=args.metric, unit=args.unit, per=args.per, seed=args.seed, force=args.force,
-                                skip_invalid=args.skip_invalid, progress=lambda rows: status.update(f"{rows:,} readings"))
+                                skip_invalid=args.skip_invalid, progress=lambda rows: status.update(f"{rows:,} readings"),
+                                time_format=args.time_format)
         rep = res.report
     except OptionError as exc:
         raise CliError(f"dprivacy series: error: {exc}") from None
@@ -28,7 +29,7 @@ def cmd_series(args) -> int:
 
 
 def add_parsers(sub) -> None:
-    se = sub.add_parser("series", help="release a series of readings (smart meter, glucose) under d1 or d∞ on values (seed 002 §6.1)",
+    se = sub.add_parser("series", help="release a series of readings (smart meter, glucose) under d1 or d∞ on values (Chatzikokolakis et al. 2013 §6.1)",
                         **examples(
                             "meter readings in steps of 0.1 kWh, at ε = 1 per 0.1 kWh of total change",
                             "dprivacy series meter.csv -o meter_released.csv --column kwh --time time --epsilon 1 --unit 0.1",
@@ -38,7 +39,11 @@ def add_parsers(sub) -> None:
     se.add_argument("input", metavar="INPUT", help="a .csv, .csv.gz or .parquet file with one reading per row")
     se.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="the released series (time and reading columns only); a sidecar OUTPUT.dprivacy.json is written beside it")
     se.add_argument("--column", required=True, help="the readings' column")
-    se.add_argument("--time", help="the time column (kept in the output; needed for --per)")
+    se.add_argument("--time", help="the time column (kept in the output; needed for --per): dates/times, ISO 8601 text "
+                    "(with T or a space; a UTC offset or Z is converted to UTC), 2010/03/24 09:51, or seconds since 1970 "
+                    "(a numeric column)")
+    se.add_argument("--time-format", metavar="FORMAT", help="read the --time text with this strptime format, for forms "
+                    "that are ambiguous or not ISO, e.g. '%%d/%%m/%%Y %%H:%%M' for 01/02/2010 10:00 as 1 February")
     se.add_argument("--epsilon", type=_ascii_float, required=True, help="ε per --unit of reading difference")
     se.add_argument("--metric", choices=["d1", "dinf"], default="d1", help="d1: total change over the readings; dinf: every reading at once (ε/n per reading)")
     se.add_argument("--unit", type=_ascii_float, help="resolution of the readings: they are rounded to multiples of it, and "

@@ -1,6 +1,6 @@
-r"""Releasing a series of readings (smart meters, glucose monitors) under a metric on values (seed 002 §6.1).
+r"""Releasing a series of readings (smart meters, glucose monitors) under a metric on values (Chatzikokolakis et al. 2013 §6.1).
 
-A series of n readings is a tuple x ∈ V^n. Seed 002 §6.1 argues that standard DP (Hamming distance on
+A series of n readings is a tuple x ∈ V^n. Chatzikokolakis et al. 2013 §6.1 argues that standard DP (Hamming distance on
 tuples, protecting each reading whatever its value) needs noise of the order of the whole value range,
 and that the threat — recognising an appliance's or a programme's signature from accurate readings —
 is met by protecting the *accuracy* of the values: a metric on values.
@@ -8,7 +8,7 @@ is met by protecting the *accuracy* of the values: a metric on values.
 * ``metric="d1"``: d₁(x, x') = Σ_i |x_i − x'_i| / U (U the unit). Each reading, rounded to a multiple of
   U, gets independent two-sided geometric noise K_i·U with P(K = k) ∝ e^{−ε|k|} (the discrete Laplace,
   drawn exactly in integer arithmetic: :mod:`dprivacy.sampling.discrete`). Per reading this is
-  ε·d-private on the rounded values (seed 002 Fig 2 (iv)); independent noise composes over readings,
+  ε·d-private on the rounded values (Chatzikokolakis et al. 2013 Fig 2 (iv)); independent noise composes over readings,
   so the release is ε·d₁-private: any release is at most e^{ε·d₁(x, x')} times likelier under x than
   under x'.
 * ``metric="dinf"``: d∞(x, x') = max_i |x_i − x'_i| / U, the metric §6.1 argues for when the adversary
@@ -67,6 +67,7 @@ class SeriesReport:
     guarantee: str
     random_source: dict = field(default_factory=dict)
     per: str | None = None
+    time_read_as: str | None = None  # how the time column was read (ISO text, converted to UTC, seconds since 1970, ...)
     aggregates: list = field(default_factory=list)
     seconds: float = 0.0
 
@@ -106,8 +107,8 @@ def _values(batch, column: str, first_row: int, skip_invalid: bool):
 def release_series(input_path, output_path, *, column: str, epsilon: float, metric: str = "d1", unit: float | None = None,
                    time_column: str | None = None, per: str | None = None, rng=None, force: bool = False,
                    skip_invalid: bool = False, confidence: float = 0.95, progress=None,
-                   sidecar: bool = False) -> SeriesReport:
-    """Release the readings of ``column`` with the noise of seed 002 §6.1 (module docstring).
+                   sidecar: bool = False, time_format: str | None = None) -> SeriesReport:
+    """Release the readings of ``column`` with the noise of Chatzikokolakis et al. 2013 §6.1 (module docstring).
 
     ``sidecar``: also write the report beside the output (``OUTPUT.dprivacy.json``) in the same step as the rename, a
     signal and other runs committing into the folder waiting meanwhile (:func:`dprivacy.data.commit.release_commit`), as
@@ -120,6 +121,13 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     ``unit``: the readings' resolution; they are rounded to multiples of it and distance 1 is one unit.
     Without it the readings must be whole numbers (unit 1): a reading with a fraction is refused, naming
     its row, rather than rounded silently (22.59 was released as 23 with an accuracy that ignored it).
+
+    ``time_column`` holds dates/times, or text in ISO 8601 (with ``T`` or a space; with a UTC offset or ``Z`` the times
+    are converted to UTC), ``2010/03/24 09:51[:00]`` or ``2010/03/24``, or numbers, read as seconds since 1970-01-01 UTC
+    when every one is a time from 1980 to 2099. ``time_format`` (a strptime format, e.g. ``'%d/%m/%Y %H:%M'``) reads text
+    in another form, as the ambiguous ``01/02/2010`` must be. Text and numbers are written to the output as timestamps;
+    the report's ``time_read_as`` says how the column was read. A time that does not read refuses the column, naming it
+    but not the value (the value and its row are the refusal's ``detail``, for the data owner).
     """
     import pyarrow as pa
 
@@ -143,13 +151,17 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     unit = float(unit)
     if per is not None and per not in _PERIODS:
         raise ValueError(f"per must be 'hour' or 'day', got {per!r}")
+    if time_format is not None and time_column is None:
+        raise ValueError("--time-format reads the time column: give it with --time COL")
     if per is not None and time_column is None:
         raise ValueError("aggregates per period need the time column (--time COL)")
     if Path(output_path).resolve() == Path(input_path).resolve():
         raise ValueError("the output must not be the input file")
     check_sidecar(input_path, output_path, force=force)
+    # with --time-format a CSV's time column is read as the text it is (the CSV reader's own guesses left aside)
+    as_text = (time_column,) if time_format is not None and time_column is not None else ()
 
-    schema, _ = read_batches(input_path)
+    schema, _ = read_batches(input_path, text_columns=as_text)
     names = list(schema.names)
     for what, c in (("reading", column), ("time", time_column)):
         if c is not None and c not in names:
@@ -163,9 +175,12 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     # that the time column holds times.
     before = _snapshot(input_path)
     n_valid, n_invalid, row = 0, 0, 0
-    for batch in read_batches(input_path)[1]:
+    reader = _TimeReader(time_column, time_format) if time_column is not None else None
+    time_type = schema.field(time_column).type if time_column is not None else None
+    for batch in read_batches(input_path, text_columns=as_text)[1]:
         if time_column is not None:
-            times = _as_times(batch.column(time_column), time_column)
+            times = reader.read(batch.column(time_column), row)
+            time_type = times.type
             if per == "hour" and pa.types.is_date(times.type):
                 # (checked in pass 2 it came after noise was drawn: review)
                 raise ValueError(f"the time column (type {times.type}) holds dates without times: periods per hour need "
@@ -196,7 +211,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     src = random_source(rng)
     var_k = 2 * params.alpha / (1 - params.alpha) ** 2  # Var of the two-sided geometric with ratio α
 
-    out_fields = ([schema.field(time_column)] if time_column else []) + [pa.field(column, pa.float64())]
+    out_fields = ([pa.field(time_column, time_type)] if time_column else []) + [pa.field(column, pa.float64())]
     out_schema = pa.schema(out_fields)
     sums: dict = {}
     done = 0
@@ -204,7 +219,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     try:
         with AtomicWriter(output_path, out_schema, force=force, notice=None if src.release else NOT_FOR_RELEASE) as w:
             row = 0
-            for batch in read_batches(input_path)[1]:
+            for batch in read_batches(input_path, text_columns=as_text)[1]:
                 x, bad = _values(batch, column, row, skip_invalid)
                 keep = ~bad
                 with np.errstate(over="ignore"):  # a reading of 1e300 at --unit 1e-300 is inf steps: clamped below
@@ -216,7 +231,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
                 noisy = _on_grid(steps + discrete_laplace(steps.size, params.s, params.t, src.generator), unit)
                 cols = []
                 if time_column:
-                    tcol = batch.column(time_column).filter(pa.array(keep))
+                    tcol = reader.read(batch.column(time_column), row).filter(pa.array(keep))
                     cols.append(tcol)
                 cols.append(pa.array(noisy, pa.float64()))
                 w.write(pa.RecordBatch.from_arrays(cols, schema=out_schema))
@@ -254,7 +269,8 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
             noise=(f"two-sided geometric K·U, P(K = k) ∝ exp(−|k|·{params.s}/{params.t}), drawn exactly in integers "
                    "(Canonne, Kamath, Steinke 2020); readings rounded to multiples of U first"),
             expected_abs_error=mean_err * unit, within=t * unit, confidence=confidence, guarantee=guarantee,
-            random_source=src.to_dict(), per=per, aggregates=aggregates, seconds=_time.perf_counter() - t0,
+            random_source=src.to_dict(), per=per, aggregates=aggregates,
+            time_read_as=reader.described if reader is not None else None, seconds=_time.perf_counter() - t0,
         )
         if sidecar:
             with removed_unless_completed(output_path):
@@ -264,23 +280,142 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     return report
 
 
-def _as_times(tcol, name: str):
-    """The time column as dates/times, or a ValueError. It is copied to the output as it is, so it must
-    be a time and nothing else: a number (a second reading, or the reading itself) or free text would
-    be released without noise. Text must parse as ISO times."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+# The time forms read without --time-format, in order; a column's form is the first that reads every time of its first
+# rows, and the later rows must read the same way. (how, argument, what the report says)
+_TEXT_FORMS = (
+    ("cast", ("s", None), "ISO 8601 text"),
+    ("cast", ("ns", None), "ISO 8601 text"),
+    ("cast", ("s", "UTC"), "ISO 8601 text with UTC offsets, converted to UTC"),
+    ("cast", ("ns", "UTC"), "ISO 8601 text with UTC offsets, converted to UTC"),
+    ("strptime", "%Y/%m/%d %H:%M:%S", "text of the form %Y/%m/%d %H:%M:%S"),
+    ("strptime", "%Y/%m/%d %H:%M", "text of the form %Y/%m/%d %H:%M"),
+    ("strptime", "%Y/%m/%d", "text of the form %Y/%m/%d"),
+)
+#: A numeric time column is read as seconds since 1970-01-01 UTC only when every value lies in [1980, 2100): a reading
+#: (kWh, mg/dL, W) named as the time by mistake is refused, not released without noise as 1970-01-01 00:04:18.
+EPOCH_RANGE = (315_532_800, 4_102_444_800)
+_EPOCH = "seconds since 1970-01-01 UTC (a numeric column)"
+_FORMS_HELP = ("ISO 8601 (2010-03-24 09:51:00, 2010-03-24T09:51:00+01:00), 2010/03/24 09:51, seconds since 1970 (a "
+               "numeric column), or the form given with --time-format (a strptime format such as '%d/%m/%Y %H:%M')")
 
-    if pa.types.is_timestamp(tcol.type) or pa.types.is_date(tcol.type) or pa.types.is_time(tcol.type):
-        return tcol
-    what = f"the time column{f' {name!r}' if name else ''} (type {tcol.type})"
-    if not (pa.types.is_string(tcol.type) or pa.types.is_large_string(tcol.type)):
-        raise ValueError(f"{what} is not a date/time; it is copied to the output without noise, so it must be "
-                         "dates/times (or ISO text such as 2010-03-24 09:51:00)")
-    try:
-        return pc.cast(tcol, pa.timestamp("s"))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        raise ValueError(f"{what} is not a date/time; give ISO times such as 2010-03-24 09:51:00") from None
+
+class _TimeReader:
+    """Reads a time column batch by batch, the same way in every batch: ``read(col, first_row)`` gives the times (date,
+    time or timestamp; text and numbers become timestamps) or raises a refusal that names the column and the forms it
+    takes, never a value (the value and its row are the ``detail``, shown to the data owner only).
+
+    The time column is copied to the output without noise, so it must be a time and nothing else: a number (a second
+    reading, or the reading itself) or free text would be released exactly. A time that does not parse refuses the
+    whole column (no ``--skip-invalid`` for times: dropping a reading because of its time would be a choice made from
+    the data with no ε to pay for it, and the column is public anyway, being released as it is)."""
+
+    def __init__(self, name: str, time_format: str | None = None):
+        if time_format is not None and (not isinstance(time_format, str) or "%" not in time_format):
+            raise ValueError(f"--time-format must be a strptime format such as '%d/%m/%Y %H:%M', got {time_format!r}")
+        self.name = name
+        self.time_format = time_format
+        self.form = None  # (how, argument, description) once the first rows are read
+        self.described = None
+
+    def _refuse(self, tcol, reason: str, first_row: int, parsed=None):
+        import pyarrow.compute as pc
+
+        detail = ""
+        if parsed is not None:
+            import numpy as np
+
+            bad = np.flatnonzero(np.asarray(pc.and_(pc.is_valid(tcol), pc.is_null(parsed))))
+            if bad.size:
+                k = int(bad[0])
+                detail = f"row {first_row + k + 1} of the file (1 = first data row): {self.name} = {tcol[k].as_py()!r}"
+        return _refused(f"the time column {self.name!r} (type {tcol.type}) is not a date/time: {reason}", detail)
+
+    @staticmethod
+    def _apply(tcol, form):
+        """The column read with ``form``, nulls where a value does not read (or None if the form cannot read it)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        how, arg, _ = form
+        if how == "cast":
+            try:
+                return pc.cast(tcol, pa.timestamp(arg[0], tz=arg[1]))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                return None
+        try:
+            return pc.strptime(tcol, format=arg, unit="s", error_is_null=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise ValueError(f"--time-format {arg!r} is not a strptime format arrow can read "
+                             "(e.g. '%d/%m/%Y %H:%M')") from None
+
+    def read(self, tcol, first_row: int = 0):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if pa.types.is_timestamp(tcol.type) or pa.types.is_date(tcol.type) or pa.types.is_time(tcol.type):
+            if self.time_format is not None:
+                raise ValueError(f"--time-format reads text, and the time column {self.name!r} already holds "
+                                 f"dates/times (type {tcol.type}): leave it out")
+            tz = getattr(tcol.type, "tz", None)
+            self.described = self.described or (
+                "dates/times" if not tz else "dates/times in UTC (UTC offsets such as +01:00 converted to UTC)"
+                if tz in ("UTC", "+00:00", "Z") else f"dates/times in time zone {tz} (periods follow that clock)")
+            return tcol
+        if pa.types.is_integer(tcol.type) or pa.types.is_floating(tcol.type):
+            return self._epoch(tcol)
+        if not (pa.types.is_string(tcol.type) or pa.types.is_large_string(tcol.type)):
+            raise self._refuse(tcol, "it is copied to the output without noise, so it must hold times: " + _FORMS_HELP,
+                               first_row)
+        text = pc.utf8_trim_whitespace(tcol)
+        if self.form is None:
+            forms = ((("strptime", self.time_format, f"text of the form {self.time_format} (--time-format)"
+                       + (", converted to UTC" if "%z" in self.time_format else "")),)
+                     if self.time_format is not None else _TEXT_FORMS)
+            for form in forms:
+                out = self._apply(text, form)
+                if out is not None and out.null_count == text.null_count:
+                    self.form, self.described = form, form[2]
+                    return out
+            if self.time_format is not None:
+                raise self._refuse(tcol, f"some values do not read with --time-format {self.time_format!r}", first_row,
+                                   self._apply(text, forms[0]))
+            ambiguous = pc.any(pc.match_substring_regex(text, r"^\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}\b")).as_py()
+            if ambiguous:
+                raise self._refuse(tcol, "its dates are written day and month first (like 01/02/2010), which reads "
+                                   "as 1 February or as January 2: say which with --time-format '%d/%m/%Y %H:%M' or "
+                                   "'%m/%d/%Y %H:%M'", first_row)
+            raise self._refuse(tcol, "it is copied to the output without noise, so it must hold times: " + _FORMS_HELP,
+                               first_row, self._apply(text, _TEXT_FORMS[0]))
+        out = self._apply(text, self.form)
+        if out is None or out.null_count != text.null_count:
+            raise self._refuse(tcol, f"its first values read as {self.form[2]} and later ones do not", first_row, out)
+        return out
+
+    def _epoch(self, tcol):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if self.time_format is not None:
+            raise ValueError(f"--time-format reads text, and the time column {self.name!r} is numeric (type {tcol.type}): "
+                             "leave it out to read the numbers as seconds since 1970-01-01 UTC")
+        lo, hi = EPOCH_RANGE
+        seconds = pc.cast(tcol, pa.float64())
+        inside = pc.and_(pc.greater_equal(seconds, lo), pc.less(seconds, hi))
+        if not pc.all(pc.fill_null(inside, True)).as_py():  # (NaN is outside)
+            raise self._refuse(tcol, "a number is read as seconds since 1970-01-01 UTC only when every value is a time "
+                               "from 1980 to 2099; it is copied to the output without noise, so it must hold times",
+                               0)
+        self.described = _EPOCH
+        if pa.types.is_integer(tcol.type):
+            return pc.cast(pc.cast(tcol, pa.int64()), pa.timestamp("s", tz="UTC"))
+        # fractions of a second kept to the microsecond (vectorized: numbers → int64 µs → timestamps)
+        us = pc.cast(pc.round(pc.multiply(seconds, 1e6)), pa.int64())
+        return pc.cast(us, pa.timestamp("us", tz="UTC"))
+
+
+def _as_times(tcol, name: str, time_format: str | None = None):
+    """The time column as dates/times, or a ValueError (see :class:`_TimeReader`; one batch read on its own)."""
+    return _TimeReader(name, time_format).read(tcol)
 
 
 def _snapshot(path) -> tuple:
@@ -293,7 +428,6 @@ def _accumulate(sums: dict, tcol, noisy: np.ndarray, per: str, first_row: int) -
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    tcol = _as_times(tcol, "")
     if pa.types.is_time(tcol.type):
         raise ValueError(f"the time column (type {tcol.type}) holds times of day without dates: periods per {per} need "
                          "dates")
