@@ -4,12 +4,12 @@ For each grid (Manhattan metric, ε = 1, uniform prior, binary gain) the LP of
 :func:`dprivacy.mechanisms.optimal.optimal_mechanism` is solved twice:
 
 * ``essential``: privacy constraints on the essential pairs only (the 4-neighbour edges of the grid;
-  seed 004 Prop 1), 2·|E|·n inequalities;
+  ElSalamouny et al. 2013 Prop 1), 2·|E|·n inequalities;
 * ``all``: constraints on all n(n−1) ordered pairs for each of the n outputs, n(n−1)·n inequalities
   (the formulation without the reduction).
 
 Both must give the same optimum; the uniform prior is d-regular on these grids (their Φ is a Kronecker
-product of two lines'), so the optimum is also Σμ with μ = uΦ⁻¹ (seed 000 Thm 2 / Thm 4), printed as a
+product of two lines'), so the optimum is also Σμ with μ = uΦ⁻¹ (ElSalamouny et al. 2014 Thm 2 / Thm 4), printed as a
 check. The table shows LP sizes, wall-clock seconds (build and solve) and the ratio all/essential.
 
 Usage::

@@ -9,7 +9,7 @@ built with numpy so that the benchmark depends only on the check. Three ways to 
 - baseline: a Python loop over all n(n−1)/2 pairs, each comparing two rows with numpy;
 - vectorized, all pairs: `check_privacy` on a space that does not know its structure;
 - vectorized, structured: `check_privacy` on the grid space, which checks only its essential pairs
-  (4-neighbours for Manhattan: seed 004 Prop 1).
+  (4-neighbours for Manhattan: ElSalamouny et al. 2013 Prop 1).
 """
 
 from __future__ import annotations

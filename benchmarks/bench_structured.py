@@ -1,4 +1,4 @@
-"""Benchmark: tight-constraints mechanisms on large grids with dprivacy._kernels (seed 000 §7.2 at scale).
+"""Benchmark: tight-constraints mechanisms on large grids with dprivacy._kernels (ElSalamouny et al. 2014 §7.2 at scale).
 
 Run:  python benchmarks/bench_structured.py [--parts dense100,big1000,...] [--quick]
 Prints a table and writes benchmarks/results_structured.json. Not part of the tests.

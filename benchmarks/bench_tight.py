@@ -1,11 +1,11 @@
-"""Benchmark: the tight-constraints mechanism and its threshold ε* (seed 000 §6–7).
+"""Benchmark: the tight-constraints mechanism and its threshold ε* (ElSalamouny et al. 2014 §6–7).
 
 Run:  python benchmarks/bench_tight.py [--repeats R] [--no-scan]
 
 1. Times ``tight_constraints`` (certified: factorization, refinement, error bound) against a plain
    ``numpy.linalg.solve(Φ, 1)`` in the same run, on grid:30x30 (Euclidean, ε = 1) and on the answers
    of the sum query sum:150,5 (751 answers, adjacent iff |i − j| ≤ 5).
-2. Runs ``tight_threshold`` on sum:150,5, kcount:30,2 (the two case studies of seed 000 §7.1, published
+2. Runs ``tight_threshold`` on sum:150,5, kcount:30,2 (the two case studies of ElSalamouny et al. 2014 §7.1, published
    ε* = 0.8 and 0.9 at 0.01 steps) and grid:30x30, and reports ε*, the certified bracket, the number of
    solves, and the smallest ε on the paper's 0.01 grid at which the mechanism exists.
 3. Checks the papers' assumption that the mechanism exists for every ε above ε*: the monotonicity
@@ -86,7 +86,7 @@ def bench_solve(space: MetricSpace, eps: float, repeats: int) -> dict:
 
 
 def grid_001(space: MetricSpace, eps_star: float) -> dict:
-    """The paper's procedure: the smallest ε = k/100 at which the mechanism exists (seed 000 §7.1)."""
+    """The paper's procedure: the smallest ε = k/100 at which the mechanism exists (ElSalamouny et al. 2014 §7.1)."""
     k = math.ceil(round(eps_star * 100, 9))
     at = tight_constraints(space, epsilon=k / 100)
     below = tight_constraints(space, epsilon=(k - 1) / 100)
@@ -153,7 +153,7 @@ def main() -> None:
     print("\n== threshold ε* (certified bracket, tol 1e-4) and monotonicity scan above it")
     cases = [
         (s150, 0.8), (k30, 0.9), (g30, None),
-        (sum_space(150, 4), None),  # the reading "values 1..5" of seed 000 §7.1 (see queries.sum_space)
+        (sum_space(150, 4), None),  # the reading "values 1..5" of ElSalamouny et al. 2014 §7.1 (see queries.sum_space)
         (sum_space(20, 5), None), (kcount_space(10, 2), None),
         (spaces.line(50), None), (spaces.ring(40), None), (spaces.clique(30), None),
         (spaces.grid(5, 5), None), (spaces.grid(10, 10), None),
@@ -173,7 +173,7 @@ def main() -> None:
 
     scans = []
     if not args.no_scan:
-        print("\n== 0.01-step scans over the case studies' range (seed 000 Fig 6: up to 1.3)")
+        print("\n== 0.01-step scans over the case studies' range (ElSalamouny et al. 2014 Fig 6: up to 1.3)")
         for sp, t in ((s150, thresholds[0]), (k30, thresholds[1])):
             sc = dense_scan(sp, t["epsilon_001"], 1.5)
             scans.append(sc)

@@ -35,7 +35,6 @@ extensions = [
     "sphinx_gallery.gen_gallery",
     "sphinxcontrib.bibtex",
     "sphinxarg.ext",
-    "paper_names",
     "rst_clean",
 ]
 

@@ -1,4 +1,4 @@
-"""The papers' bounds (seed 000 Thm 2, Prop 5, Cor 2, Thm 3; seed 001 Thm 12, 15, 27, Props 20, 21)."""
+"""The papers' bounds (ElSalamouny et al. 2014 Thm 2, Prop 5, Cor 2, Thm 3; Alvim et al. 2015 Thm 12, 15, 27, Props 20, 21)."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def hamming_distances(u: int, v: int) -> np.ndarray:
 
 
 def test_bnd_published_value():
-    # seed 001 §5.2: "with u = 100, v = 2, and ε = 5, the min-entropy capacity can be as high as 99.03 bits"
+    # Alvim et al. 2015 §5.2: "with u = 100, v = 2, and ε = 5, the min-entropy capacity can be as high as 99.03 bits"
     r = bnd(100, 2, epsilon=5.0)
     assert r.value == pytest.approx(99.03, abs=0.005)
     assert 2 ** (r.value - 100) > 0.5  # "posterior vulnerability exceeding 1/2"
@@ -98,7 +98,7 @@ def test_bnd_published_value():
 
 
 def test_individual_leakage_published_example():
-    # seed 001 §5.3: v = 3, ε = 1.35: usual bound log e^ε ≈ 1.95, correction log v/(v−1+e^ε) ≈ −0.97,
+    # Alvim et al. 2015 §5.3: v = 3, ε = 1.35: usual bound log e^ε ≈ 1.95, correction log v/(v−1+e^ε) ≈ −0.97,
     # "approximately 50% tighter".
     r = individual_leakage_bound(3, epsilon=1.35)
     c = r.certificate
@@ -110,11 +110,11 @@ def test_individual_leakage_published_example():
 
 @pytest.mark.parametrize("eps", [0.1, 0.7, 2.0])
 def test_example_17_max_entry(eps):
-    # seed 001 Example 17 (u = 2, v = 3): max^M = 2^{Bnd}/v^u = e^{2ε}/(2 + e^ε)^2
+    # Alvim et al. 2015 Example 17 (u = 2, v = 3): max^M = 2^{Bnd}/v^u = e^{2ε}/(2 + e^ε)^2
     assert 2 ** bnd(2, 3, epsilon=eps).value / 9 == pytest.approx(math.exp(2 * eps) / (2 + math.exp(eps)) ** 2, rel=1e-12)
 
 
-# -- seed 000 Example 3 / Fig 4 ------------------------------------------------------------------
+# -- ElSalamouny et al. 2014 Example 3 / Fig 4 ------------------------------------------------------------------
 
 P_EX3 = np.array([0.3, 0.27, 0.23, 0.2])
 
@@ -188,7 +188,7 @@ def test_example_3_published_bound_is_exceeded_at_eps_half():
 
 
 # ---------------------------------------------------------------------------------------------
-# Seed 000 Thm 2, Prop 5, Cor 2 on random spaces, priors and channels
+# ElSalamouny et al. 2014 Thm 2, Prop 5, Cor 2 on random spaces, priors and channels
 # ---------------------------------------------------------------------------------------------
 
 
@@ -204,7 +204,7 @@ def test_bounds_hold_for_random_regular_priors_and_private_channels(space, eps, 
         ub = utility_bound(space, p, epsilon=eps, tester=t)
         lb = leakage_bound(space, p, epsilon=eps, tester=t)
         assert ub.ok and lb.ok
-        # γ-form of the bound (seed 000 §5.1) equals the μ-form
+        # γ-form of the bound (ElSalamouny et al. 2014 §5.1) equals the μ-form
         reg = ub.certificate
         assert (reg.gamma / t.row_sums).sum() == pytest.approx(ub.value, rel=1e-9)
         assert lb.value == pytest.approx(math.log2(ub.value / p.max()), rel=1e-12)
@@ -259,7 +259,7 @@ def test_tester_reuse_is_checked():
 
 
 # ---------------------------------------------------------------------------------------------
-# Tightness: Φ diag(HR) = 1 (seed 000 Thm 2, Prop 7, Prop 9)
+# Tightness: Φ diag(HR) = 1 (ElSalamouny et al. 2014 Thm 2, Prop 7, Prop 9)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -304,7 +304,7 @@ def test_non_tight_and_non_private_channels():
 
 
 # ---------------------------------------------------------------------------------------------
-# Seed 000 Thm 3 and seed 001 Thm 12 / 15 / 27 / Props 16, 20, 21
+# ElSalamouny et al. 2014 Thm 3 and Alvim et al. 2015 Thm 12 / 15 / 27 / Props 16, 20, 21
 # ---------------------------------------------------------------------------------------------
 
 
@@ -314,7 +314,7 @@ def test_database_bounds_agree(u, v, eps):
     d = hamming_distances(u, v)
     space = spaces.hamming(u, v)
     thm3 = database_leakage_bound(u, v, epsilon=eps)
-    # seed 000 §5.3: the constant vector μ = (e^ε/(v(v−1+e^ε)))^u satisfies μΦ = u
+    # ElSalamouny et al. 2014 §5.3: the constant vector μ = (e^ε/(v(v−1+e^ε)))^u satisfies μΦ = u
     mu = np.full(v**u, thm3.certificate["mu_entry"])
     np.testing.assert_allclose(mu @ np.exp(-eps * d), 1 / v**u, rtol=1e-12)
     direct = u * math.log2(v * math.exp(eps) / (v - 1 + math.exp(eps)))
@@ -353,7 +353,7 @@ SYMMETRIC = [spaces.ring(6), spaces.ring(7), spaces.clique(4), spaces.hamming(2,
 def test_symmetric_bounds(space, eps):
     n = space.n
     uni = np.full(n, 1 / n)
-    # Thm 27 = seed 000 Thm 2 at the uniform prior (Φ has constant row sums here)
+    # Thm 27 = ElSalamouny et al. 2014 Thm 2 at the uniform prior (Φ has constant row sums here)
     t27 = symmetric_utility_bound(space, epsilon=eps)
     assert t27.ok
     assert t27.value == pytest.approx(utility_bound(space, uni, epsilon=eps).value, rel=1e-10)
@@ -380,7 +380,7 @@ def test_symmetric_bounds_refuse_asymmetric_spaces():
 def test_prop_20_closed_forms():
     eps, u, v = 0.9, 4, 3
     e = math.exp(eps)
-    # r = v: log(v e^{εu} / (v − 1 + e^{εu}))  (seed 001 §5.2)
+    # r = v: log(v e^{εu} / (v − 1 + e^{εu}))  (Alvim et al. 2015 §5.2)
     assert range_limited_leakage_bound(u, v, v, epsilon=eps).value == pytest.approx(
         math.log2(v * e**u / (v - 1 + e**u)), rel=1e-12)
     assert range_limited_leakage_bound(u, v, 1, epsilon=eps).value == pytest.approx(0.0, abs=1e-12)

@@ -1,4 +1,4 @@
-"""Channels: validation, composition, Bayesian views, sampling (seed 001 §2.1; seed 000 §3.1)."""
+"""Channels: validation, composition, Bayesian views, sampling (Alvim et al. 2015 §2.1; ElSalamouny et al. 2014 §3.1)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Seed 002 §3, Thm 3 (hiding functions) and Thm 4 (neighbourhoods), file 002_3df4dd999d47c651.txt."""
+"""Chatzikokolakis et al. 2013 §3, Thm 3 (hiding functions) and Thm 4 (neighbourhoods), file Chatzikokolakis et al. 2013."""
 
 import numpy as np
 import pytest
@@ -95,7 +95,7 @@ def test_neighbourhood_of_zero_prior_mass_has_a_reason():
 
 
 def test_extended_metric_gives_infinite_bounds():
-    # Two components: a mechanism may tell them apart completely (seed 002 §3).
+    # Two components: a mechanism may tell them apart completely (Chatzikokolakis et al. 2013 §3).
     s = spaces.from_graph([(0, 1), (2, 3)])
     h = np.array([[0.5, 0.5, 0, 0], [0.5, 0.5, 0, 0], [0, 0, 0.5, 0.5], [0, 0, 0.5, 0.5]])
     assert check_privacy(h, s, epsilon=0.1).ok
@@ -230,7 +230,7 @@ def test_non_private_channel_exceeds_both_bounds():
 
 @given(metric_spaces(2, 6), st.data())
 def test_converse_non_private_channels_exceed_both_bounds(space, data):
-    """Seed 002 Thms 3 and 4, converse direction: a channel that is not ε·d-private violates both
+    """Chatzikokolakis et al. 2013 Thms 3 and 4, converse direction: a channel that is not ε·d-private violates both
     bounds for the swap / pair neighbourhood of its worst pair and a prior concentrated near y'."""
     h = data.draw(stochastic_matrices(space.n, data.draw(st.integers(2, 5)), positive=True))
     star = check_privacy(h, space, epsilon=0.0)

@@ -33,7 +33,7 @@ def test_design_truncated_geometric_table2(capsys, tmp_path):
                 "min_entropy_leakage_bits", "min_capacity_bits", "seconds"):
         assert key in r
     assert r["n"] == 6 and r["exists"] and r["is_private"]
-    assert r["utility"] == pytest.approx(4 / 9, abs=1e-12)  # seed 001 Table 2
+    assert r["utility"] == pytest.approx(4 / 9, abs=1e-12)  # Alvim et al. 2015 Table 2
     assert r["smallest_epsilon"] == pytest.approx(LN2, abs=1e-9)
     # uniform prior: leakage equals capacity
     assert r["min_entropy_leakage_bits"] == pytest.approx(r["min_capacity_bits"], abs=1e-12)

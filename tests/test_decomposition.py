@@ -1,7 +1,7 @@
 """The optimal-mechanism LP by Dantzig–Wolfe decomposition over the privacy cone
 (``dprivacy.mechanisms.decomposition``).
 
-References: the LP of seed 000 §3.4 / §5.1, seed 001 Def 22 / Prop 23, seed 002 Def 7. The reference
+References: the LP of ElSalamouny et al. 2014 §3.4 / §5.1, Alvim et al. 2015 Def 22 / Prop 23, Chatzikokolakis et al. 2013 Def 7. The reference
 optimum is the independent dense all-pairs LP of test_lp_engine.py.
 """
 

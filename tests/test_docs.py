@@ -146,3 +146,15 @@ def test_bibliography_cites_the_five_papers_with_their_dois(site, pages):
 
 def test_security_model_page_is_there(site, pages):
     assert "Security model" in " ".join(pages[site / "user_guide" / "security.html"].text)
+
+
+def test_the_source_names_the_papers_by_authors_not_internal_names():
+    """Docstrings, --help, reports, JSON and sidecars come from the source: none may cite a paper by our internal
+    file names ("seed 002", 002_….txt, ../shared/papers), which a clone of the project does not have."""
+    root = Path(__file__).resolve().parents[1]
+    internal = re.compile(r"\b[Ss]eeds? 00[0-4]\b|00[0-4]_[0-9a-f]{16}\.txt|shared/papers")
+    files = [*root.glob("src/**/*.py"), root / "README.md", *root.glob("docs/*.rst"), *root.glob("docs/user_guide/*.rst"),
+             *root.glob("examples/*.py")]
+    found = [f"{p.relative_to(root)}:{i + 1}" for p in files for i, line in enumerate(p.read_text().splitlines())
+             if internal.search(line)]
+    assert not found, found

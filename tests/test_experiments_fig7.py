@@ -1,4 +1,4 @@
-"""Seed 000 §7.2 / Fig 7 experiment: its helpers against definitions, and the quick run's report.
+"""ElSalamouny et al. 2014 §7.2 / Fig 7 experiment: its helpers against definitions, and the quick run's report.
 
 The helper tests compare with brute-force dense computations on small grids (distance matrices built
 here from coordinates, the utility of ``dprivacy.measures``); the slow test runs the experiment through
@@ -175,7 +175,7 @@ def test_report_fig7_quick(tmp_path):
     assert on_disk["counts"] == summary["counts"] and on_disk["quick"] is True
     (exp,) = on_disk["experiments"]
     assert exp["id"] == "000-fig7" and exp["error"] is None, exp["error"]
-    assert exp["paper"] == "000_455db39b8f235120.txt" and exp["quick_note"]
+    assert exp["paper"] == "ElSalamouny et al. 2014" and exp["quick_note"]
     (fig,) = exp["figures"]
     assert (tmp_path / fig["png"]).read_bytes()[:8] == PNG_MAGIC
     with (tmp_path / fig["csv"]).open() as fh:
@@ -199,7 +199,7 @@ def test_report_fig7_quick(tmp_path):
     assert set(claims) == {"000-fig7-threshold", "000-fig7-exists-above", "000-fig7-tight-better", "000-fig7-ratio",
                            "000-fig7-attains-thm2", "000-fig7-tight-private", "000-fig7-pl-private"}
     for c in claims.values():
-        assert c["paper"] == "000_455db39b8f235120.txt" and c["where"]
+        assert c["paper"] == "ElSalamouny et al. 2014" and c["where"]
         for r in c["readings"]:
             assert set(r) == {"reading", "value"}
     # Facts that follow from theorems must agree.

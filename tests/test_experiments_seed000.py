@@ -1,4 +1,4 @@
-"""Seed 000 and seed 004 reproduction experiments: the report they write, and the helpers they rest on.
+"""ElSalamouny et al. 2014 and ElSalamouny et al. 2013 reproduction experiments: the report they write, and the helpers they rest on.
 
 The report tests run experiments through ``report.run`` and check the summary's shape and the figure
 files; the others check the mathematics of the helpers (area and volume fractions of the region of
@@ -34,7 +34,7 @@ from dprivacy.queries import kcount_space, sum_space
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 VERDICTS = {"agrees", "differs", "not comparable"}
 CLAIM_KEYS = {"id", "paper", "where", "published", "computed", "agrees", "tolerance", "note", "readings", "verdict"}
-PAPERS = {"000": "000_455db39b8f235120.txt", "004": "004_1b6b4e800ded7b68.txt"}
+PAPERS = {"000": "ElSalamouny et al. 2014", "004": "ElSalamouny et al. 2013"}
 
 
 def _check_summary(out, summary, ids):
@@ -168,7 +168,7 @@ def test_product_prior_follows_the_hamming_labels():
 
 
 def test_uniform_mu_is_the_tight_diagonal_over_n():
-    # Seed 000 Prop 8: μΦ = u iff Φ(nμ) = 1, so μ = z/n; the experiments read Σμ as mean(z).
+    # ElSalamouny et al. 2014 Prop 8: μΦ = u iff Φ(nμ) = 1, so μ = z/n; the experiments read Σμ as mean(z).
     sp = sum_space(10, 3)
     for e in (0.4, 0.9, 1.5):
         mu = priors.regularity(sp, np.full(sp.n, 1 / sp.n), epsilon=e).mu

@@ -1,4 +1,4 @@
-"""`dprivacy reproduce` for seed 001, through the same code path as the command: summary.json's shape,
+"""`dprivacy reproduce` for Alvim et al. 2015, through the same code path as the command: summary.json's shape,
 the figure files, and the verdicts the mathematics decides."""
 
 import json
@@ -24,7 +24,7 @@ def test_summary_shape(summary):
     assert on_disk["counts"] == s["counts"] and s["counts"]["errors"] == 0
     assert {e["id"] for e in s["experiments"]} == set(IDS)
     for c in s["claims"]:
-        assert KEYS <= set(c) and c["paper"] == "001_c2128648fe62df4d.txt"
+        assert KEYS <= set(c) and c["paper"] == "Alvim et al. 2015"
     assert (out / "index.html").read_text().count("<h3") == len(IDS)
     for e in s["experiments"]:
         for f in e["figures"]:

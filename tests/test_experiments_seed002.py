@@ -1,4 +1,4 @@
-"""Seed 002 reproduction experiments: the report they write, and the pieces they are built from.
+"""Chatzikokolakis et al. 2013 reproduction experiments: the report they write, and the pieces they are built from.
 
 The report tests run fast experiments through ``report.run`` and check the summary's shape and the
 figure files; the others check the mathematics of the helpers (the constraint metric of H_f, the product
@@ -29,7 +29,7 @@ def _check_summary(out, summary, ids):
     assert [e["id"] for e in on_disk["experiments"]] == ids
     for e in on_disk["experiments"]:
         assert e["error"] is None, e["error"]
-        assert e["paper"] == "002_3df4dd999d47c651.txt"
+        assert e["paper"] == "Chatzikokolakis et al. 2013"
         for f in e["figures"]:
             png, csv = out / f["png"], out / f["csv"]
             assert png.read_bytes()[:8] == PNG_MAGIC
@@ -37,7 +37,7 @@ def _check_summary(out, summary, ids):
             assert len(lines) >= 2 and "," in lines[0]
     claims = on_disk["claims"]
     assert claims and all(c["verdict"] in VERDICTS for c in claims)
-    assert all(c["id"].startswith("002-") and c["paper"] == "002_3df4dd999d47c651.txt" for c in claims)
+    assert all(c["id"].startswith("002-") and c["paper"] == "Chatzikokolakis et al. 2013" for c in claims)
     c = on_disk["counts"]
     assert c["claims"] == len(claims) == c["agrees"] + c["differs"] + c["not_comparable"]
     assert (out / "index.html").read_text().startswith("<!doctype html>")

@@ -1,4 +1,4 @@
-"""The truncated geometric mechanism kept implicit where float64 cannot hold its entries (seed 002 Fig 2
+"""The truncated geometric mechanism kept implicit where float64 cannot hold its entries (Chatzikokolakis et al. 2013 Fig 2
 (iv), Thm 8): exact log-entries, privacy checked on them, exact sampling, and the optimal mechanism
 of count:1000 at ε = 1 (issue 13's target), which a stored matrix cannot certify."""
 

@@ -1,7 +1,7 @@
-"""Graph symmetries and the closed-form mechanism of seed 001 Thm 27/28 (seed 000 Def 7, Prop 9).
+"""Graph symmetries and the closed-form mechanism of Alvim et al. 2015 Thm 27/28 (ElSalamouny et al. 2014 Def 7, Prop 9).
 
-Expected values come from the papers (intersection numbers of Hamming graphs, seed 001 Prop 13; the
-matrices of seed 001 Tables 1(b) and 2(b)), from textbook facts checked here independently (the
+Expected values come from the papers (intersection numbers of Hamming graphs, Alvim et al. 2015 Prop 13; the
+matrices of Alvim et al. 2015 Tables 1(b) and 2(b)), from textbook facts checked here independently (the
 strongly-regular parameters of the Chang graphs, via A²), or from brute force over all permutations of
 small graphs and an independent linear program for optimality.
 """
@@ -114,7 +114,7 @@ def connected_graphs(draw, min_n=3, max_n=7):
 
 
 # ---------------------------------------------------------------------------------------------
-# ball-size symmetry (seed 000 Def 7)
+# ball-size symmetry (ElSalamouny et al. 2014 Def 7)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -129,7 +129,7 @@ def test_ring_counts(n):
 
 @pytest.mark.parametrize("u,v", [(1, 4), (2, 3), (3, 2), (3, 3), (4, 2)])
 def test_hamming_counts_seed001_section5(u, v):
-    """n_d = C(u, d) (v−1)^d (seed 001 §5.1)."""
+    """n_d = C(u, d) (v−1)^d (Alvim et al. 2015 §5.1)."""
     c = distance_counts(spaces.hamming(u, v))
     assert c.symmetric
     assert c.counts.tolist() == [comb(u, d) * (v - 1) ** d for d in range(u + 1)]
@@ -188,14 +188,14 @@ def test_counts_agree_with_per_point_counting(g):
 
 
 # ---------------------------------------------------------------------------------------------
-# distance-regularity (seed 001 Def 2)
+# distance-regularity (Alvim et al. 2015 Def 2)
 # ---------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     "graph,array",
     [
-        (nx.tetrahedral_graph(), ((3,), (1,))),  # K4 = Hamming(1, 4), seed 001 Fig 1(a)
+        (nx.tetrahedral_graph(), ((3,), (1,))),  # K4 = Hamming(1, 4), Alvim et al. 2015 Fig 1(a)
         (nx.cubical_graph(), ((3, 2, 1), (1, 2, 3))),  # Q3 = Hamming(3, 2), Fig 1(b)
         (nx.petersen_graph(), ((3, 2), (1, 1))),
         (nx.cycle_graph(6), ((2, 1, 1), (1, 1, 2))),
@@ -210,7 +210,7 @@ def test_intersection_arrays_of_classical_graphs(graph, array):
 
 
 def test_seed001_fig1_graphs_are_hamming_graphs():
-    """Seed 001 §2.3: Fig 1(a) (K4) and 1(b) (the cube) are the Hamming graphs (1, 4) and (3, 2)."""
+    """Alvim et al. 2015 §2.3: Fig 1(a) (K4) and 1(b) (the cube) are the Hamming graphs (1, 4) and (3, 2)."""
     for graph, (u, v) in ((nx.tetrahedral_graph(), (1, 4)), (nx.cubical_graph(), (3, 2))):
         h = spaces.hamming(u, v)
         ii, jj = np.nonzero(np.triu(h.distances == 1))
@@ -296,7 +296,7 @@ def test_distance_regularity_matches_definition_brute_force(g):
 
 
 # ---------------------------------------------------------------------------------------------
-# vertex-transitivity (seed 001 Def 4)
+# vertex-transitivity (Alvim et al. 2015 Def 4)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -306,7 +306,7 @@ def test_distance_regularity_matches_definition_brute_force(g):
         nx.tetrahedral_graph(),
         nx.cubical_graph(),
         nx.petersen_graph(),
-        nx.truncated_tetrahedron_graph(),  # seed 001 Fig 2(b): VT, not DR
+        nx.truncated_tetrahedron_graph(),  # Alvim et al. 2015 Fig 2(b): VT, not DR
         nx.line_graph(nx.complete_graph(8)),  # T(8), the graph the Chang graphs are switched from
         spaces.hamming(2, 3),
         spaces.hamming(3, 2),
@@ -328,7 +328,7 @@ def test_vertex_transitive_witnesses_are_automorphisms(graph):
 
 @pytest.mark.parametrize("which", [1, 2, 3])
 def test_chang_graphs_are_not_vertex_transitive(which):
-    """Seed 001 §2.3, Fig 2(a): a Chang graph is distance-regular but not vertex-transitive."""
+    """Alvim et al. 2015 §2.3, Fig 2(a): a Chang graph is distance-regular but not vertex-transitive."""
     g = chang_graph(which)
     r = is_vertex_transitive(g)
     assert not r and r.automorphisms is None and r.reason
@@ -339,7 +339,7 @@ def test_chang_graphs_are_not_vertex_transitive(which):
     assert 0 in orbit and r.points[1] not in orbit and len(orbit) < 28
     for perm in r.generators:  # the orbit is closed under the automorphisms found
         assert {int(perm[x]) for x in orbit} == orbit
-    assert distance_counts(g).symmetric  # ball-size symmetric all the same (seed 001 Prop 5 via DR)
+    assert distance_counts(g).symmetric  # ball-size symmetric all the same (Alvim et al. 2015 Prop 5 via DR)
 
 
 def test_path_and_ball_only_graph_are_not_vertex_transitive():
@@ -387,7 +387,7 @@ def test_seed001_prop5_dr_or_vt_implies_ball_size_symmetry(g):
 
 
 # ---------------------------------------------------------------------------------------------
-# the closed-form mechanism (seed 001 eq. (17)-(18), Thm 27/28; seed 000 Prop 9)
+# the closed-form mechanism (Alvim et al. 2015 eq. (17)-(18), Thm 27/28; ElSalamouny et al. 2014 Prop 9)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -428,8 +428,8 @@ def test_mechanism_is_a_tight_epsilon_private_channel(name, graph, epsilon):
     ids=["Petersen", "truncated-tetrahedron", "ball-only", "C6"],
 )
 def test_mechanism_is_optimal_for_uniform_and_regular_priors(graph):
-    """Seed 001 Thm 27/28 (uniform prior) and seed 000 Prop 9 + Thm 4 (every d-regular prior), checked
-    against an independent LP. The ball-only graph is covered by seed 000 but not by seed 001."""
+    """Alvim et al. 2015 Thm 27/28 (uniform prior) and ElSalamouny et al. 2014 Prop 9 + Thm 4 (every d-regular prior), checked
+    against an independent LP. The ball-only graph is covered by ElSalamouny et al. 2014 but not by Alvim et al. 2015."""
     eps = 0.8
     _, d = hop_matrix(graph)
     n = d.shape[0]
@@ -437,7 +437,7 @@ def test_mechanism_is_optimal_for_uniform_and_regular_priors(graph):
     u = np.full(n, 1.0 / n)
     best = lp_best_utility(d, u, eps)
     assert best == pytest.approx(m.gamma, rel=1e-7)  # Thm 27 bound, attained (Thm 28)
-    # A regular prior π = μΦ with μ ≥ 0 (seed 000 Def 4); optimal utility Σ μ (seed 000 Thm 2).
+    # A regular prior π = μΦ with μ ≥ 0 (ElSalamouny et al. 2014 Def 4); optimal utility Σ μ (ElSalamouny et al. 2014 Thm 2).
     rng = np.random.default_rng(7)
     phi = np.exp(-eps * d)
     mu = rng.random(n)
@@ -490,7 +490,7 @@ def test_seed001_table2b_and_example31_remark29():
 
 
 def test_exponential_mechanism_with_doubled_epsilon_coincides():
-    """Seed 001 §7: eq. (17) is the exponential mechanism with quality −d (which uses ε/2)."""
+    """Alvim et al. 2015 §7: eq. (17) is the exponential mechanism with quality −d (which uses ε/2)."""
     from dprivacy.mechanisms import exponential
 
     for g in (spaces.hamming(2, 3), spaces.from_graph(nx.petersen_graph()), spaces.ring(8)):
@@ -521,7 +521,7 @@ def test_graph_hypothesis_of_seed001_thm28():
     assert ok_vt.exists and "vertex-transitive" in ok_vt.reason
     no = symmetric_mechanism(BALL_ONLY, epsilon=1.0, hypothesis="graph")
     assert not no.exists and "Thm 28" in no.reason
-    assert symmetric_mechanism(BALL_ONLY, epsilon=1.0).exists  # seed 000 Prop 9 needs only ball-size
+    assert symmetric_mechanism(BALL_ONLY, epsilon=1.0).exists  # ElSalamouny et al. 2014 Prop 9 needs only ball-size
 
 
 def test_bad_inputs():
@@ -542,7 +542,7 @@ def test_bad_inputs():
 
 
 # ---------------------------------------------------------------------------------------------
-# artificial adjacencies (seed 001 Remark 29)
+# artificial adjacencies (Alvim et al. 2015 Remark 29)
 # ---------------------------------------------------------------------------------------------
 
 

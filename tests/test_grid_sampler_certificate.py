@@ -2,7 +2,7 @@
 (``dprivacy._kernels.sampling``): the certified bound it states holds for the channel it actually
 samples, computed here exactly (rational arithmetic) from its integer tables on small grids.
 
-References: seed 000 (000_455db39b8f235120.txt) Def 6 and Prop 6 (the tight-constraints mechanism and
+References: ElSalamouny et al. 2014 (ElSalamouny et al. 2014) Def 6 and Prop 6 (the tight-constraints mechanism and
 its privacy); Mironov, CCS 2012 (reachability of every output).
 """
 

@@ -163,7 +163,7 @@ def test_distance_remap_is_the_bayes_argmin_and_never_worse(w, h, seed):
     assert np.isclose(before, np.einsum("x,xz,xz->", p, K, D), rtol=1e-10)
 
 
-# -- the region of priors on large grids (seed 000 Def 4, Thm 4) -------------------------------------
+# -- the region of priors on large grids (ElSalamouny et al. 2014 Def 4, Thm 4) -------------------------------------
 
 @settings(max_examples=15, deadline=None)
 @given(w=st.integers(4, 17), h=st.integers(4, 17), eps=st.floats(0.3, 3.0), kind=st.sampled_from(["regular", "random", "zero"]),
@@ -262,7 +262,7 @@ def test_cli_grid_release_with_budget_and_bad_input(tmp_path):
 
 def test_grid_measures_identities():
     """Tight-constraints with the uniform prior: the identity remap is optimal, so V(π, K) = Σ_z H[z, z]/n
-    = Σz/n (H's diagonal is z, seed 000 Def 6) and the leakage is log₂ Σz (the min-capacity, attained by
+    = Σz/n (H's diagonal is z, ElSalamouny et al. 2014 Def 6) and the leakage is log₂ Σz (the min-capacity, attained by
     the uniform prior); the adversary's error never exceeds the expected displacement (the identity is
     one of the remaps it optimises over)."""
     from dprivacy.data.evaluation import grid_measures

@@ -1,4 +1,4 @@
-"""Geodesic planar Laplace on real location files (issue 11; seed 002 §6.2). The privacy attacks found on obfuscate
+"""Geodesic planar Laplace on real location files (issue 11; Chatzikokolakis et al. 2013 §6.2). The privacy attacks found on obfuscate
 (copies of the points, metadata, row order, float noise, ...) are kept as tests in tests/attacks/ (issue #30)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The scalable optimal-mechanism LP (constraint generation) and the bracket every answer carries.
 
-References: the LP of seed 000 §3.4 / §5.1, seed 001 Def 22 / Prop 23, seed 002 Def 7; the
+References: the LP of ElSalamouny et al. 2014 §3.4 / §5.1, Alvim et al. 2015 Def 22 / Prop 23, Chatzikokolakis et al. 2013 Def 7; the
 Lagrangian bound and the engine in ``dprivacy.mechanisms.lp_engine``. The reference optimum here is
 an independent dense LP written in this file with *every* ordered pair constrained (no essential-pair
 reduction, no output restriction), solved by scipy's HiGHS.
@@ -191,7 +191,7 @@ def test_violated_constraints_finds_the_most_violated_constraint_of_each_secret_
                                     min_size=n, max_size=n)))
     h[h.sum(axis=1) == 0, 0] = 1.0
     h /= h.sum(axis=1, keepdims=True)
-    # the search covers the space's constraint pairs (essential pairs suffice, seed 004 Prop 1)
+    # the search covers the space's constraint pairs (essential pairs suffice, ElSalamouny et al. 2013 Prop 1)
     pi, pj = space.constraint_pairs()
     pairs = set(zip(pi.tolist(), pj.tolist())) | set(zip(pj.tolist(), pi.tolist()))
     expected = {}
@@ -324,7 +324,7 @@ def test_columns_priced_in_reach_the_optimum_of_all_columns(d, eps, kind, data):
 @given(st.integers(2, 8), st.floats(0.1, 3.0), st.sampled_from(["binary", "monotone"]), st.data())
 @settings(max_examples=30)
 def test_universal_optimality_of_the_truncated_geometric_on_a_line(n, eps, kind, data):
-    # Seed 002 Thm 8 (Ghosh et al.): on a line, the truncated geometric with its optimal remap is optimal
+    # Chatzikokolakis et al. 2013 Thm 8 (Ghosh et al.): on a line, the truncated geometric with its optimal remap is optimal
     # for every prior and every loss monotone in |y − w|; auto uses it, and it equals the all-pairs LP.
     space = spaces.line(n)
     prior = data.draw(priors(n))

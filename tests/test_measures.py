@@ -1,4 +1,4 @@
-"""QIF measures (seed 001 §2.2, §6; seed 000 §3.4-3.5) and the d-privacy check (seed 000 Def 1)."""
+"""QIF measures (Alvim et al. 2015 §2.2, §6; ElSalamouny et al. 2014 §3.4-3.5) and the d-privacy check (ElSalamouny et al. 2014 Def 1)."""
 
 import itertools
 
@@ -76,7 +76,7 @@ def test_identity_and_constant_channels():
 
 @given(channel_and_prior())
 def test_utility_with_binary_gain_is_two_to_minus_conditional_min_entropy(hp):
-    """Seed 001 Prop 24: U(H, π, g_b) = 2^{−H∞(Y|Z)}."""
+    """Alvim et al. 2015 Prop 24: U(H, π, g_b) = 2^{−H∞(Y|Z)}."""
     h, p = hp
     u = utility(h, p).value
     assert u == pytest.approx(2.0 ** -conditional_min_entropy(h, p), rel=1e-12)
@@ -249,7 +249,7 @@ def sparse_graph_spaces(draw):
 
 @given(sparse_graph_spaces(), st.data())
 def test_graph_edges_suffice_on_larger_graphs(de, data):
-    """Seed 004 Prop 1: on a graph metric the adjacent pairs suffice."""
+    """ElSalamouny et al. 2013 Prop 1: on a graph metric the adjacent pairs suffice."""
     d, edges = de
     h = data.draw(stochastic_matrices(d.shape[0], 3, positive=True))
     space = spaces.from_graph(edges, nodes=range(d.shape[0]))
@@ -291,7 +291,7 @@ def test_check_privacy_small_cases():
 
 
 def test_infinite_distance_pairs_constrain_nothing():
-    # Point 0 is at infinite distance from 1 and 2 (extended metric, seed 002 §3): the channel may tell
+    # Point 0 is at infinite distance from 1 and 2 (extended metric, Chatzikokolakis et al. 2013 §3): the channel may tell
     # it apart freely; rows 1 and 2 are equal, so the channel is private for every ε.
     d = np.array([[0, np.inf, np.inf], [np.inf, 0, 1], [np.inf, 1, 0]])
     h = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])

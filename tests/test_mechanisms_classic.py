@@ -1,8 +1,8 @@
 """Classic noise mechanisms as channels: truncated geometric, exponential, randomized response, Laplace,
-and the maximal-leakage mechanism of seed 001 Prop 16.
+and the maximal-leakage mechanism of Alvim et al. 2015 Prop 16.
 
-Expected values come from the papers (matrices and utilities printed in seed 001 Tables 1 and 2, the
-matrix of Example 17 / Fig. 9, the λ(z) of seed 002 Fig 2 (iv)) or from independent derivations (the
+Expected values come from the papers (matrices and utilities printed in Alvim et al. 2015 Tables 1 and 2, the
+matrix of Example 17 / Fig. 9, the λ(z) of Chatzikokolakis et al. 2013 Fig 2 (iv)) or from independent derivations (the
 geometric distribution on ℤ clamped to the ends, Laplace CDF differences from scipy, Kronecker powers).
 """
 
@@ -44,7 +44,7 @@ def _sum_query_space(u: int, v: int) -> spaces.MetricSpace:
 
 
 def _clique_on_line(n: int) -> spaces.MetricSpace:
-    """A clique whose points are laid out on 0..n−1 (seed 001 Example 30)."""
+    """A clique whose points are laid out on 0..n−1 (Alvim et al. 2015 Example 30)."""
     return spaces.MetricSpace(1.0 - np.eye(n), coordinates=np.arange(n, dtype=float), name=f"clique-on-line:{n}")
 
 
@@ -52,7 +52,7 @@ def _clique_on_line(n: int) -> spaces.MetricSpace:
 # Truncated geometric
 # ---------------------------------------------------------------------------------------------
 
-# Seed 001 Table 2(a): truncated 1/2-geometric mechanism, counting query with 5 voters, ε = ln 2.
+# Alvim et al. 2015 Table 2(a): truncated 1/2-geometric mechanism, counting query with 5 voters, ε = ln 2.
 TABLE2_M1 = [
     [F(2, 3), F(1, 6), F(1, 12), F(1, 24), F(1, 48), F(1, 48)],
     [F(1, 3), F(1, 3), F(1, 6), F(1, 12), F(1, 24), F(1, 24)],
@@ -62,7 +62,7 @@ TABLE2_M1 = [
     [F(1, 48), F(1, 48), F(1, 24), F(1, 12), F(1, 6), F(2, 3)],
 ]
 
-# Seed 001 Table 1(a): "adapted truncated geometric" on a clique of 6 cities laid out on a line,
+# Alvim et al. 2015 Table 1(a): "adapted truncated geometric" on a clique of 6 cities laid out on a line,
 # ε = ln 2, printed to 3 decimals.
 TABLE1_M1 = [
     [0.534, 0.060, 0.053, 0.046, 0.040, 0.267],
@@ -79,7 +79,7 @@ def test_table2_truncated_geometric_matrix_and_utility():
     expected = np.array([[float(q) for q in row] for row in TABLE2_M1])
     np.testing.assert_allclose(ch.matrix, expected, rtol=0, atol=1e-15)
     assert ch.inputs == ch.outputs == list(range(6))
-    # Seed 001 §6.2: utility 4/9 for the uniform prior.
+    # Alvim et al. 2015 §6.2: utility 4/9 for the uniform prior.
     assert measures.utility(ch, uniform_prior(6)).value == pytest.approx(4 / 9, abs=1e-14)
 
 
@@ -95,7 +95,7 @@ def test_table1_adapted_truncated_geometric_on_clique():
     ch = truncated_geometric(space, epsilon=LN2)
     # Printed to 3 decimals: agree within one unit of the last printed digit.
     np.testing.assert_allclose(ch.matrix, TABLE1_M1, rtol=0, atol=1e-3)
-    # Seed 001 Example 30: U(M1) = 0.2243 (uniform) and 0.2415 for p = (1/10, 1/5, 1/5, 1/5, 1/5, 1/10).
+    # Alvim et al. 2015 Example 30: U(M1) = 0.2243 (uniform) and 0.2415 for p = (1/10, 1/5, 1/5, 1/5, 1/5, 1/10).
     assert measures.utility(ch, uniform_prior(6)).value == pytest.approx(0.2243, abs=5e-5)
     p = np.array([0.1, 0.2, 0.2, 0.2, 0.2, 0.1])
     assert measures.utility(ch, p).value == pytest.approx(0.2415, abs=5e-5)
@@ -120,7 +120,7 @@ def test_truncated_geometric_on_line_is_tight(n, eps):
 @given(k=st.integers(1, 9), q=st.floats(0.1, 3.0), eps=EPS)
 def test_truncated_geometric_matches_seed002_fig2_iv(k, q, eps):
     # TG_ε on q[0..k]: D(y)(z) = λ(z) e^{−ε|y−z|}, λ = e^{qε}/(e^{qε}+1) at the ends and
-    # (e^{qε}−1)/(e^{qε}+1) inside (seed 002 Fig 2 (iv)).
+    # (e^{qε}−1)/(e^{qε}+1) inside (Chatzikokolakis et al. 2013 Fig 2 (iv)).
     space = spaces.line(k + 1, step=q)
     y = q * np.arange(k + 1)
     lam = np.full(k + 1, (math.exp(q * eps) - 1) / (math.exp(q * eps) + 1))
@@ -204,7 +204,7 @@ def test_truncated_geometric_rejects_spaces_off_a_line():
 # Exponential mechanism
 # ---------------------------------------------------------------------------------------------
 
-# Seed 001 Table 2(b): eq. (17) on the ring of 6 answers at ε = ln 2 (the paper labels row 4 as "8").
+# Alvim et al. 2015 Table 2(b): eq. (17) on the ring of 6 answers at ε = ln 2 (the paper labels row 4 as "8").
 TABLE2_M2 = [[F(k, 21) for k in row] for row in (
     (8, 4, 2, 1, 2, 4), (4, 8, 4, 2, 1, 2), (2, 4, 8, 4, 2, 1),
     (1, 2, 4, 8, 4, 2), (2, 1, 2, 4, 8, 4), (4, 2, 1, 2, 4, 8),
@@ -270,7 +270,7 @@ def test_exponential_validates():
 
 
 def test_randomized_response_table1_m2():
-    # Seed 001 Table 1(b): 6 cities, ε = ln 2: 2/7 on the diagonal, 1/7 elsewhere; U = 0.2857 = 2/7.
+    # Alvim et al. 2015 Table 1(b): 6 cities, ε = ln 2: 2/7 on the diagonal, 1/7 elsewhere; U = 0.2857 = 2/7.
     ch = randomized_response(6, epsilon=LN2)
     expected = np.full((6, 6), 1 / 7) + np.eye(6) / 7
     np.testing.assert_allclose(ch.matrix, expected, rtol=0, atol=1e-15)
@@ -418,10 +418,10 @@ def test_laplace_sample_shapes_seeds_and_validation():
 
 
 # ---------------------------------------------------------------------------------------------
-# Maximal-leakage mechanism (seed 001 Prop 16, Example 17)
+# Maximal-leakage mechanism (Alvim et al. 2015 Prop 16, Example 17)
 # ---------------------------------------------------------------------------------------------
 
-# Seed 001 Fig. 9(a): Hamming distances between the datasets of Example 17, in the paper's order.
+# Alvim et al. 2015 Fig. 9(a): Hamming distances between the datasets of Example 17, in the paper's order.
 FIG9_ORDER = ["aa", "ab", "ac", "ba", "ca", "bb", "bc", "cb", "cc"]
 FIG9_DIST = [
     [0, 1, 1, 1, 1, 2, 2, 2, 2],
@@ -566,7 +566,7 @@ def test_the_exponential_mechanism_whose_entries_underflow_is_kept_by_its_log_en
     assert not m.is_dense
     assert not check_privacy(m.channel, space, epsilon=2.0).ok  # the float64 matrix, as it would be stored
     check = check_privacy(m, space, epsilon=2.0)
-    # a ring's rows share one normaliser: the mechanism is (ε/2)·d-private (seed 001 eq. 17)
+    # a ring's rows share one normaliser: the mechanism is (ε/2)·d-private (Alvim et al. 2015 eq. 17)
     assert check.ok and check.smallest_epsilon == pytest.approx(1.0, abs=1e-9)
     lg = m.log_rows(np.array([0]))[0]
     assert np.isfinite(lg).all() and np.exp(lg).sum() == pytest.approx(1.0, abs=1e-12)

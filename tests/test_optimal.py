@@ -1,7 +1,7 @@
 """Tests for dprivacy.mechanisms.optimal: the optimal ε·d-private mechanism by linear programming.
 
-Expected values come from the papers (seed 001 Tables 1 and 2), from closed forms of the theory
-(seed 000 Thm 2 / Thm 4: Σμ for d-regular priors when a tight-constraints mechanism exists; seed 002
+Expected values come from the papers (Alvim et al. 2015 Tables 1 and 2), from closed forms of the theory
+(ElSalamouny et al. 2014 Thm 2 / Thm 4: Σμ for d-regular priors when a tight-constraints mechanism exists; Chatzikokolakis et al. 2013
 Thm 10: the truncated geometric mechanism is optimal on a line for monotone losses), or from a short
 derivation written next to the assertion. None was produced by the code under test.
 """
@@ -32,7 +32,7 @@ from dprivacy.mechanisms.optimal import optimal_mechanism as _optimal_mechanism
 
 def optimal_mechanism(*args, **kwargs):
     """The linear program itself: these tests check the LP against the theory, so the shortcut that
-    ``method="auto"`` takes on a line (seed 002 Thm 8, tested in test_lp_engine.py) is not used."""
+    ``method="auto"`` takes on a line (Chatzikokolakis et al. 2013 Thm 8, tested in test_lp_engine.py) is not used."""
     kwargs.setdefault("method", "full")
     return _optimal_mechanism(*args, **kwargs)
 
@@ -47,14 +47,14 @@ LP_TOL = 1e-7
 
 
 def tight_constraints(space, eps):
-    """Seed 000 Def 6 / Prop 7: H = Φ diag(z) with Φ z = 1; returns (H, z)."""
+    """ElSalamouny et al. 2014 Def 6 / Prop 7: H = Φ diag(z) with Φ z = 1; returns (H, z)."""
     phi = constraints_matrix(space, epsilon=eps)
     z = np.linalg.solve(phi, np.ones(space.n))
     return phi * z[None, :], z
 
 
 def corner_mixture(space, eps, gamma):
-    """Seed 000 Prop 3: π = Σ γ_y c^y with corner priors c^y = Φ_y / Σ_y' φ_yy'; returns (π, μ) where
+    """ElSalamouny et al. 2014 Prop 3: π = Σ γ_y c^y with corner priors c^y = Φ_y / Σ_y' φ_yy'; returns (π, μ) where
     μ_y = γ_y / Σ_y' φ_yy' satisfies μΦ = π, μ ≥ 0."""
     phi = constraints_matrix(space, epsilon=eps)
     rows = phi.sum(axis=1)
@@ -64,7 +64,7 @@ def corner_mixture(space, eps, gamma):
 
 
 def truncated_geometric(n, eps, step=1.0):
-    """TG_ε on q[0..k] (seed 002 Fig. 2 (iv)): H[y, z] = λ(z) e^{−ε q |y−z|}, with
+    """TG_ε on q[0..k] (Chatzikokolakis et al. 2013 Fig. 2 (iv)): H[y, z] = λ(z) e^{−ε q |y−z|}, with
     λ = e^{qε}/(e^{qε}+1) at the two ends and (e^{qε}−1)/(e^{qε}+1) inside."""
     a = math.exp(-eps * step)
     lam = np.full(n, (1 - a) / (1 + a))
@@ -99,7 +99,7 @@ def dirichlet(draw, n):
 
 
 def test_seed001_table1_clique6_ln2_uniform_is_two_sevenths():
-    # Seed 001 Example 30 / Table 1 (b): clique of 6 answers, ε = ln 2, U(M2) = 2/7 is optimal for the
+    # Alvim et al. 2015 Example 30 / Table 1 (b): clique of 6 answers, ε = ln 2, U(M2) = 2/7 is optimal for the
     # uniform prior (Thm 27/28: 1 / Σ_d n_d e^{−εd} = 1 / (1 + 5/2)).
     r = optimal_mechanism(spaces.clique(6), np.full(6, 1 / 6), epsilon=LN2)
     assert r.solved and r.status == 0
@@ -109,20 +109,20 @@ def test_seed001_table1_clique6_ln2_uniform_is_two_sevenths():
 
 
 def test_seed001_table2_ring6_ln2_uniform_is_eight_21sts():
-    # Seed 001 Example 31 / Table 2 (b): ring of 6, ε = ln 2, 1 / (1 + 2/2 + 2/4 + 1/8) = 8/21.
+    # Alvim et al. 2015 Example 31 / Table 2 (b): ring of 6, ε = ln 2, 1 / (1 + 2/2 + 2/4 + 1/8) = 8/21.
     r = optimal_mechanism(spaces.ring(6), np.full(6, 1 / 6), epsilon=LN2)
     assert r.value == pytest.approx(8 / 21, abs=1e-9)
 
 
 def test_seed001_table2_line6_ln2_uniform_is_four_ninths():
-    # Seed 001 Example 31 / Table 2 (a): on the line the truncated 1/2-geometric mechanism is optimal
+    # Alvim et al. 2015 Example 31 / Table 2 (a): on the line the truncated 1/2-geometric mechanism is optimal
     # ([17]), utility 4/9 for the uniform prior.
     r = optimal_mechanism(spaces.line(6), np.full(6, 1 / 6), epsilon=LN2)
     assert r.value == pytest.approx(4 / 9, abs=1e-9)
 
 
 def test_seed001_example30_nonuniform_prior_lp_beats_m2():
-    # Seed 001 Example 30: for p(A) = p(F) = 1/10, p(B..E) = 1/5 the paper reports U(M2) = 0.2857 (M2 is
+    # Alvim et al. 2015 Example 30: for p(A) = p(F) = 1/10, p(B..E) = 1/5 the paper reports U(M2) = 0.2857 (M2 is
     # the tight-constraints mechanism of the clique). This prior is not regular (μ = πΦ⁻¹ has negative
     # entries), so M2 need not be optimal. Upper bound by hand: with x_w = H[w, w], privacy gives
     # H[y, w] ≥ x_w / 2, so each row y yields x_y + (1/2) Σ_{w≠y} x_w ≤ 1. Summing over the four middle
@@ -138,7 +138,7 @@ def test_seed001_example30_nonuniform_prior_lp_beats_m2():
 
 
 # ---------------------------------------------------------------------------------------------
-# Seed 000 Thm 2 / Thm 4: Σμ on the region of regular priors
+# ElSalamouny et al. 2014 Thm 2 / Thm 4: Σμ on the region of regular priors
 # ---------------------------------------------------------------------------------------------
 
 SPACES_WITH_TC = [
@@ -157,7 +157,7 @@ SPACES_WITH_TC = [
     data=st.data(),
 )
 def test_regular_prior_lp_equals_sum_mu(k, eps, data):
-    # Seed 000 Thm 2 bounds the utility of every ε·d-private mechanism by Σμ (μΦ = π, μ ≥ 0); Thm 4: a
+    # ElSalamouny et al. 2014 Thm 2 bounds the utility of every ε·d-private mechanism by Σμ (μΦ = π, μ ≥ 0); Thm 4: a
     # tight-constraints mechanism (which exists iff the uniform prior is regular, Prop 8) attains it for
     # every regular prior. So the LP optimum is exactly Σμ.
     space = SPACES_WITH_TC[k]
@@ -171,7 +171,7 @@ def test_regular_prior_lp_equals_sum_mu(k, eps, data):
 
 
 def test_uniform_prior_lp_equals_sum_mu_on_the_grid():
-    # Seed 000 Cor 3 / Thm 4 for the uniform prior on grid:4x4:manhattan at ε = 1 (the uniform prior is
+    # ElSalamouny et al. 2014 Cor 3 / Thm 4 for the uniform prior on grid:4x4:manhattan at ε = 1 (the uniform prior is
     # regular there: the grid's Φ is the Kronecker product of two lines').
     space = spaces.grid(4, 4, metric="manhattan")
     u = np.full(16, 1 / 16)
@@ -186,7 +186,7 @@ def test_uniform_prior_lp_equals_sum_mu_on_the_grid():
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(space=random_metric(n_min=2, n_max=6, allow_infinite=False), eps=st.sampled_from([0.3, 1.0, 2.5]), data=st.data())
 def test_thm2_bound_on_random_metrics(space, eps, data):
-    # Seed 000 Thm 2 holds on every metric (a tight-constraints mechanism need not exist): the LP optimum
+    # ElSalamouny et al. 2014 Thm 2 holds on every metric (a tight-constraints mechanism need not exist): the LP optimum
     # never exceeds Σμ for a regular prior, and is never below the prior vulnerability (the constant
     # channel is private) nor below the utility of the tight-constraints mechanism when it exists.
     pi, mu = corner_mixture(space, eps, dirichlet(data.draw, space.n))
@@ -202,7 +202,7 @@ def test_thm2_bound_on_random_metrics(space, eps, data):
 @settings(max_examples=25, deadline=None)
 @given(space=random_metric(n_min=2, n_max=6, allow_infinite=False), eps=st.sampled_from([0.4, 1.0, 3.0]))
 def test_uniform_prior_matches_the_library_tight_constraints_mechanism(space, eps):
-    # Seed 000 Cor 3: when a tight-constraints mechanism exists it is optimal for the uniform prior.
+    # ElSalamouny et al. 2014 Cor 3: when a tight-constraints mechanism exists it is optimal for the uniform prior.
     # Cross-checks the LP against dprivacy.mechanisms.tight (another module, built independently).
     tight = pytest.importorskip("dprivacy.mechanisms.tight")
     tc = tight.tight_constraints(space, epsilon=eps)
@@ -225,8 +225,8 @@ def test_prior_outside_region_lp_strictly_beats_tight_constraints_on_ring():
 
 
 def test_prior_outside_region_on_line_tg_stays_optimal_and_exceeds_sum_mu():
-    # On a line the tight-constraints mechanism is the truncated geometric one (seed 000 §6.1), which is
-    # optimal for *every* prior (seed 002 Thm 8/10; the binary loss is monotone). For a prior outside the
+    # On a line the tight-constraints mechanism is the truncated geometric one (ElSalamouny et al. 2014 §6.1), which is
+    # optimal for *every* prior (Chatzikokolakis et al. 2013 Thm 8/10; the binary loss is monotone). For a prior outside the
     # region μ has negative entries and Σμ is no bound (Lemma 1: U = Σμ − μ·s with μ·s < 0 possible).
     space = spaces.line(6)
     prior = np.array([0.5, 0.1, 0.1, 0.1, 0.1, 0.1])
@@ -238,14 +238,14 @@ def test_prior_outside_region_on_line_tg_stays_optimal_and_exceeds_sum_mu():
 
 
 # ---------------------------------------------------------------------------------------------
-# Loss version: seed 002 Thm 10 (truncated geometric universally optimal on a line)
+# Loss version: Chatzikokolakis et al. 2013 Thm 10 (truncated geometric universally optimal on a line)
 # ---------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("n, eps, step", [(6, LN2, 1.0), (8, 0.5, 1.0), (7, 1.0, 0.5)])
 @pytest.mark.parametrize("loss_kind", ["distance", "squared", "binary"])
 def test_loss_on_line_equals_truncated_geometric(n, eps, step, loss_kind):
-    # Seed 002 Thm 10 (f the identity on q[0..k], uniformly 1-sensitive): TG_ε remapped optimally is
+    # Chatzikokolakis et al. 2013 Thm 10 (f the identity on q[0..k], uniformly 1-sensitive): TG_ε remapped optimally is
     # optimal for every prior and every loss monotone in |y − w|.
     space = spaces.line(n, step=step)
     d = space.distances
@@ -271,7 +271,7 @@ def test_loss_and_negated_gain_agree():
 
 
 # ---------------------------------------------------------------------------------------------
-# Essential pairs vs all pairs (seed 004 Prop 1)
+# Essential pairs vs all pairs (ElSalamouny et al. 2013 Prop 1)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -306,7 +306,7 @@ def test_graph_metric_uses_edges_only():
     assert r.n_pairs == g.number_of_edges() == 15
     assert r.n_variables == 100
     assert r.n_constraints == 10 + 2 * 15 * 10
-    # The Petersen graph is distance-regular: seed 001 Thm 27/28 value 1 / Σ_d n_d e^{−εd}.
+    # The Petersen graph is distance-regular: Alvim et al. 2015 Thm 27/28 value 1 / Σ_d n_d e^{−εd}.
     assert r.value == pytest.approx(1 / (1 + 3 * math.exp(-1) + 6 * math.exp(-2)), abs=LP_TOL)
 
 
@@ -367,7 +367,7 @@ def test_epsilon_zero_gives_prior_vulnerability():
 
 
 def test_extended_metric_components_are_independent():
-    # Two disconnected lines of 3 (d = ∞ between them, seed 002 §3): outputs may tell the components apart,
+    # Two disconnected lines of 3 (d = ∞ between them, Chatzikokolakis et al. 2013 §3): outputs may tell the components apart,
     # so with the uniform prior the value is that of one line:3 with its uniform prior.
     space = spaces.from_graph([(0, 1), (1, 2), (3, 4), (4, 5)])
     assert space.is_extended
@@ -601,7 +601,7 @@ def test_auto_retries_a_stalled_decomposition_only_when_its_gap_is_wide(monkeypa
 def test_auto_returns_the_tent_channel_when_the_prior_is_regular():
     """grid:30x30 with the uniform prior (ε·d-regular at ε = 1): the tent LP's bracket closed at gap 6e-9
     before constraint generation started, which then ran the whole 300 s time limit. Auto now returns
-    that channel — the tight-constraints mechanism, optimal there (seed 000 Thm 4) — with its bracket;
+    that channel — the tight-constraints mechanism, optimal there (ElSalamouny et al. 2014 Thm 4) — with its bracket;
     a method asked for by name still runs."""
     from dprivacy.mechanisms.tight import tight_constraints
     from dprivacy.priors import regularity

@@ -1,9 +1,9 @@
 """One certified solve of Φx = b behind three front doors (dprivacy._kernels.phi_solve, _kernels.solve).
 
-Seed 000 Prop 8: a tight-constraints mechanism exists iff the uniform prior is ε·d-regular, with
+ElSalamouny et al. 2014 Prop 8: a tight-constraints mechanism exists iff the uniform prior is ε·d-regular, with
 z = |Y|·μ. The library must give this by construction — the same system, the same instructions — on
 every path (dense, exact fallback, singular Φ, closed forms, grids), not by two solvers whose tolerances
-happen to agree. Also: one description of a singular Φ (seed 004 App. B), one corner test (seed 000
+happen to agree. Also: one description of a singular Φ (ElSalamouny et al. 2013 App. B), one corner test (ElSalamouny et al. 2014
 Def 5) for dense spaces and grids, and honest certainty words.
 """
 
@@ -35,7 +35,7 @@ def sum_space(u: int, v: int) -> MetricSpace:
 
 
 def k44() -> MetricSpace:
-    """K_{4,4}: the cube with antipodal edges of seed 004 App. B is this graph; Φ is singular at e^{−ε} = 1/3."""
+    """K_{4,4}: the cube with antipodal edges of ElSalamouny et al. 2013 App. B is this graph; Φ is singular at e^{−ε} = 1/3."""
     return spaces.from_graph(nx.complete_bipartite_graph(4, 4))
 
 
@@ -115,7 +115,7 @@ def test_prop8_on_closed_forms_at_tiny_epsilon():
 
 
 # ---------------------------------------------------------------------------------------------
-# Singular Φ: one description (seed 004 App. B)
+# Singular Φ: one description (ElSalamouny et al. 2013 App. B)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -149,7 +149,7 @@ def test_singular_lp_path_is_not_called_certified():
 
 
 # ---------------------------------------------------------------------------------------------
-# Corner priors: one test for dense spaces and grids (seed 000 Def 5)
+# Corner priors: one test for dense spaces and grids (ElSalamouny et al. 2014 Def 5)
 # ---------------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""Planar Laplace mechanism (seed 002 §6.2; seed 000 §7.2; CCS 2013): sampler and exact grid channel.
+"""Planar Laplace mechanism (Chatzikokolakis et al. 2013 §6.2; ElSalamouny et al. 2014 §7.2; CCS 2013): sampler and exact grid channel.
 
 Reference values come from code paths independent of the library's edge quadrature: scipy's adaptive
 2-D cubature of the density ε²/(2π) e^{−ε‖z‖} in Cartesian coordinates, and the 1-D marginal of the

@@ -1,4 +1,4 @@
-"""Regular priors (seed 000 §4; seed 004 App. B): Φ, corner priors, the regularity test, sampling."""
+"""Regular priors (ElSalamouny et al. 2014 §4; ElSalamouny et al. 2013 App. B): Φ, corner priors, the regularity test, sampling."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ epsilons = st.floats(0.2, 3.0)
 
 
 # ---------------------------------------------------------------------------------------------
-# Φ and the corner priors (seed 000 Def 3, Def 5)
+# Φ and the corner priors (ElSalamouny et al. 2014 Def 3, Def 5)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -45,7 +45,7 @@ def test_extended_metric_gives_zero_constraints():
 
 @given(metric_spaces(min_n=1, max_n=7), epsilons)
 def test_corner_priors_are_regular_with_unit_mu(space, eps):
-    # Seed 000 Def 5: c^y = μΦ with μ = e_y / Σ_y' φ_yy'; its γ is e_y and c^y_y is Prop 2's upper bound.
+    # ElSalamouny et al. 2014 Def 5: c^y = μΦ with μ = e_y / Σ_y' φ_yy'; its γ is e_y and c^y_y is Prop 2's upper bound.
     c = corner_priors(space, epsilon=eps)
     phi = np.exp(-eps * space.distances)
     n = space.n
@@ -55,7 +55,7 @@ def test_corner_priors_are_regular_with_unit_mu(space, eps):
     assert np.all(np.diag(c)[:, None] >= c - 1e-15)
     t = RegularityTester(space, epsilon=eps)
     if t.nullity:
-        return  # μ not unique: covered by the seed 004 App. B tests
+        return  # μ not unique: covered by the ElSalamouny et al. 2013 App. B tests
     # A corner lies on the boundary of the region (μ has exact zeros): whether the *rounded* corner is
     # inside or outside is a matter of rounding. The float solve of the shared kernel has an error bound
     # that covers its actual error against the exact solution for the float Φ̃ and the float corner
@@ -133,7 +133,7 @@ def test_point_mass_is_not_regular():
 def test_uniform_prior_on_a_line_of_three(eps):
     # Φ^{-1} of the geometric kernel is tridiagonal: (1/(1−α²)) [[1, −α, 0], [−α, 1+α², −α], [0, −α, 1]],
     # so μ = (1/3)(1 − α, (1 − α)², 1 − α)/(1 − α²) ≥ 0: regular for every ε (the truncated
-    # geometric mechanism exists, seed 000 Prop 8).
+    # geometric mechanism exists, ElSalamouny et al. 2014 Prop 8).
     a = math.exp(-eps)
     mu = np.array([1 - a, (1 - a) ** 2, 1 - a]) / (3 * (1 - a * a))
     r = regularity(spaces.line(3), np.full(3, 1 / 3), epsilon=eps)
@@ -142,7 +142,7 @@ def test_uniform_prior_on_a_line_of_three(eps):
 
 
 # ---------------------------------------------------------------------------------------------
-# Identities on random regular priors (seed 000 Props 1–3)
+# Identities on random regular priors (ElSalamouny et al. 2014 Props 1–3)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -218,12 +218,12 @@ def test_not_regular_when_mu_has_negative_entries(space, eps, seed):
 
 
 # ---------------------------------------------------------------------------------------------
-# Seed 004 Appendix B: a singular Φ
+# ElSalamouny et al. 2013 Appendix B: a singular Φ
 # ---------------------------------------------------------------------------------------------
 
 
 def _appendix_b_space():
-    """The cube 2^3 plus an edge between each pair of antipodal nodes (seed 004 Fig 7), nodes in
+    """The cube 2^3 plus an edge between each pair of antipodal nodes (ElSalamouny et al. 2013 Fig 7), nodes in
     Gray-code order so that consecutive nodes are adjacent in the cube."""
     g = nx.hypercube_graph(3)
     for a in list(g.nodes):
@@ -247,7 +247,7 @@ def test_appendix_b_graph_and_dependence():
 def test_appendix_b_spectrum(alpha):
     # Φ = I + α A + α² (distance-2 matrix): the graph is K_{4,4}, so the eigenvalues are
     # (1+α)(1+3α) (once), (1−α)(1−3α) (once) and 1−α² (six times): Φ is invertible for every
-    # α ∈ (0, 1) except 1/3 — in particular for α ≤ 1/7 as seed 004 App. B states.
+    # α ∈ (0, 1) except 1/3 — in particular for α ≤ 1/7 as ElSalamouny et al. 2013 App. B states.
     s = _appendix_b_space()
     phi = constraints_matrix(s, epsilon=-math.log(alpha))
     lam = np.sort(np.linalg.eigvalsh(phi))

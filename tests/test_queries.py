@@ -2,7 +2,7 @@
 
 References are computed independently of the module: per-database Python loops for the queries, a
 double loop over database pairs for the induced graph, Floyd–Warshall for graph distances, and the
-definitions of seed 002 Def 4–5 checked on *all* pairs of databases (the module uses essential pairs).
+definitions of Chatzikokolakis et al. 2013 Def 4–5 checked on *all* pairs of databases (the module uses essential pairs).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def random_channel(rng, n, m=None, zeros=False):
 
 
 def brute_sensitivity(answers_idx, dX, dY):
-    """max over all pairs x ≠ x' at finite d_X of d_Y(f x, f x') / d_X(x, x') (seed 002 Def 4)."""
+    """max over all pairs x ≠ x' at finite d_X of d_Y(f x, f x') / d_X(x, x') (Chatzikokolakis et al. 2013 Def 4)."""
     best = 0.0
     n = dX.shape[0]
     for a in range(n):
@@ -78,7 +78,7 @@ def brute_sensitivity(answers_idx, dX, dY):
 
 
 def brute_uniform(answers_idx, dX, dY, delta, rtol=1e-9):
-    """Seed 002 Def 5 with Δ-expansive pairs collected over *all* database pairs."""
+    """Chatzikokolakis et al. 2013 Def 5 with Δ-expansive pairs collected over *all* database pairs."""
     m = dY.shape[0]
     w = np.full((m, m), np.inf)
     np.fill_diagonal(w, 0.0)
@@ -335,7 +335,7 @@ class TestInducedGraph:
         assert sorted(nxg.edges) == [(0, 1), (1, 2), (2, 3)]
 
     def test_most_frequent_is_a_clique(self):
-        # seed 001 Example 30: "every two answers are neighbors, so the graph ... is a clique"
+        # Alvim et al. 2015 Example 30: "every two answers are neighbors, so the graph ... is a clique"
         for u in (1, 2, 3, 4):
             U = q.universe(u, 4)
             S = q.induced_space(q.most_frequent(U, candidates=[0, 1, 2]), U)  # value 3: another candidate
@@ -360,7 +360,7 @@ class TestInducedGraph:
 
 
 # ---------------------------------------------------------------------------------------------
-# Closed forms (seed 000 §7.1) against enumeration
+# Closed forms (ElSalamouny et al. 2014 §7.1) against enumeration
 # ---------------------------------------------------------------------------------------------
 
 
@@ -465,7 +465,7 @@ class TestClosedForms:
 
 
 # ---------------------------------------------------------------------------------------------
-# Sensitivity and uniform sensitivity (seed 002 Def 4–5, Thm 6, Thm 11–13, Prop 4–5)
+# Sensitivity and uniform sensitivity (Chatzikokolakis et al. 2013 Def 4–5, Thm 6, Thm 11–13, Prop 4–5)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -477,7 +477,7 @@ class TestSensitivity:
         line = lambda a: q.answer_line(a)  # noqa: E731
         assert q.sensitivity(q.count(U), H, q.count_space(u)) == 1
         assert q.sensitivity(q.total(U), H, line(q.total(U))) == v - 1  # values 0..v-1
-        U5 = q.universe(2, 5 + 1)  # values 0..5 as in sum:U,5 (seed 000 §7.1): sensitivity 5
+        U5 = q.universe(2, 5 + 1)  # values 0..5 as in sum:U,5 (ElSalamouny et al. 2014 §7.1): sensitivity 5
         assert q.sensitivity(q.total(U5), U5.hamming(), line(q.total(U5))) == 5
         assert q.sensitivity(q.average(U), H, line(q.average(U))) == pytest.approx((v - 1) / u)
         assert q.sensitivity(q.percentile(U, 50), H, line(q.percentile(U, 50))) == v - 1
@@ -492,7 +492,7 @@ class TestSensitivity:
 
     @pytest.mark.parametrize("name", sorted(QUERY_CASES))
     def test_every_query_is_uniformly_1_sensitive_wrt_its_induced_graph(self, name):
-        # seed 000 §3.2: any f is uniformly 1-sensitive wrt d_h, d_{~f}
+        # ElSalamouny et al. 2014 §3.2: any f is uniformly 1-sensitive wrt d_h, d_{~f}
         for U in (q.universe(2, 3), q.universe(3, 3), q.universe(2, 3, null=True)):
             ans = QUERY_CASES[name](U)
             r = q.is_uniformly_sensitive(ans, U.hamming(), q.induced_space(ans, U))
@@ -546,7 +546,7 @@ class TestSensitivity:
         r = q.is_uniformly_sensitive(ans, X, Y)
         assert r.ok == brute_uniform(idx, X.distances, Y.distances, s)
 
-    # -- seed 002 §5–6 ---------------------------------------------------------------------------
+    # -- Chatzikokolakis et al. 2013 §5–6 ---------------------------------------------------------------------------
     @pytest.mark.parametrize("u,k", [(2, 2), (2, 3), (3, 2)])
     def test_thm12_and_thm13_on_integer_values(self, u, k):
         U = q.universe(u, k + 1, null=True)  # V = [0..k]_∅, q = 1
@@ -579,7 +579,7 @@ class TestSensitivity:
             assert r.ok and r.delta == pytest.approx(qs * k), r.reason
 
     def test_exact_average_is_not_uniformly_1_sensitive(self):
-        # Disagreement with seed 002 Thm 12–13 under the exact-mean reading of avg (see average()).
+        # Disagreement with Chatzikokolakis et al. 2013 Thm 12–13 under the exact-mean reading of avg (see average()).
         U = q.universe(2, 3, null=True)
         ans = q.average(U)
         Y = q.answer_line(ans)
@@ -610,7 +610,7 @@ class TestSensitivity:
 
 
 # ---------------------------------------------------------------------------------------------
-# Oblivious mechanisms: seed 000 Thm 1 / Cor 1, seed 002 Thm 6 and Fact 5, numerically
+# Oblivious mechanisms: ElSalamouny et al. 2014 Thm 1 / Cor 1, Chatzikokolakis et al. 2013 Thm 6 and Fact 5, numerically
 # ---------------------------------------------------------------------------------------------
 
 
@@ -631,7 +631,7 @@ class TestOblivious:
 
     @pytest.mark.parametrize("name", sorted(QUERY_CASES))
     def test_cor1_smallest_epsilons_agree(self, name):
-        # H is ε·d_{~f}-private iff H∘f is ε·d_h-private (seed 000 Cor 1), so the smallest ε coincide
+        # H is ε·d_{~f}-private iff H∘f is ε·d_h-private (ElSalamouny et al. 2014 Cor 1), so the smallest ε coincide
         rng = np.random.default_rng(sum(map(ord, name)))
         U = q.universe(3, 3)
         ans = QUERY_CASES[name](U)

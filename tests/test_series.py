@@ -1,4 +1,4 @@
-"""Releasing a series of readings under d1 / d∞ on values (seed 002 §6.1): the noise law, the stated
+"""Releasing a series of readings under d1 / d∞ on values (Chatzikokolakis et al. 2013 §6.1): the noise law, the stated
 accuracy, the per-period aggregates, real glucose readings, and bad input (nothing written). The privacy attacks
 found on series are kept as tests in tests/attacks/test_attack_series.py (issue #30)."""
 

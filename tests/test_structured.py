@@ -166,7 +166,7 @@ def test_manhattan_closed_form(w, h, step, eps):
 
 @pytest.mark.parametrize("metric", METRICS)
 def test_line_grid_is_the_truncated_geometric(metric):
-    # A W×1 grid is a line; its tight-constraints mechanism is the truncated geometric (seed 000 §6.1).
+    # A W×1 grid is a line; its tight-constraints mechanism is the truncated geometric (ElSalamouny et al. 2014 §6.1).
     grid = GridSpace(12, 1, metric=metric, step=0.7)
     res = tight_constraints_grid(grid, epsilon=0.9, tol=1e-13)
     tg = truncated_geometric(line(12, step=0.7), epsilon=0.9)
@@ -324,7 +324,7 @@ def test_implicit_utility_and_leakage_equal_dense_measures(w, h, metric, eps, da
 
 
 def test_utility_of_a_regular_prior_is_sum_mu():
-    # seed 000 Thm 2 / Thm 4: for π = μΦ with μ ≥ 0 the tight-constraints mechanism (identity remap)
+    # ElSalamouny et al. 2014 Thm 2 / Thm 4: for π = μΦ with μ ≥ 0 the tight-constraints mechanism (identity remap)
     # attains U = Σμ; the optimal remap cannot do better.
     grid = GridSpace(15, 11, metric="euclidean")
     eps = 1.0

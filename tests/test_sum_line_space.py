@@ -1,4 +1,4 @@
-"""``sum:U,V`` as a matrix-free space (seed 000 §7.1): the SumLineSpace's metric and edges, the front doors'
+"""``sum:U,V`` as a matrix-free space (ElSalamouny et al. 2014 §7.1): the SumLineSpace's metric and edges, the front doors'
 sum-line path against the dense solvers, the implicit mechanism's measures against its dense rows, and the
 command line on a sum far too large for a dense matrix."""
 
@@ -88,7 +88,7 @@ def test_front_doors_on_the_sum_line_agree_with_the_dense_solvers(u, v, eps, see
         assert a.mu_sum == pytest.approx(b.mu_sum, rel=1e-8)
 
 
-@pytest.mark.parametrize("u", [60, pytest.param(150, marks=pytest.mark.slow)])  # 150: seed 000 Fig 6a (the dense
+@pytest.mark.parametrize("u", [60, pytest.param(150, marks=pytest.mark.slow)])  # 150: ElSalamouny et al. 2014 Fig 6a (the dense
 def test_the_threshold_on_the_sum_line_is_the_dense_one(u):  # search on its 751 answers takes 20–50 s: slow)
     sp = sum_space(u, 5)  # 301 answers, above SUM_LINE_MIN_ANSWERS: the sum-line path
     assert isinstance(sp, SumLineSpace)
@@ -160,7 +160,7 @@ def test_the_command_line_designs_thresholds_and_tests_priors_on_a_large_sum(cap
     code, r, err = _cli(capsys, "design", "sum:30000,5", "--epsilon", "2", "--mechanism", "tight-constraints")
     assert code == 0, err
     assert r["n"] == 150_001 and r["exists"] and r["is_private"] and r["implicit"] and r["certainty"] == "certified"
-    # the uniform prior: utility Σz/n and leakage log2 Σz (seed 000 Thm 2, Prop 8), from the same z
+    # the uniform prior: utility Σz/n and leakage log2 Σz (ElSalamouny et al. 2014 Thm 2, Prop 8), from the same z
     z = dprivacy.tight_constraints(sum_space(30000, 5), epsilon=2.0).z
     assert r["utility"] == pytest.approx(z.sum() / z.size, rel=1e-10)
     assert r["min_entropy_leakage_bits"] == pytest.approx(math.log2(z.sum()), rel=1e-10)
@@ -185,7 +185,7 @@ def test_the_command_line_designs_thresholds_and_tests_priors_on_a_large_sum(cap
 def test_where_the_sum_line_certificates_cannot_decide_auto_still_does():
     """Found by a new-user check: sum:1,V (a clique) came back 'undecided' (its Φ is positive definite but not
     its circulant embedding), and sum:4,100's threshold and a Gaussian prior on sum:150,5 at ε = 0.5 were left
-    uncertified, where the dense path certifies them. A clique is now solved in closed form (seed 000 Prop 9),
+    uncertified, where the dense path certifies them. A clique is now solved in closed form (ElSalamouny et al. 2014 Prop 9),
     and an undecided sum-line answer on up to SUM_LINE_DENSE_FALLBACK answers goes to the dense solver."""
     for v in (100, 1_000_000):
         r = dprivacy.tight_constraints(sum_space(1, v), epsilon=1.0)
@@ -229,7 +229,7 @@ def test_at_a_tolerance_the_fft_search_cannot_certify_auto_falls_back_to_the_den
 
 @pytest.mark.parametrize("w, h, metric", [(1, 7, "euclidean"), (7, 1, "chebyshev"), (1, 300, "euclidean")])
 def test_a_one_row_grid_is_a_line(w, h, metric):
-    """threshold grid:1x7 gave an uncertified upper bound where line:7 says 'exists for every ε' (seed 000 §6.1)."""
+    """threshold grid:1x7 gave an uncertified upper bound where line:7 says 'exists for every ε' (ElSalamouny et al. 2014 §6.1)."""
     from dprivacy import spaces
 
     g = spaces.grid(w, h, metric=metric)

@@ -1,4 +1,4 @@
-"""Private answers on real tables (issue 12; seed 002 §5). The privacy attacks found on query and its budget ledger
+"""Private answers on real tables (issue 12; Chatzikokolakis et al. 2013 §5). The privacy attacks found on query and its budget ledger
 are kept as tests in tests/attacks/ (issue #30)."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def test_stated_accuracy_is_exact():
 
 
 def test_count_mechanism_is_the_lp_optimum_on_a_small_case():
-    """The truncated geometric that `query` uses for counts is optimal (seed 002 Thm 8): on the answers
+    """The truncated geometric that `query` uses for counts is optimal (Chatzikokolakis et al. 2013 Thm 8): on the answers
     0..6 of a count, its utility for the uniform prior equals the LP optimum."""
     sp = spaces.line(7)
     prior = np.full(7, 1 / 7)

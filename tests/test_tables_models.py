@@ -1,4 +1,4 @@
-"""Privacy models, k-counts, invalid values and mechanisms of `dprivacy query` (issue 12; seed 002 §5)."""
+"""Privacy models, k-counts, invalid values and mechanisms of `dprivacy query` (issue 12; Chatzikokolakis et al. 2013 §5)."""
 
 from __future__ import annotations
 
@@ -140,7 +140,7 @@ def test_cli_privacy_models_and_kcount(tmp_path):
 def test_optimal_with_a_prior_is_the_lp_optimum_for_the_absolute_error(tmp_path):
     """--mechanism optimal = the truncated geometric + the Bayes remap for |error|: on a count of 6 rows
     its expected |error| under a lumpy prior equals the LP optimum over all ε-DP mechanisms on 0..6
-    (seed 002 Thm 8: the truncated geometric is universally optimal)."""
+    (Chatzikokolakis et al. 2013 Thm 8: the truncated geometric is universally optimal)."""
     from dprivacy import spaces
     from dprivacy.data.tables import bayes_remap_abs, truncated_geometric_rows
     from dprivacy.mechanisms.optimal import optimal_mechanism

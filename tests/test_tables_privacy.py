@@ -135,7 +135,7 @@ def test_tight_constraints_is_refused_off_a_path_and_prior_needs_optimal(tmp_pat
     t = _csv(tmp_path / "t.csv", "v", [1, 2, 3])
     with pytest.raises(ValueError, match="not a path"):
         run_query(t, parse_query("percentile:v:50"), epsilon=1.0, bounds=(0, 3), mechanism="tight-constraints")
-    # sum and avg under d_h: the tight-constraints mechanism on the sum's answer graph (seed 000 §7.1)
+    # sum and avg under d_h: the tight-constraints mechanism on the sum's answer graph (ElSalamouny et al. 2014 §7.1)
     for q in ("sum:v", "avg:v"):
         r = run_query(t, parse_query(q), epsilon=1.0, bounds=(0, 3), mechanism="tight-constraints", rng=0)
         assert r.mechanism == "tight-constraints" and r.solver["certainty"] == "certified"
@@ -313,7 +313,7 @@ def _priors(n: int) -> dict:
 
 def _assert_lp_optimal(result, ans, X, eps):
     """TG on run_query's grid, at its α, is ε·d_X-private for f and its expected |error| equals the LP
-    optimum over H_f(ε·d_X) for several priors (seed 002 Def 7: optimal for the prior and the loss)."""
+    optimum over H_f(ε·d_X) for several priors (Chatzikokolakis et al. 2013 Def 7: optimal for the prior and the loss)."""
     lo, hi = result.answer_range
     step = result.answer_step
     rows = truncated_geometric_rows(result.noise_alpha, lo, hi)

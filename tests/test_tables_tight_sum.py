@@ -1,4 +1,4 @@
-"""The tight-constraints mechanism on a sum query's answer graph, matrix-free (issue 12; seed 000 Def 6,
+"""The tight-constraints mechanism on a sum query's answer graph, matrix-free (issue 12; ElSalamouny et al. 2014 Def 6,
 Prop 6-8, Thm 4, §7.1): existence against the dense solver, the threshold, exact sampling of one row, and
 the query command on a real table. The delivered ε that read the data is kept with the other privacy attacks in
 tests/attacks/test_attack_query.py (issue #30)."""

@@ -1,4 +1,4 @@
-"""Tests for the tight-constraints mechanism (seed 000 §6) and the threshold ε* (seed 000 §7.1)."""
+"""Tests for the tight-constraints mechanism (ElSalamouny et al. 2014 §6) and the threshold ε* (ElSalamouny et al. 2014 §7.1)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from dprivacy.threshold import tight_threshold
 
 
 def sum_space(u: int, v: int) -> MetricSpace:
-    """Answers 0..uv of a sum query; adjacent iff |i − j| ≤ v, so d = ceil(|i − j| / v) (seed 000 §7.1)."""
+    """Answers 0..uv of a sum query; adjacent iff |i − j| ≤ v, so d = ceil(|i − j| / v) (ElSalamouny et al. 2014 §7.1)."""
     x = np.arange(u * v + 1)
     d = np.ceil(np.abs(x[:, None] - x[None, :]) / v)
     i, j = np.nonzero(np.triu(d == 1))
@@ -41,7 +41,7 @@ def sum_space(u: int, v: int) -> MetricSpace:
 
 
 def uniform_is_regular(phi: np.ndarray) -> bool:
-    """Seed 000 Def 4 for the uniform prior, as an LP: is there μ ≥ 0 with μΦ = u?"""
+    """ElSalamouny et al. 2014 Def 4 for the uniform prior, as an LP: is there μ ≥ 0 with μΦ = u?"""
     n = phi.shape[0]
     lp = linprog(np.zeros(n), A_eq=phi.T, b_eq=np.full(n, 1.0 / n), bounds=[(0, None)] * n, method="highs")
     assert lp.status in (0, 2), lp.message
@@ -60,7 +60,7 @@ def truncated_geometric(n: int, eps: float) -> np.ndarray:
 
 
 def cube_with_antipodes() -> MetricSpace:
-    """Seed 004 App. B, Fig. 7: the 3-cube plus an edge between antipodal vertices."""
+    """ElSalamouny et al. 2013 App. B, Fig. 7: the 3-cube plus an edge between antipodal vertices."""
     g = nx.hypercube_graph(3)
     for u in list(g.nodes):
         g.add_edge(u, tuple(1 - b for b in u))
@@ -68,7 +68,7 @@ def cube_with_antipodes() -> MetricSpace:
 
 
 def assert_tight_mechanism(res: TightConstraintsResult, space: MetricSpace, eps: float) -> None:
-    """What every existing tight-constraints mechanism must satisfy (seed 000 Def 6, Props 6–7)."""
+    """What every existing tight-constraints mechanism must satisfy (ElSalamouny et al. 2014 Def 6, Props 6–7)."""
     assert res.exists and res.channel is not None
     h = res.channel.matrix
     phi = constraints_matrix(space, epsilon=eps)
@@ -91,7 +91,7 @@ def assert_tight_mechanism(res: TightConstraintsResult, space: MetricSpace, eps:
 @pytest.mark.parametrize("n", [1, 2, 3, 8])
 @pytest.mark.parametrize("eps", [0.05, 0.7, 2.5])
 def test_line_is_truncated_geometric(n, eps):
-    """Seed 000 §6.1: on a line (counting query) the tight-constraints mechanism is the truncated geometric."""
+    """ElSalamouny et al. 2014 §6.1: on a line (counting query) the tight-constraints mechanism is the truncated geometric."""
     sp = spaces.line(n)
     res = tight_constraints(sp, epsilon=eps)
     assert res.exists and res.decided
@@ -198,7 +198,7 @@ def test_exact_method_agrees_with_truncated_geometric():
 
 
 # ---------------------------------------------------------------------------------------------
-# singular Φ (seed 004 App. B)
+# singular Φ (ElSalamouny et al. 2013 App. B)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -353,7 +353,7 @@ def test_threshold_symmetric_space_needs_no_solve():
 
 
 def test_threshold_line_has_no_lower_end():
-    """The truncated geometric is tight-constraints for every ε (seed 000 §6.1): the closed form says
+    """The truncated geometric is tight-constraints for every ε (ElSalamouny et al. 2014 §6.1): the closed form says
     ε* = 0; the bracketing search on a line whose metric is not recognised as a path finds no certified lo."""
     r = tight_threshold(spaces.line(10), scan=4)
     assert r.certified and r.epsilon_star == 0.0 and r.always_exists
@@ -408,7 +408,7 @@ def test_threshold_is_zero_on_lines_and_manhattan_grids(make):
 
 
 def test_above_the_inverse_limit_a_decision_is_only_verified_numerically(monkeypatch):
-    """Seed 000 Prop 7 decided with LAPACK's condition estimate is not certified: above INVERSE_LIMIT
+    """ElSalamouny et al. 2014 Prop 7 decided with LAPACK's condition estimate is not certified: above INVERSE_LIMIT
     points the result says "estimated" and the mechanism's certificate is not rigorous."""
     import dprivacy._kernels.phi_solve as phi_solve
     import dprivacy.mechanisms.tight as tight

@@ -5,17 +5,17 @@ paper and result it implements, and the certificate the value rests on (the vect
 prior, the numbers n_d of a symmetric space, the closed form's parameters). Leakages are in bits
 (log2), ε is in natural-log units (DESIGN.md).
 
-Sources (``../shared/papers``):
+Sources (the five papers of the bibliography):
 
-* seed 000 = 000_455db39b8f235120.txt (ElSalamouny, Chatzikokolakis, Palamidessi 2014): Thm 2, Prop 5,
+* ElSalamouny et al. 2014 = ElSalamouny et al. 2014 (ElSalamouny, Chatzikokolakis, Palamidessi 2014): Thm 2, Prop 5,
   Cor 2, Thm 3, and the tightness condition Φ diag(HR) = 1.
-* seed 001 = 001_c2128648fe62df4d.txt (Alvim et al., J. Computer Security 2015): Thm 12, Thm 15
+* Alvim et al. 2015 = Alvim et al. 2015 (Alvim et al., J. Computer Security 2015): Thm 12, Thm 15
   (Bnd(u, v, ε)), Prop 20, Prop 21, Thm 27.
 
-The seed 001 results are stated for distance-regular or vertex-transitive graphs; what they use is
-that the number n_d of points at distance d from a point does not depend on the point (seed 001
-Prop 5), i.e. ball-size symmetry (seed 000 Def 7). On such a space Φ has the constant row sum
-S = Σ_d n_d e^{−εd}, so the uniform prior is regular with μ = 1/(nS) and seed 000 Thm 2 and Cor 2 give
+The Alvim et al. 2015 results are stated for distance-regular or vertex-transitive graphs; what they use is
+that the number n_d of points at distance d from a point does not depend on the point (Alvim et al. 2015
+Prop 5), i.e. ball-size symmetry (ElSalamouny et al. 2014 Def 7). On such a space Φ has the constant row sum
+S = Σ_d n_d e^{−εd}, so the uniform prior is regular with μ = 1/(nS) and ElSalamouny et al. 2014 Thm 2 and Cor 2 give
 the same bounds for any metric, not only graph metrics. The functions here accept any ball-size
 symmetric :class:`~dprivacy.spaces.MetricSpace` on that ground.
 """
@@ -51,8 +51,8 @@ __all__ = [
 ]
 
 _LN2 = math.log(2.0)
-SEED000 = "seed 000 (000_455db39b8f235120.txt)"
-SEED001 = "seed 001 (001_c2128648fe62df4d.txt)"
+SEED000 = "ElSalamouny et al. 2014 (ElSalamouny et al. 2014)"
+SEED001 = "Alvim et al. 2015 (Alvim et al. 2015)"
 
 
 @dataclass(frozen=True)
@@ -86,10 +86,10 @@ class BoundResult(Result):
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Thm 2, Prop 5,
        Cor 2, Thm 3.
-    .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [2] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Thm 12, 15,
        27, Prop 20, 21.
     """
@@ -129,12 +129,12 @@ def _regularity(space, prior, epsilon, tester) -> RegularityResult:
 
 
 # ---------------------------------------------------------------------------------------------
-# Seed 000: bounds for regular priors
+# ElSalamouny et al. 2014: bounds for regular priors
 # ---------------------------------------------------------------------------------------------
 
 
 def utility_bound(space: MetricSpace, prior, *, epsilon: float, tester: RegularityTester | None = None) -> BoundResult:
-    r"""Upper bound on the utility of every ε·d-private mechanism for a regular prior (seed 000 Thm 2).
+    r"""Upper bound on the utility of every ε·d-private mechanism for a regular prior (ElSalamouny et al. 2014 Thm 2).
 
     For π = μΦ with μ ≥ 0, every ε·d-private H : Y → Z and every remap R : Z → Y satisfy
     U(H, π, R) = Σ_y π_y (HR)_{yy} ≤ Σ_y μ_y = Σ_y γ_y / Σ_{y'} φ_{yy'} (binary gain). When Φ is
@@ -158,10 +158,10 @@ def utility_bound(space: MetricSpace, prior, *, epsilon: float, tester: Regulari
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Lemma 1, Thm 2
        (utility upper bound).
-    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Thm 1.
     """
     reg = _regularity(space, prior, epsilon, tester)
@@ -179,18 +179,18 @@ def _from_regularity(reg: RegularityResult, formula: float, quantity: str, sourc
 
 def leakage_bound(space: MetricSpace, prior, *, epsilon: float, tester: RegularityTester | None = None) -> BoundResult:
     r"""Upper bound on the min-entropy leakage of every ε·d-private mechanism for a regular prior:
-    L(H, π) ≤ log2(Σ_y μ_y / max_y π_y) bits (seed 000 Prop 5; seed 004 Prop 6).
+    L(H, π) ≤ log2(Σ_y μ_y / max_y π_y) bits (ElSalamouny et al. 2014 Prop 5; ElSalamouny et al. 2013 Prop 6).
 
-    It follows from Thm 2 and L(H, π) = log2(U(H, π, R̂) / max π) for an optimal remap R̂ (seed 000
+    It follows from Thm 2 and L(H, π) = log2(U(H, π, R̂) / max π) for an optimal remap R̂ (ElSalamouny et al. 2014
     Prop 4). ``formula_value`` holds the same formula when π is not regular but μ is unique (the
-    published Example 3 of seed 000 evaluates it so).
+    published Example 3 of ElSalamouny et al. 2014 evaluates it so).
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Prop 4, Prop 5
        (min-mutual information upper bound).
-    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Prop 6.
     """
     p = as_prior(prior)
@@ -201,17 +201,17 @@ def leakage_bound(space: MetricSpace, prior, *, epsilon: float, tester: Regulari
 
 def uniform_leakage_bound(space: MetricSpace, *, epsilon: float, tester: RegularityTester | None = None) -> BoundResult:
     r"""Upper bound on the min-entropy leakage of every ε·d-private mechanism for *every* prior,
-    when the uniform prior u is regular: L(H, π) ≤ log2(|Y| Σ_y μ_y) with μΦ = u (seed 000 Cor 2).
+    when the uniform prior u is regular: L(H, π) ≤ log2(|Y| Σ_y μ_y) with μΦ = u (ElSalamouny et al. 2014 Cor 2).
 
-    Holds because leakage is maximized by the uniform prior (Braun et al., recalled in seed 000 §5.2).
-    Not applicable when u is not regular (then no tight-constraints mechanism exists either, seed 000
+    Holds because leakage is maximized by the uniform prior (Braun et al., recalled in ElSalamouny et al. 2014 §5.2).
+    Not applicable when u is not regular (then no tight-constraints mechanism exists either, ElSalamouny et al. 2014
     Prop 8).
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Cor 2.
-    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Cor 1.
     """
     n = space.n
@@ -226,18 +226,18 @@ def uniform_leakage_bound(space: MetricSpace, *, epsilon: float, tester: Regular
 
 def database_leakage_bound(u: int, v: int, *, epsilon: float) -> BoundResult:
     r"""Upper bound on the min-entropy leakage about the database of every ε-differentially private
-    mechanism on V^u, for every prior: L(K, π) ≤ u log2(v e^ε / (v − 1 + e^ε)) bits (seed 000 Thm 3).
+    mechanism on V^u, for every prior: L(K, π) ≤ u log2(v e^ε / (v − 1 + e^ε)) bits (ElSalamouny et al. 2014 Thm 3).
 
-    It is seed 000 Cor 2 on the Hamming space (V^u, ε d_h), where μ = (e^ε / (v (v − 1 + e^ε)))^u · 1
-    satisfies μΦ = u; the same value as seed 001 Thm 15 (:func:`bnd`). Computed as
+    It is ElSalamouny et al. 2014 Cor 2 on the Hamming space (V^u, ε d_h), where μ = (e^ε / (v (v − 1 + e^ε)))^u · 1
+    satisfies μΦ = u; the same value as Alvim et al. 2015 Thm 15 (:func:`bnd`). Computed as
     u (log2 v − log2(1 + (v − 1) e^{−ε})) so that large u or ε do not overflow.
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Thm 3
        (min-entropy leakage about the database).
-    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Thm 2.
     """
     u = check_positive_int(u, name="u")
@@ -260,20 +260,20 @@ def _bnd(u: int, v: int, e: float) -> float:
 
 
 # ---------------------------------------------------------------------------------------------
-# Tightness (seed 000 Thm 2, second part; Prop 5; Def 6 / Prop 7)
+# Tightness (ElSalamouny et al. 2014 Thm 2, second part; Prop 5; Def 6 / Prop 7)
 # ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class TightnessResult(Result):
-    """Whether a mechanism attains the bound of seed 000 Thm 2 for every regular prior.
+    """Whether a mechanism attains the bound of ElSalamouny et al. 2014 Thm 2 for every regular prior.
 
     Attributes
     ----------
     ok : bool
         H attains the bound: it is ε·d-private and Φ diag(HR) = 1 (within ``tolerance``) for the remap R.
     slack : ndarray (n,)
-        s = 1 − Φ diag(HR), the slack vector of seed 000 eq. (5); U(H, π, R) = Σμ − μ·s (Lemma 1).
+        s = 1 − Φ diag(HR), the slack vector of ElSalamouny et al. 2014 eq. (5); U(H, π, R) = Σμ − μ·s (Lemma 1).
     diagonal : ndarray (n,)
         diag(HR).
     remap : ndarray of int
@@ -284,7 +284,7 @@ class TightnessResult(Result):
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Lemma 1, Thm
        2, Thm 4.
     """
@@ -302,9 +302,9 @@ class TightnessResult(Result):
     @property
     def reason(self) -> str:
         if not self.private.ok:
-            return f"the mechanism is not ε·d-private, so Thm 2 (seed 000) does not concern it: {self.private.reason}"
+            return f"the mechanism is not ε·d-private, so Thm 2 (ElSalamouny et al. 2014) does not concern it: {self.private.reason}"
         verdict = "attains" if self.ok else "does not attain"
-        return (f"the mechanism {verdict} the utility bound of seed 000 Thm 2 for every regular prior: the slack "
+        return (f"the mechanism {verdict} the utility bound of ElSalamouny et al. 2014 Thm 2 for every regular prior: the slack "
                 f"1 − Φ diag(HR) is at most {float(np.abs(self.slack).max()):.3g} in absolute value (tolerance "
                 f"{self.tolerance:g}; Lemma 1: U = Σμ − μ·s)")
 
@@ -314,10 +314,10 @@ class TightnessResult(Result):
 
 
 def attains_utility_bound(channel, space: MetricSpace, *, epsilon: float, remap=None, tol: float = 1e-9) -> TightnessResult:
-    r"""Check the tightness condition of seed 000 Thm 2: Φ diag(HR) = 1.
+    r"""Check the tightness condition of ElSalamouny et al. 2014 Thm 2: Φ diag(HR) = 1.
 
     A d-private H with remap R attains U(H, π, R) = Σμ for every regular prior iff Φ diag(HR) = 1
-    (seed 000 Thm 2; for leakage, Prop 5: iff some remap satisfies it; HR is then a tight-constraints
+    (ElSalamouny et al. 2014 Thm 2; for leakage, Prop 5: iff some remap satisfies it; HR is then a tight-constraints
     mechanism, Prop 7). Without ``remap`` the optimal remap is taken for the barycentre
     π̄ = (1/n) Σ_y c^y of the corner priors: π̄ has μ̄ > 0 everywhere, so (as in the proof of Thm 2)
     some remap satisfies the condition iff every remap optimal for π̄ does.
@@ -334,7 +334,7 @@ def attains_utility_bound(channel, space: MetricSpace, *, epsilon: float, remap=
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Lemma 1, Thm 2
        (equality iff Φ diag(HR) = 1), Thm 4, Cor 3.
     """
@@ -364,7 +364,7 @@ def attains_utility_bound(channel, space: MetricSpace, *, epsilon: float, remap=
 
 
 # ---------------------------------------------------------------------------------------------
-# Seed 001: bounds through n_d on symmetric spaces
+# Alvim et al. 2015: bounds through n_d on symmetric spaces
 # ---------------------------------------------------------------------------------------------
 
 
@@ -392,18 +392,18 @@ def _symmetric(space, epsilon, quantity, source, kind, formula):
 
 
 def conditional_entropy_bound(space: MetricSpace, *, epsilon: float) -> BoundResult:
-    r"""Lower bound on the posterior min-entropy for the uniform prior (seed 001 Thm 12):
+    r"""Lower bound on the posterior min-entropy for the uniform prior (Alvim et al. 2015 Thm 12):
     H∞(A | B) ≥ −log2(1 / Σ_d n_d e^{−εd}) = log2 Σ_d n_d e^{−εd} bits, for every ε-private channel
     on a distance-regular or vertex-transitive graph (here: any ball-size symmetric space).
 
-    Equality is attained by H_{ij} = e^{−ε d(i,j)} / Σ_d n_d e^{−εd} (seed 001 Thm 28 / Prop 16;
-    seed 000 Prop 9). ``certificate``: the :class:`~dprivacy.graphs.DistanceCounts`.
+    Equality is attained by H_{ij} = e^{−ε d(i,j)} / Σ_d n_d e^{−εd} (Alvim et al. 2015 Thm 28 / Prop 16;
+    ElSalamouny et al. 2014 Prop 9). ``certificate``: the :class:`~dprivacy.graphs.DistanceCounts`.
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Thm 12.
-    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Prop 9.
     """
     return _symmetric(space, epsilon, "conditional min-entropy H∞(A|B), uniform prior (bits)",
@@ -412,14 +412,14 @@ def conditional_entropy_bound(space: MetricSpace, *, epsilon: float) -> BoundRes
 
 def symmetric_leakage_bound(space: MetricSpace, *, epsilon: float) -> BoundResult:
     r"""Upper bound on the min-entropy leakage for every prior on a ball-size symmetric space:
-    L ≤ log2 |Y| − log2 Σ_d n_d e^{−εd} bits (seed 001 Thm 12 with the uniform prior maximizing leakage,
-    as in the proof of Thm 15; equal to seed 000 Cor 2 with μ = 1/(|Y| Σ_d n_d e^{−εd})).
+    L ≤ log2 |Y| − log2 Σ_d n_d e^{−εd} bits (Alvim et al. 2015 Thm 12 with the uniform prior maximizing leakage,
+    as in the proof of Thm 15; equal to ElSalamouny et al. 2014 Cor 2 with μ = 1/(|Y| Σ_d n_d e^{−εd})).
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Thm 12.
-    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Cor 2.
     """
     return _symmetric(space, epsilon, "min-entropy leakage for every prior (bits)",
@@ -429,15 +429,15 @@ def symmetric_leakage_bound(space: MetricSpace, *, epsilon: float) -> BoundResul
 
 def symmetric_utility_bound(space: MetricSpace, *, epsilon: float) -> BoundResult:
     r"""Upper bound on the utility (identity gain, uniform prior) of every ε-private channel on a
-    distance-regular or vertex-transitive graph: U ≤ 1 / Σ_d n_d e^{−εd} (seed 001 Thm 27), tight by
-    the mechanism of Thm 28. On any ball-size symmetric space it is seed 000 Thm 2 for the uniform
+    distance-regular or vertex-transitive graph: U ≤ 1 / Σ_d n_d e^{−εd} (Alvim et al. 2015 Thm 27), tight by
+    the mechanism of Thm 28. On any ball-size symmetric space it is ElSalamouny et al. 2014 Thm 2 for the uniform
     prior.
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Thm 27.
-    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Thm 2.
     """
     return _symmetric(space, epsilon, "utility (identity gain), uniform prior", f"{SEED001} Thm 27", "upper",
@@ -447,16 +447,16 @@ def symmetric_utility_bound(space: MetricSpace, *, epsilon: float) -> BoundResul
 def bnd(u: int, v: int, *, epsilon: float) -> BoundResult:
     r"""Bnd(u, v, ε) = u log2(v e^ε / (v − 1 + e^ε)) bits: the leakage bound about a database of u
     individuals with v values each, for every ε-differentially private mechanism and every prior
-    (seed 001 Thm 15, tight by Prop 16). ``certificate``: n_d = C(u, d)(v − 1)^d (seed 001 eq. (7)).
+    (Alvim et al. 2015 Thm 15, tight by Prop 16). ``certificate``: n_d = C(u, d)(v − 1)^d (Alvim et al. 2015 eq. (7)).
 
-    The same value as seed 000 Thm 3 (:func:`database_leakage_bound`).
+    The same value as ElSalamouny et al. 2014 Thm 3 (:func:`database_leakage_bound`).
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Thm 15, Prop
        16.
-    .. [2] ``003_9b0233731f1712d6.txt``: Alvim, Andrés, Chatzikokolakis, Palamidessi, *On the relation
+    .. [2] Alvim, Andrés, Chatzikokolakis, Palamidessi, *On the relation
        between differential privacy and quantitative information flow* (ICALP 2011), Thm 5.1.
     """
     u = check_positive_int(u, name="u")
@@ -471,7 +471,7 @@ def bnd(u: int, v: int, *, epsilon: float) -> BoundResult:
 
 def range_limited_leakage_bound(u: int, v: int, r: int, *, epsilon: float) -> BoundResult:
     r"""Leakage bound for ε-differentially private mechanisms on V^u whose range has r elements
-    (seed 001 Prop 20):
+    (Alvim et al. 2015 Prop 20):
 
     L ≤ log2( r e^{εu} / ((v − 1 + e^ε)^ℓ − e^{εℓ} + e^{εu}) ) bits, with ℓ = ⌊log_v r⌋.
 
@@ -486,7 +486,7 @@ def range_limited_leakage_bound(u: int, v: int, r: int, *, epsilon: float) -> Bo
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Prop 20.
     """
     u = check_positive_int(u, name="u")
@@ -517,16 +517,16 @@ def range_limited_leakage_bound(u: int, v: int, r: int, *, epsilon: float) -> Bo
 def individual_leakage_bound(v: int, *, epsilon: float) -> BoundResult:
     r"""Leakage about one individual with v possible values, given all the others, for every
     ε-differentially private mechanism: I∞(X_i; Z | X^- = x^-) ≤ log2(v e^ε / (v − 1 + e^ε)) bits
-    (seed 001 Prop 21: Thm 12 on the clique of v databases that differ in that individual).
+    (Alvim et al. 2015 Prop 21: Thm 12 on the clique of v databases that differ in that individual).
 
-    ``certificate`` holds the straightforward bound ε log2 e of seed 001 eq. (10) and the additive
+    ``certificate`` holds the straightforward bound ε log2 e of Alvim et al. 2015 eq. (10) and the additive
     correction log2(v / (v − 1 + e^ε)) ≤ 0 that Prop 21 applies to it.
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Prop 21.
-    .. [2] ``003_9b0233731f1712d6.txt``: Alvim, Andrés, Chatzikokolakis, Palamidessi, *On the relation
+    .. [2] Alvim, Andrés, Chatzikokolakis, Palamidessi, *On the relation
        between differential privacy and quantitative information flow* (ICALP 2011), Prop 2.
     """
     v = check_positive_int(v, name="v", minimum=2)

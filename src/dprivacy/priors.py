@@ -1,10 +1,10 @@
-"""Regular priors: the region of priors on which d-privacy bounds utility (seed 000 §4).
+"""Regular priors: the region of priors on which d-privacy bounds utility (ElSalamouny et al. 2014 §4).
 
 For a metric space (Y, d) and a privacy level ε, the *privacy-constraints matrix* is
-Φ = [e^{−ε d(y, y')}] (seed 000 Def 3). A prior π is *ε·d-regular* when π = μΦ for some row vector
-μ ≥ 0 (seed 000 Def 4; seed 004 Def 5 for graph metrics). Regular priors
+Φ = [e^{−ε d(y, y')}] (ElSalamouny et al. 2014 Def 3). A prior π is *ε·d-regular* when π = μΦ for some row vector
+μ ≥ 0 (ElSalamouny et al. 2014 Def 4; ElSalamouny et al. 2013 Def 5 for graph metrics). Regular priors
 
-* have bounded ratios π_y / π_y' ≤ e^{ε d(y, y')} (seed 000 Prop 1) and entries between
+* have bounded ratios π_y / π_y' ≤ e^{ε d(y, y')} (ElSalamouny et al. 2014 Prop 1) and entries between
   1/Σ_y' e^{ε d(y,y')} and 1/Σ_y' e^{−ε d(y,y')} (Prop 2);
 * are exactly the convex combinations Σ_y γ_y c^y of the *corner priors*
   c^y_{y'} = φ_{yy'} / Σ_{y''} φ_{yy''} (Def 5, Prop 3), with γ_y = μ_y Σ_{y'} φ_{yy'};
@@ -13,12 +13,12 @@ For a metric space (Y, d) and a privacy level ε, the *privacy-constraints matri
 Deciding regularity is a sign test on the solution of the linear system μΦ = π, and so is the
 existence of a tight-constraints mechanism (Φz = 1): both go through the one certified solve of
 :mod:`dprivacy._kernels.phi_solve` (dense Φ) or :mod:`dprivacy._kernels.solve` (grids), with one set of
-constants, one certainty vocabulary and one description of a singular Φ (seed 004 App. B:
+constants, one certainty vocabulary and one description of a singular Φ (ElSalamouny et al. 2013 App. B:
 α = e^{−ε} = 1/3 on the cube with antipodal edges, where a linear program decides whether *some*
 solution is non-negative). The solve reports a componentwise error bound on μ, the decision says how
 sure it is (``margin``, ``certainty``), corner priors (on the boundary of the region, where floating
 point alone cannot decide) are recognised by one test for dense spaces and grids, and the uniform prior
-is decided by the tight-constraints solve itself (seed 000 Prop 8: it is regular iff a tight-constraints
+is decided by the tight-constraints solve itself (ElSalamouny et al. 2014 Prop 8: it is regular iff a tight-constraints
 mechanism exists, with μ = z/|Y|).
 """
 
@@ -53,16 +53,16 @@ def _space_of(space) -> MetricSpace:
 
 
 def constraints_matrix(space: MetricSpace, *, epsilon: float) -> np.ndarray:
-    """The privacy-constraints matrix Φ of ε·d: φ_{yy'} = e^{−ε d(y, y')} (seed 000 Def 3).
+    """The privacy-constraints matrix Φ of ε·d: φ_{yy'} = e^{−ε d(y, y')} (ElSalamouny et al. 2014 Def 3).
 
     Symmetric, unit diagonal, entries in [0, 1] (0 at infinite distance). Dense n × n: refused with a
     ``MemoryError`` when it would not fit (grids have structured solvers instead).
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 3.
-    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Def 4.
     """
     from ._validate import check_epsilon
@@ -76,17 +76,17 @@ def constraints_matrix(space: MetricSpace, *, epsilon: float) -> np.ndarray:
 
 
 def corner_priors(space: MetricSpace, *, epsilon: float) -> np.ndarray:
-    r"""The corner priors of ε·d, one per row: c^y_{y'} = φ_{yy'} / \sum_{y''} φ_{yy''} (seed 000 Def 5).
+    r"""The corner priors of ε·d, one per row: c^y_{y'} = φ_{yy'} / \sum_{y''} φ_{yy''} (ElSalamouny et al. 2014 Def 5).
 
     Row y is the regular prior "maximally biased" towards y: its entry y attains the upper bound of
-    seed 000 Prop 2, and it is regular with μ = e_y / Σ_{y'} φ_{yy'}. The regular priors are exactly the
+    ElSalamouny et al. 2014 Prop 2, and it is regular with μ = e_y / Σ_{y'} φ_{yy'}. The regular priors are exactly the
     convex hull of these rows (Prop 3).
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 5, Prop 3.
-    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Def 6, Prop 4.
     """
     phi = constraints_matrix(space, epsilon=epsilon)
@@ -94,7 +94,7 @@ def corner_priors(space: MetricSpace, *, epsilon: float) -> np.ndarray:
 
 
 def probability_bounds(space: MetricSpace, *, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
-    r"""Bounds on every entry of a regular prior (seed 000 Prop 2).
+    r"""Bounds on every entry of a regular prior (ElSalamouny et al. 2014 Prop 2).
 
     Returns ``(lower, upper)`` with lower_y = 1 / \sum_{y'} e^{ε d(y,y')} and
     upper_y = 1 / \sum_{y'} e^{−ε d(y,y')}. Points at infinite distance make ``lower`` 0 (the ratio
@@ -102,7 +102,7 @@ def probability_bounds(space: MetricSpace, *, epsilon: float) -> tuple[np.ndarra
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Prop 2.
     """
     space = _space_of(space)
@@ -151,12 +151,12 @@ class RegularityBatch:
 
 
 class RegularityTester:
-    r"""Tests priors for ε·d-regularity (seed 000 Def 4) against one factorization of Φ.
+    r"""Tests priors for ε·d-regularity (ElSalamouny et al. 2014 Def 4) against one factorization of Φ.
 
     The factorization, the error bound, the sign decision and the singular path are those of
     :class:`dprivacy._kernels.phi_solve.PhiFactor`, which :func:`dprivacy.tight_constraints` uses for
     Φz = 1: Cholesky when Φ is positive definite (e.g. Euclidean and Hamming metrics), else LU; when Φ is
-    numerically singular (seed 004 App. B) the eigen-decomposition gives the null space and each prior is
+    numerically singular (ElSalamouny et al. 2013 App. B) the eigen-decomposition gives the null space and each prior is
     decided by linear programs (HiGHS): consistency of μΦ = π, then max_μ min_y μ_y over the solutions,
     then min and max Σμ over the non-negative ones.
 
@@ -168,9 +168,9 @@ class RegularityTester:
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 4, Prop 3.
-    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Def 5, Appendix B.
 
     Examples
@@ -262,10 +262,10 @@ def _check_rows(P: np.ndarray) -> np.ndarray:
 
 
 def regularity(space: MetricSpace, prior, *, epsilon: float, method: str = "auto") -> RegularityResult:
-    """Whether ``prior`` is ε·d-regular on ``space`` (seed 000 Def 4), with the certificate μ ≥ 0,
+    """Whether ``prior`` is ε·d-regular on ``space`` (ElSalamouny et al. 2014 Def 4), with the certificate μ ≥ 0,
     μΦ = π, the corner coefficients γ (Prop 3) and Σμ (the Thm 2 bound); or, when it is not, which
     entries of μ are negative and by how much. A regular prior is one for which the tight-constraints
-    mechanism, when it exists, is optimal (seed 000 Thm 4).
+    mechanism, when it exists, is optimal (ElSalamouny et al. 2014 Thm 4).
 
     ``method``: ``"dense"`` factorizes Φ (:class:`RegularityTester`; for many priors on the same space
     build one tester); ``"structured"`` solves Φμ = π by conjugate gradients on the FFT operator of a
@@ -275,15 +275,15 @@ def regularity(space: MetricSpace, prior, *, epsilon: float, method: str = "auto
     :func:`dprivacy.tight_constraints` uses, and recognise the corner priors with one test.
 
     The uniform prior is decided by :func:`dprivacy.tight_constraints` itself (same ``method``): by
-    seed 000 Prop 8 it is regular iff a tight-constraints mechanism exists, and then μ = z/|Y|. So the
+    ElSalamouny et al. 2014 Prop 8 it is regular iff a tight-constraints mechanism exists, and then μ = z/|Y|. So the
     two front doors cannot disagree, closed forms included (a line, a Manhattan grid, a ball-size
     symmetric space), and they describe a singular Φ with the same nullity.
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 4, Prop 3.
-    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Def 5.
     """
     from .spaces import GridSpace, SumLineSpace
@@ -313,7 +313,7 @@ def regularity(space: MetricSpace, prior, *, epsilon: float, method: str = "auto
 
 
 def _uniform_regularity(space: MetricSpace, p: np.ndarray, e: float, method: str) -> RegularityResult:
-    """The uniform prior through the tight-constraints solve (seed 000 Prop 8: μ = z/|Y|)."""
+    """The uniform prior through the tight-constraints solve (ElSalamouny et al. 2014 Prop 8: μ = z/|Y|)."""
     from .mechanisms.tight import tight_constraints
 
     t = tight_constraints(space, epsilon=e, method=method)
@@ -346,7 +346,7 @@ def sample_regular_priors(space: MetricSpace, *, epsilon: float, size: int | Non
                           concentration: float = 1.0, return_gamma: bool = False):
     r"""Random ε·d-regular priors: π = Σ_y γ_y c^y with γ ~ Dirichlet(concentration · 1).
 
-    By seed 000 Prop 3 every such π is regular (μ = γ / Φ1 ≥ 0), and every regular prior arises. The
+    By ElSalamouny et al. 2014 Prop 3 every such π is regular (μ = γ / Φ1 ≥ 0), and every regular prior arises. The
     distribution is uniform on the *simplex of coefficients γ* (for concentration 1), pushed forward
     through the linear map γ ↦ γC (C: the corner priors as rows); it is **not** the uniform
     distribution on the polytope of regular priors, which the map distorts.
@@ -370,7 +370,7 @@ def sample_regular_priors(space: MetricSpace, *, epsilon: float, size: int | Non
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 5, Prop 3
        (the regular priors are the convex hull of the corner priors).
     """

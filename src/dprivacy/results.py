@@ -64,14 +64,14 @@ class Result:
 class UtilityResult(Result):
     """``value``: expected gain (or loss) under ``remap``, the optimal deterministic remap (output z ↦
     guess ``remap[z]``). ``kind`` is "gain" or "loss". A utility always exists: ``ok`` is True and
-    ``reason`` says what was computed (seed 000 §3.4, seed 001 Def 22 / Prop 23).
+    ``reason`` says what was computed (ElSalamouny et al. 2014 §3.4, Alvim et al. 2015 Def 22 / Prop 23).
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.4 (utility
        model, optimal remap).
-    .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [2] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Def 22, Prop
        23.
     """

@@ -1,10 +1,10 @@
-"""The threshold ε* above which a tight-constraints mechanism exists (seed 000 §6.1 after Prop 8, §7.1;
-seed 004 §5 after Lemma 4).
+"""The threshold ε* above which a tight-constraints mechanism exists (ElSalamouny et al. 2014 §6.1 after Prop 8, §7.1;
+ElSalamouny et al. 2013 §5 after Lemma 4).
 
 As ε grows, Φ = exp(−ε d) tends to the identity and the region of ε·d-regular priors to the whole
 simplex, so for large ε the uniform prior is regular and a tight-constraints mechanism exists
-(seed 000 Prop 8). The papers call the smallest such ε the threshold ε* and assume existence for every
-ε above it; they report ε* for the sum and 2-count queries "at 0.01 steps" (seed 000 §7.1). Here ε* is
+(ElSalamouny et al. 2014 Prop 8). The papers call the smallest such ε the threshold ε* and assume existence for every
+ε above it; they report ε* for the sum and 2-count queries "at 0.01 steps" (ElSalamouny et al. 2014 §7.1). Here ε* is
 bracketed by bisection between an ε where non-existence is *certified* and one where existence is,
 using the honest existence test of :func:`dprivacy.mechanisms.tight.tight_constraints`, and the
 assumption of monotonicity is checked by scanning ε above the bracket. The search itself, with its result
@@ -77,9 +77,9 @@ def tight_threshold(
     """Bracket the threshold ε* above which a tight-constraints mechanism exists on ``space``.
 
     Existence at ε is decided by the certified test of ``tight_constraints`` (signs of the solution
-    of Φ z = 1 compared with a forward-error bound; seed 000 Prop 7–8). The search:
+    of Φ z = 1 compared with a forward-error bound; ElSalamouny et al. 2014 Prop 7–8). The search:
 
-    1. ball-size symmetric spaces: the mechanism exists for every ε > 0 (seed 000 Prop 9), no solve;
+    1. ball-size symmetric spaces: the mechanism exists for every ε > 0 (ElSalamouny et al. 2014 Prop 9), no solve;
     2. find hi with certified existence, starting at ``hi`` or at 1/min d and doubling (Φ → I as
        ε → ∞, so this ends); find lo with certified non-existence, from ``lo`` or by halving from the
        first ε tried down to ``eps_min``;
@@ -120,15 +120,15 @@ def tight_threshold(
     -------
     ThresholdResult
         Not certified when no ε with certified non-existence was found (e.g. on a line, where the
-        truncated geometric mechanism is tight-constraints for every ε, seed 000 §6.1) or when the test
+        truncated geometric mechanism is tight-constraints for every ε, ElSalamouny et al. 2014 §6.1) or when the test
         could not decide near the threshold.
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 6, Prop 7,
        Prop 8, §7.1.
-    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Lemma 4.
     """
     if not isinstance(space, MetricSpace):
@@ -151,7 +151,7 @@ def tight_threshold(
             what = "equally spaced points on a line" if path[0] == "line" else "a Manhattan grid"
             return _always_exists(tol, "closed form", f"{what}: Φz = 1 has a closed-form solution with z > 0 for every "
                                   "ε > 0, so a tight-constraints mechanism exists for every ε > 0 (the truncated "
-                                  "geometric diagonal and its Kronecker products; seed 000 §6.1, Prop 7-8)")
+                                  "geometric diagonal and its Kronecker products; ElSalamouny et al. 2014 §6.1, Prop 7-8)")
     if isinstance(space, SumLineSpace) and (method == "structured" or (method == "auto" and takes_structured(space, "threshold"))):
         from ._kernels.dispatch import SUM_LINE_DENSE_FALLBACK
         from ._kernels.sum_line import tight_threshold_sum_line
@@ -168,8 +168,8 @@ def tight_threshold(
                                     progress=progress)
     d = space.distances
     if method == "auto" and _ball_profile(space) is not None:
-        return _always_exists(tol, "by seed 000 Prop 9", "the space is ball-size symmetric: a tight-constraints "
-                              "mechanism exists for every ε > 0 (seed 000 Prop 9)")
+        return _always_exists(tol, "by ElSalamouny et al. 2014 Prop 9", "the space is ball-size symmetric: a tight-constraints "
+                              "mechanism exists for every ε > 0 (ElSalamouny et al. 2014 Prop 9)")
     pos = d[(d > 0) & np.isfinite(d)]
     start = 1.0 / float(pos.min()) if pos.size else 1.0
     if eps_min is None:

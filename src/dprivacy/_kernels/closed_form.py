@@ -6,10 +6,10 @@ whose inverse is tridiagonal,
 .. math:: T_m^{-1} = \frac{1}{1-α^2}\begin{pmatrix}1 & -α \\ -α & 1+α^2 & -α \\ & \ddots & \ddots & \ddots \\ && -α & 1\end{pmatrix},
 
 so T_m⁻¹1 = (1/(1+α), (1−α)/(1+α), …, (1−α)/(1+α), 1/(1+α)) — the diagonal of the truncated geometric
-mechanism, the tight-constraints mechanism of a line (seed 000 §6.1). Under the Manhattan metric
+mechanism, the tight-constraints mechanism of a line (ElSalamouny et al. 2014 §6.1). Under the Manhattan metric
 e^{−ε d} factorizes: Φ[(r, c), (r', c')] = α^{|r−r'|} α^{|c−c'|}, i.e. Φ = T_H ⊗ T_W (row-major cell
 order), so z = Φ⁻¹1 = (T_H⁻¹1) ⊗ (T_W⁻¹1) > 0. Hence a tight-constraints mechanism exists on every line
-and every Manhattan grid for every ε > 0 (seed 000 Prop 7), and the threshold is 0.
+and every Manhattan grid for every ε > 0 (ElSalamouny et al. 2014 Prop 7), and the threshold is 0.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 r"""The tight-constraints mechanism of a grid held implicitly: the diagonal z and the grid, never the
 n×n matrix.
 
-H[y, z] = e^{−ε d(y, z)} z_z (seed 000 Def 6 with diag(H) = z, Prop 7). Everything a caller needs is
+H[y, z] = e^{−ε d(y, z)} z_z (ElSalamouny et al. 2014 Def 6 with diag(H) = z, Prop 7). Everything a caller needs is
 computed from z and the translation-invariant kernel:
 
 * rows on demand (O(n) each);
 * utility for the binary gain with the optimal remap and min-entropy leakage for any prior, through
   the max-convolution of :mod:`.maxplus` (closed form for the uniform prior: U = Σz/n, L = log₂Σz);
-* d-privacy: certified by seed 000 Prop 6 (z ≥ 0 on a metric ⇒ ε·d-private), plus a numeric spot check
+* d-privacy: certified by ElSalamouny et al. 2014 Prop 6 (z ≥ 0 on a metric ⇒ ε·d-private), plus a numeric spot check
   of sampled rows with :func:`dprivacy.measures.check_privacy`;
 * exact vectorized sampling (:mod:`.sampling`).
 """
@@ -32,7 +32,7 @@ from .sampling import KernelRejectionSampler
 class SpotCheck:
     """A numeric spot check of an implicit tight-constraints mechanism: ``check_privacy`` in log space on
     ``rows`` sampled secret cells (all pairs among them, every output). It can refute privacy, never
-    certify it; the certificate is seed 000 Prop 6 (``ImplicitTightMechanism.certificate``).
+    certify it; the certificate is ElSalamouny et al. 2014 Prop 6 (``ImplicitTightMechanism.certificate``).
 
     ``ok``: no violation found. ``result``: the :class:`~dprivacy.measures.PrivacyResult`. ``rows``: the
     sampled cells. ``reason``: a sentence.
@@ -48,7 +48,7 @@ class SpotCheck:
 
 
 class ImplicitTightMechanism(Mechanism):
-    """H[y, z] = e^{−ε d(y,z)} z_z on a grid, stored as z (seed 000 Def 6).
+    """H[y, z] = e^{−ε d(y,z)} z_z on a grid, stored as z (ElSalamouny et al. 2014 Def 6).
 
     Parameters
     ----------
@@ -86,7 +86,7 @@ class ImplicitTightMechanism(Mechanism):
             i = int(np.argmin(z))
             raise ValueError(
                 f"z has negative entries (z[{i}] = {z[i]:.6g}): the tight-constraints mechanism does not "
-                "exist at this ε (seed 000 Prop 7-8)"
+                "exist at this ε (ElSalamouny et al. 2014 Prop 7-8)"
             )
         if certificate is None:
             res = float(np.abs(self._phi_matvec(z) - 1.0).max())
@@ -104,10 +104,10 @@ class ImplicitTightMechanism(Mechanism):
 
             rigorous = certificate.certainty in RIGOROUS
             reason = ("z ≥ 0 " + ("certified" if rigorous else "verified numerically") + f" by the solver ({certificate.reason}); "
-                      "a tight-constraints mechanism with z ≥ 0 on a metric is ε·d-private (seed 000 Prop 6)")
+                      "a tight-constraints mechanism with z ≥ 0 on a metric is ε·d-private (ElSalamouny et al. 2014 Prop 6)")
         else:
             rigorous = False
-            reason = "z ≥ 0 and ‖Φz − 1‖∞ checked in float64; a tight-constraints mechanism with z ≥ 0 is ε·d-private (seed 000 Prop 6)"
+            reason = "z ≥ 0 and ‖Φz − 1‖∞ checked in float64; a tight-constraints mechanism with z ≥ 0 is ε·d-private (ElSalamouny et al. 2014 Prop 6)"
         cert = PrivacyCertificate(True, self.epsilon, "theorem", reason, smallest_epsilon=self.epsilon, rigorous=rigorous)
         Mechanism.__init__(self, grid, epsilon=self.epsilon, name="tight-constraints", certificate=cert, n_outputs=grid.n)
 
@@ -144,12 +144,12 @@ class ImplicitTightMechanism(Mechanism):
     # -- measure hooks (dprivacy.measures calls these; no n×n matrix) -----------------------
     def _binary_utility(self, prior) -> UtilityResult:
         """Expected binary gain with the optimal remap: U = Σ_z max_y π_y e^{−ε d(y,z)} z_z
-        (seed 000 §3.4, Eq. 6), and the remap z ↦ argmax_y.
+        (ElSalamouny et al. 2014 §3.4, Eq. 6), and the remap z ↦ argmax_y.
 
         For the uniform prior U = Σz/n with the identity remap (Φ's diagonal is 1 and its other entries
         are below 1). Otherwise the max over y is a max-convolution (:func:`.maxplus.max_convolution`:
         O(n) for Manhattan and Chebyshev, branch and bound for Euclidean). For an ε·d-regular prior the
-        identity remap is optimal (seed 000 Thm 4) and U = Σ_y μ_y (Thm 2).
+        identity remap is optimal (ElSalamouny et al. 2014 Thm 4) and U = Σ_y μ_y (Thm 2).
         """
         p = np.asarray(prior, dtype=np.float64)
         if p.size and np.all(p == p[0]):
@@ -162,7 +162,7 @@ class ImplicitTightMechanism(Mechanism):
         return float(self.z.sum())
 
     def _check_privacy(self, space, epsilon, tol):
-        """By seed 000 Prop 6 when asked about the mechanism's own grid and ε: holds, smallest ε = ε
+        """By ElSalamouny et al. 2014 Prop 6 when asked about the mechanism's own grid and ε: holds, smallest ε = ε
         (the constraints towards the diagonal are tight, Def 6); None otherwise (dense check)."""
         if space is not self.grid or epsilon != self.epsilon:
             return None
@@ -174,7 +174,7 @@ class ImplicitTightMechanism(Mechanism):
 
     # -- privacy ------------------------------------------------------------------------------
     def spot_check(self, *, rows: int = 16, rng=None, tol: float = 1e-9) -> SpotCheck:
-        """A numeric spot check of ε·d-privacy (the proof is seed 000 Prop 6, in :attr:`certificate`).
+        """A numeric spot check of ε·d-privacy (the proof is ElSalamouny et al. 2014 Prop 6, in :attr:`certificate`).
 
         It draws ``rows`` distinct secret cells at random, builds their rows (k × n) and
         runs :func:`dprivacy.measures.check_privacy` on them with the metric restricted to those cells:

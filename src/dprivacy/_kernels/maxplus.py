@@ -1,7 +1,7 @@
 r"""Max-convolution on a grid: m(z) = max_y π_y e^{−ε d(y, z)} and a maximizer, for every cell z.
 
 This is what the utility of a tight-constraints mechanism needs under the binary gain and an optimal
-remap (seed 000 §3.4, Eq. 6): with H[y, z] = e^{−ε d(y,z)} z_z,
+remap (ElSalamouny et al. 2014 §3.4, Eq. 6): with H[y, z] = e^{−ε d(y,z)} z_z,
 
 .. math:: \mathcal U = \sum_z \max_y \pi_y H[y,z] = \sum_z z_z\, m(z), \qquad
           \hat R(z) = \arg\max_y \pi_y e^{-\varepsilon d(y,z)} .

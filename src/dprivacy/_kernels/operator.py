@@ -1,6 +1,6 @@
 """The privacy-constraints matrix of a grid as an FFT operator (never the n×n matrix).
 
-On a W×H grid with a translation-invariant metric, Φ = exp(−ε d) (seed 000 Def 3) depends only on the
+On a W×H grid with a translation-invariant metric, Φ = exp(−ε d) (ElSalamouny et al. 2014 Def 3) depends only on the
 offset between two cells: Φ[(r, c), (r', c')] = k(c' − c, r' − r) with k(dx, dy) = exp(−ε·d(dx, dy)),
 an even function of each offset. Φ is therefore block-Toeplitz with Toeplitz blocks (BTTB), and it is
 the leading principal submatrix of the block-circulant matrix C of the same kernel wrapped on a torus

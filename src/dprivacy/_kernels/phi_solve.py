@@ -1,9 +1,9 @@
 r"""The certified solve of Φ x = b and the decision on the signs of x (one routine for every caller).
 
-Φ = [e^{−ε d(y, y')}] is the privacy-constraints matrix (seed 000 Def 3): symmetric, unit diagonal.
+Φ = [e^{−ε d(y, y')}] is the privacy-constraints matrix (ElSalamouny et al. 2014 Def 3): symmetric, unit diagonal.
 Three theory objects are sign tests on a solution of a system with Φ, and all three call this module:
 
-* a tight-constraints mechanism exists iff Φ z = 1 has a solution z ≥ 0 (seed 000 Def 6, Prop 7),
+* a tight-constraints mechanism exists iff Φ z = 1 has a solution z ≥ 0 (ElSalamouny et al. 2014 Def 6, Prop 7),
   :func:`dprivacy.tight_constraints`, and the threshold's existence probe :func:`dprivacy.tight_threshold`;
 * a prior π is ε·d-regular iff μ Φ = π has a solution μ ≥ 0 (Def 4), :func:`dprivacy.regularity`.
 
@@ -33,7 +33,7 @@ more than 3) times :data:`ESTIMATE_SAFETY`: the decision is ``"estimated"`` — 
 not certified. Up to :data:`EXACT_LIMIT` points an undecided answer can be re-solved in exact rational
 arithmetic (``"exact"``).
 
-**Singular Φ** (seed 004 App. B: the cube with antipodal edges at e^{−ε} = 1/3). Φ is treated as
+**Singular Φ** (ElSalamouny et al. 2013 App. B: the cube with antipodal edges at e^{−ε} = 1/3). Φ is treated as
 singular when LAPACK's reciprocal condition estimate is at most :data:`SINGULAR_RCOND_FACTOR`·n·eps and
 eigenvalues lie within :data:`NULL_RTOL_FACTOR`·n·eps·λ_max of zero (by Weyl's inequality such eigenvalues
 cannot be told from 0, Φ's entries being known to relative precision eps); their number is the nullity.
@@ -64,7 +64,7 @@ EXACT_LIMIT = 40
 INVERSE_LIMIT = 2000
 ESTIMATE_SAFETY = 10.0
 
-#: Closed forms (ball-size symmetric spaces, seed 000 Prop 9) examine Φ's nullity with this module's
+#: Closed forms (ball-size symmetric spaces, ElSalamouny et al. 2014 Prop 9) examine Φ's nullity with this module's
 #: factorization up to this many points (one Cholesky, O(n³/3), on top of an O(n²) answer); above, the
 #: nullity is reported as not examined (None).
 EXAMINE_LIMIT = 512
@@ -190,7 +190,7 @@ class PhiSolution:
 
 @dataclass(frozen=True)
 class TightResult(Result):
-    """What every solve of Φ z = 1 returns (seed 000 Def 6, Prop 6–8): whether the tight-constraints
+    """What every solve of Φ z = 1 returns (ElSalamouny et al. 2014 Def 6, Prop 6–8): whether the tight-constraints
     mechanism exists at ε, its diagonal z and the certificate of the decision. The dense solver returns
     a :class:`~dprivacy.mechanisms.tight.TightConstraintsResult` and the grid solver a
     :class:`~dprivacy._kernels.solve.GridTightResult`; both are TightResults with the fields below, and
@@ -201,7 +201,7 @@ class TightResult(Result):
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 6, Prop 6,
        Prop 7.
     """
@@ -242,14 +242,14 @@ class TightResult(Result):
 def tight_reason(status: str, z: np.ndarray, n_negative: int, error_bound: float, how: str, *,
                  undecided_why: str, where=lambda i: "") -> str:
     """The one sentence of every tight-constraints result (dense and grid): exists / does not exist (the
-    most negative entry of z, seed 000 Prop 8) / undecided, then how it was decided. ``where(i)`` names
+    most negative entry of z, ElSalamouny et al. 2014 Prop 8) / undecided, then how it was decided. ``where(i)`` names
     entry i further (a grid gives its row and column)."""
     if status == "exists":
         return f"exists: Φz = 1 has a non-negative solution (min z = {z.min():.6g}); {how}"
     if status == "absent":
         i = int(np.argmin(z))
         return (f"does not exist: z has {n_negative} negative entr{'y' if n_negative == 1 else 'ies'}, the smallest "
-                f"z[{i}]{where(i)} = {z[i]:.6g} (the uniform prior is not ε·d-regular, seed 000 Prop 8); {how}")
+                f"z[{i}]{where(i)} = {z[i]:.6g} (the uniform prior is not ε·d-regular, ElSalamouny et al. 2014 Prop 8); {how}")
     return f"undecided: min z = {z.min():.3g} is within the error bound {error_bound:.3g} of 0 ({undecided_why}); {how}"
 
 

@@ -1,6 +1,6 @@
-"""The regularity decision shared by every solver of μΦ = π (seed 000 Def 4, Prop 2, Def 5): the dense tester
+"""The regularity decision shared by every solver of μΦ = π (ElSalamouny et al. 2014 Def 4, Prop 2, Def 5): the dense tester
 (:class:`dprivacy.priors.RegularityTester`), the grid and sum-line solvers (:mod:`.regularity`), and the uniform
-prior decided by the tight-constraints solve (seed 000 Prop 8).
+prior decided by the tight-constraints solve (ElSalamouny et al. 2014 Prop 8).
 
 π is ε·d-regular iff some μ ≥ 0 solves μΦ = π. From a solve (:class:`.phi_solve.PhiSolution`) the decision is:
 a prior below the lower bound of Prop 2 is never regular; a corner prior (Def 5) is regular by construction,
@@ -27,7 +27,7 @@ PROP2_RTOL = 1e-9
 
 @dataclass(frozen=True)
 class RegularityResult(Result):
-    r"""Whether a prior π is ε·d-regular (seed 000 Def 4), with its certificate.
+    r"""Whether a prior π is ε·d-regular (ElSalamouny et al. 2014 Def 4), with its certificate.
 
     Attributes
     ----------
@@ -38,13 +38,13 @@ class RegularityResult(Result):
     mu : ndarray (n,)
         A solution of μΦ = π. When Φ is invertible it is *the* solution. When Φ is (numerically)
         singular and π is regular, it is the non-negative solution with the smallest Σμ (the best
-        bound of seed 000 Thm 2); when π is not regular, the solution whose smallest entry is largest
+        bound of ElSalamouny et al. 2014 Thm 2); when π is not regular, the solution whose smallest entry is largest
         (so ``negative`` says how far from regular π is at best). ``nan`` when μΦ = π has no solution.
     gamma : ndarray (n,)
-        γ_y = μ_y Σ_{y'} φ_{yy'}: the coefficients of π over the corner priors (seed 000 Prop 3);
+        γ_y = μ_y Σ_{y'} φ_{yy'}: the coefficients of π over the corner priors (ElSalamouny et al. 2014 Prop 3);
         they sum to 1 and are all ≥ 0 iff π is regular.
     mu_sum : float
-        Σ_y μ_y. For a regular prior this is the utility bound of seed 000 Thm 2.
+        Σ_y μ_y. For a regular prior this is the utility bound of ElSalamouny et al. 2014 Thm 2.
     mu_sum_max : float
         The largest Σμ over non-negative solutions (equal to ``mu_sum`` unless the solution is not
         unique).
@@ -62,7 +62,7 @@ class RegularityResult(Result):
         min_y μ_y / (the error bound of μ_y). margin > 1: certainly regular (strictly inside the region);
         margin < −1: certainly not regular; |margin| ≤ 1: on the boundary of the region within
         rounding error, undecided (e.g. the corner priors, whose μ has exact zeros): ``regular`` is
-        False, ``boundary`` True, and ``reason`` says so. A prior below the lower bound of seed 000
+        False, ``boundary`` True, and ``reason`` says so. A prior below the lower bound of ElSalamouny et al. 2014
         Prop 2 (e.g. with a zero entry) is certainly not regular whatever the margin.
     method : str
         "cholesky" or "lu" (direct solve of the factored Φ), "eigh" (solve through the
@@ -100,9 +100,9 @@ class RegularityResult(Result):
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 4, Prop 3.
-    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Def 5, Appendix B.
     """
 
@@ -134,7 +134,7 @@ class RegularityResult(Result):
                    f"verified numerically, not a proof (certainty {self.certainty})")
             mn = float(np.min(self.mu)) if np.size(self.mu) else math.nan
             text = (f"regular ({how}): μΦ = π with every μ_y ≥ 0 (smallest μ_y = {mn:.6g}, margin "
-                    f"{self.margin:.3g} error bounds; seed 000 Def 4)") if self.regular else "not regular"
+                    f"{self.margin:.3g} error bounds; ElSalamouny et al. 2014 Def 4)") if self.regular else "not regular"
             object.__setattr__(self, "reason", text)
 
     @property
@@ -158,7 +158,7 @@ class RegularityResult(Result):
 
 
 def _below_prop2(P: np.ndarray, lower: np.ndarray | None) -> np.ndarray:
-    """Rows of P with an entry certainly below the lower bound of seed 000 Prop 2 (so certainly not
+    """Rows of P with an entry certainly below the lower bound of ElSalamouny et al. 2014 Prop 2 (so certainly not
     regular): the bound is a necessary condition, checked with a relative margin for rounding. With
     ``lower`` None (grids, where Σ e^{εd} is not formed) only a zero entry counts (the bound is positive)."""
     if lower is None:
@@ -167,7 +167,7 @@ def _below_prop2(P: np.ndarray, lower: np.ndarray | None) -> np.ndarray:
 
 
 def corner_of(p: np.ndarray, row) -> int | None:
-    """y when ``p`` is the corner prior c^y = φ_y / Σφ_y (seed 000 Def 5) up to the rounding of its own
+    """y when ``p`` is the corner prior c^y = φ_y / Σφ_y (ElSalamouny et al. 2014 Def 5) up to the rounding of its own
     computation (a few units in the last place per entry), else None. ``row(y)`` gives row y of Φ, so the
     one test serves dense spaces and grids (where a row is O(n) from the metric)."""
     y = int(np.argmax(p))
@@ -189,7 +189,7 @@ def _corner_rows(P: np.ndarray, phi: np.ndarray) -> np.ndarray:
 def decide_prior(p: np.ndarray, sol, *, row, row_sums: np.ndarray, lower: np.ndarray | None, rcond: float,
                  exact=None, mu_sum_error: float | None = None, corners: bool = True) -> RegularityResult:
     """The regularity decision and its reason from a solve of Φμ = π (:class:`~dprivacy._kernels.phi_solve.PhiSolution`),
-    whichever solver produced it: the Prop 2 test, the corner test (seed 000 Def 5: a corner is regular by
+    whichever solver produced it: the Prop 2 test, the corner test (ElSalamouny et al. 2014 Def 5: a corner is regular by
     construction), then, when the float solve cannot decide, ``exact()`` (a rational re-solve) if given,
     then the sign decision. ``corners=False``: the decision of ``sol`` stands (the uniform prior, decided
     by the tight-constraints solve: Prop 8)."""
@@ -199,7 +199,7 @@ def decide_prior(p: np.ndarray, sol, *, row, row_sums: np.ndarray, lower: np.nda
         # before the sign of its μ (which only says on which side the rounding fell) decides.
         y = corner_of(p, row)
         if y is not None:
-            # A corner prior is regular by construction: μ = e_y / Σ_{y'} φ_{yy'} exactly (seed 000 Def 5,
+            # A corner prior is regular by construction: μ = e_y / Σ_{y'} φ_{yy'} exactly (ElSalamouny et al. 2014 Def 5,
             # Prop 3); it lies on the boundary of the region, where floating point alone cannot decide.
             n = p.size
             mu = np.zeros(n)
@@ -248,11 +248,11 @@ def _regularity_result(p, sol, *, row_sums, lower, below, rcond, mu_sum_error) -
         if lower is None:
             zeros = np.flatnonzero(p <= 0)
             reason = (f"π[{int(zeros[0])}] = 0 ({zeros.size} zero entr{'y' if zeros.size == 1 else 'ies'}): every "
-                      "entry of a regular prior is positive (seed 000 Prop 2)")
+                      "entry of a regular prior is positive (ElSalamouny et al. 2014 Prop 2)")
         else:
             y = int(np.argmax(lower - p))
             reason = (f"π[{y}] = {p[y]:.6g} is below the lower bound {lower[y]:.6g} that every regular prior "
-                      "satisfies (seed 000 Prop 2)")
+                      "satisfies (ElSalamouny et al. 2014 Prop 2)")
         if neg.size:
             reason = _negative_reason(mu, neg, err) + "; " + reason
     elif boundary:

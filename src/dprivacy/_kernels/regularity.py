@@ -1,16 +1,16 @@
-r"""Regularity of a prior on a grid without the n×n matrix (seed 000 Def 4, Prop 2, Thm 4).
+r"""Regularity of a prior on a grid without the n×n matrix (ElSalamouny et al. 2014 Def 4, Prop 2, Thm 4).
 
 π is ε·d-regular iff μ = π Φ⁻¹ ≥ 0 (Φ = e^{−ε d} is invertible on the three grid metrics, and
 symmetric, so μ solves Φ μ = π). The solve and the sign decision are :func:`.solve.solve_grid`, the
 same as the tight-constraints solve with π in place of 1 (π is normalised by its largest entry, so the
-uniform prior *is* that system: seed 000 Prop 8 by construction): with r = π − Φ̃μ̃ and δ the rounding
+uniform prior *is* that system: ElSalamouny et al. 2014 Prop 8 by construction): with r = π − Φ̃μ̃ and δ the rounding
 of the FFT product,
 
     ‖μ − μ̃‖∞ ≤ ‖μ − μ̃‖₂ ≤ (‖r‖₂ + δ) / λ_min(Φ̃),
 
 λ_min bounded below by :func:`.spectrum.eigenvalue_lower_bound`. The decision and its reason are
 :func:`.prior_decision.decide_prior`, shared with the dense tester: a prior with a zero entry is never
-regular (seed 000 Prop 2: every entry of a regular prior is at least 1/Σ_{y'} e^{ε d(y,y')} > 0); a
+regular (ElSalamouny et al. 2014 Prop 2: every entry of a regular prior is at least 1/Σ_{y'} e^{ε d(y,y')} > 0); a
 prior the solve cannot decide is tested for being a corner prior (regular by construction, Def 5)
 with the rows of Φ computed from the metric.
 """
@@ -42,7 +42,7 @@ def constraints_operator(space, epsilon: float):
 
 
 def regularity_line(space, prior, *, epsilon: float):
-    """Whether ``prior`` is ε·d-regular on a :class:`~dprivacy.spaces.SumLineSpace` (seed 000 Def 4), decided by
+    """Whether ``prior`` is ε·d-regular on a :class:`~dprivacy.spaces.SumLineSpace` (ElSalamouny et al. 2014 Def 4), decided by
     the certified sum-line solve of Φμ = π (:func:`.sum_line.regularity_sum_line`: CG with the residual bound,
     or a Farkas certificate of non-regularity); a :class:`dprivacy.priors.RegularityResult` as
     :func:`regularity_grid` gives."""
@@ -67,7 +67,7 @@ def regularity_line(space, prior, *, epsilon: float):
 
 
 def regularity_grid(grid: GridSpace, prior, *, epsilon: float, **solver):
-    """Whether ``prior`` is ε·d-regular on ``grid`` (seed 000 Def 4), decided by CG on the FFT operator;
+    """Whether ``prior`` is ε·d-regular on ``grid`` (ElSalamouny et al. 2014 Def 4), decided by CG on the FFT operator;
     a :class:`dprivacy.priors.RegularityResult` with ``method="cg"`` (see the module notes for the
     certificate). ``solver``: keyword arguments of :func:`.solve.solve_grid`."""
     if not isinstance(grid, GridSpace):

@@ -1,7 +1,7 @@
 r"""Exact integer sampling from the rows of a tight-constraints mechanism on a grid, without its matrix.
 
 Row y of the mechanism is H[y, z] = k(z − y) z_z with k(o) = e^{−ε d(o)} a translation-invariant kernel
-(seed 000 Def 6). :class:`KernelRejectionSampler` draws from it by rejection:
+(ElSalamouny et al. 2014 Def 6). :class:`KernelRejectionSampler` draws from it by rejection:
 
 1. propose an offset o with probability q(o) = k(o)/K over the window
    O = {(dx, dy): |dx| < W, |dy| < H}, K = Σ_O k (one table for every row: the kernel does not depend

@@ -2,9 +2,9 @@ r"""The tight-constraints mechanism of a large grid: Φ z = 1 by FFT-based Krylo
 certificate for the signs of z.
 
 A tight-constraints mechanism for ε·d exists iff Φ z = 1 has a solution z ≥ 0, and it is then
-H[y, y'] = e^{−ε d(y, y')} z_{y'} (seed 000 Def 6, Prop 7; existence ⇔ the uniform prior is ε·d-regular,
+H[y, y'] = e^{−ε d(y, y')} z_{y'} (ElSalamouny et al. 2014 Def 6, Prop 7; existence ⇔ the uniform prior is ε·d-regular,
 Prop 8). :func:`dprivacy.mechanisms.tight.tight_constraints` factorizes the dense Φ; on a W×H grid
-(seed 000 §7.2 uses 100×100 at 1 km) this module never forms Φ: it multiplies by it with FFTs
+(ElSalamouny et al. 2014 §7.2 uses 100×100 at 1 km) this module never forms Φ: it multiplies by it with FFTs
 (:class:`.operator.GridConstraintsOperator`) and solves by preconditioned conjugate gradients, so a
 million-cell grid takes seconds and tens of MB.
 
@@ -153,7 +153,7 @@ def tight_constraints_grid(
     progress: Callable[[int, float], None] | None = None,
     operator: GridConstraintsOperator | None = None,
 ) -> GridTightResult:
-    """The tight-constraints mechanism for ε·d on a grid, or why there is none (seed 000 Def 6,
+    """The tight-constraints mechanism for ε·d on a grid, or why there is none (ElSalamouny et al. 2014 Def 6,
     Prop 6–8), without forming the n×n matrix.
 
     Solves Φ z = 1, Φ = exp(−ε d), by conjugate gradients on the FFT operator (Φ is certified positive
@@ -240,7 +240,7 @@ def solve_grid(grid: GridSpace, e: float, b: np.ndarray, *, tol: float = DEFAULT
     (b = 1) and regularity (b = π).
 
     b is first divided by its largest entry (exact for a constant b, so the uniform prior and the
-    vector of ones are the same system: seed 000 Prop 8 holds by construction), and the answer scaled
+    vector of ones are the same system: ElSalamouny et al. 2014 Prop 8 holds by construction), and the answer scaled
     back. When the first answer is undecided and ``refine``, CG goes on with smaller residual targets
     until the signs are certain or the residual reaches its rounding floor.
     """

@@ -1,7 +1,7 @@
 r"""Certified lower bounds on the smallest eigenvalue of a grid's Φ = exp(−ε d).
 
 The sign of the solution z of Φ z = 1 decides whether a tight-constraints mechanism exists
-(seed 000 Prop 7–8). An iterative solver only gives z up to its residual r = 1 − Φ z, and
+(ElSalamouny et al. 2014 Prop 7–8). An iterative solver only gives z up to its residual r = 1 − Φ z, and
 
 .. math:: \|z - z^*\|_\infty \le \|z - z^*\|_2 = \|\Phi^{-1} r\|_2 \le \|r\|_2 / \lambda_{\min}(\Phi),
 

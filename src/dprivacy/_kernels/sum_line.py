@@ -1,11 +1,11 @@
 r"""The tight-constraints mechanism on a sum query's answers, without the n×n matrix.
 
 The answers of a sum query with per-row sensitivity Δ (in answer units) are the integers 0..n−1, adjacent
-iff |i − j| ≤ Δ, so the graph distance is d(i, j) = ⌈|i − j|/Δ⌉ (seed 000 §7.1; ``sum:U,V`` has n = U·V + 1
+iff |i − j| ≤ Δ, so the graph distance is d(i, j) = ⌈|i − j|/Δ⌉ (ElSalamouny et al. 2014 §7.1; ``sum:U,V`` has n = U·V + 1
 and Δ = V). Φ = [e^{−ε⌈|i−j|/Δ⌉}] is **symmetric Toeplitz**: it is the leading n×n block of the circulant
 matrix C of its kernel g(m) = e^{−ε⌈|m|/Δ⌉} wrapped on P ≥ 2n − 1 points, so Φx is one real FFT of
 length P (O(n log n); a real table's sum has n ≈ 150,000 answers, whose dense Φ would take 180 GB).
-:func:`solve_sum_line` solves Φ x = b (b = 1: the tight-constraints diagonal z, seed 000 Prop 7; b = π:
+:func:`solve_sum_line` solves Φ x = b (b = 1: the tight-constraints diagonal z, ElSalamouny et al. 2014 Prop 7; b = π:
 regularity of a prior, Def 4) and decides the signs of x.
 
 **Is Φ positive definite?** Not always. Φ is a finite section of the Laurent operator with symbol
@@ -211,7 +211,7 @@ def solve_sum_line(n: int, delta: int, epsilon: float, b: np.ndarray | None = No
                    farkas: bool = True, progress=None) -> SumLineSolution:
     """Solve Φ̃x = b (default b = 1) on the sum line 0..n−1 with Δ = ``delta`` and decide the signs of x
     with the certificates of the module notes. b is divided by its largest entry first (exact for b = 1,
-    so the uniform prior and the vector of ones are the same system, seed 000 Prop 8). ``progress(k,
+    so the uniform prior and the vector of ones are the same system, ElSalamouny et al. 2014 Prop 8). ``progress(k,
     relative residual)`` after every Krylov iteration (NaN for MINRES)."""
     op = operator if operator is not None else SumLineOperator(n, delta, epsilon)
     n = op.n
@@ -333,13 +333,13 @@ def tight_constraints_sum_line(n: int, delta: int, *, epsilon: float, tol: float
                                max_iter: int = MAX_ITER, x0=None, space: SumLineSpace | None = None,
                                progress=None) -> SumLineTightResult:
     """The tight-constraints mechanism for ε·d on the sum line (answers 0..n−1, d(i, j) = ⌈|i − j|/Δ⌉,
-    seed 000 §7.1), or why there is none, without forming Φ (seed 000 Def 6, Prop 6–8, Thm 4).
+    ElSalamouny et al. 2014 §7.1), or why there is none, without forming Φ (ElSalamouny et al. 2014 Def 6, Prop 6–8, Thm 4).
 
     ``sum:U,V`` is n = U·V + 1, Δ = V. Existence is decided by the certificates of the module notes.
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 6, Prop 6,
        Prop 7, Prop 8, Thm 4, §7.1.
     """
@@ -349,14 +349,14 @@ def tight_constraints_sum_line(n: int, delta: int, *, epsilon: float, tol: float
     delta = check_positive_int(delta, name="delta")
     if delta >= n - 1:
         # Every two answers adjacent (sum:1,V): a clique, ball-size symmetric, z = 1/(1 + (n−1)e^{−ε}) for every
-        # ε (seed 000 Prop 9); Φ = αJ + (1 − α)I is positive definite, but its circulant embedding is not, so the
+        # ε (ElSalamouny et al. 2014 Prop 9); Φ = αJ + (1 − α)I is positive definite, but its circulant embedding is not, so the
         # Krylov certificates cannot decide it.
         alpha = math.exp(-e)
         s = 1.0 + (n - 1) * alpha
         z = np.full(n, 1.0 / s)
         bound = (n + 2) * _U / s  # rounding in the sum s and its reciprocal
         how = ("closed form: the answers form a clique (Δ ≥ n − 1), ball-size symmetric, z = 1/(1 + (n − 1)e^(−ε)) "
-               "(seed 000 Prop 9) (certified)")
+               "(ElSalamouny et al. 2014 Prop 9) (certified)")
         return SumLineTightResult(
             exists=True, epsilon=e, z=z, negative=(np.zeros(0, dtype=np.intp), np.zeros(0)),
             reason=tight_reason("exists", z, 0, bound, how, undecided_why=""), residual=float((n + 1) * _U),
@@ -412,17 +412,17 @@ def tight_threshold_sum_line(n: int, delta: int, *, tol: float = 1e-4, scan: int
     eps_min = 1e-3 if eps_min is None else check_epsilon(eps_min, name="eps_min")
     if delta == 1 or n <= 2:
         return _always_exists(tol, "closed form", "Δ = 1 (or n ≤ 2): the answers form a path, where the truncated "
-                              "geometric is the tight-constraints mechanism for every ε > 0 (seed 000 §6.1)")
+                              "geometric is the tight-constraints mechanism for every ε > 0 (ElSalamouny et al. 2014 §6.1)")
     if delta >= n - 1:
-        return _always_exists(tol, "by seed 000 Prop 9", "Δ ≥ n − 1: the answers form a clique, which is ball-size "
-                              "symmetric: a tight-constraints mechanism exists for every ε > 0 (seed 000 Prop 9)")
+        return _always_exists(tol, "by ElSalamouny et al. 2014 Prop 9", "Δ ≥ n − 1: the answers form a clique, which is ball-size "
+                              "symmetric: a tight-constraints mechanism exists for every ε > 0 (ElSalamouny et al. 2014 Prop 9)")
     probe = _Prober(n, delta, solver_tol, max_iter, progress)
     return bracket_threshold(probe, lo=lo, hi=hi, start=1.0, eps_min=eps_min, tol=tol, scan=scan,
                              scan_factor=scan_factor, suffix=lambda p: f" ({len(p.probes)} FFT solves on n = {n})")
 
 
 def regularity_sum_line(n: int, delta: int, prior, *, epsilon: float, tol: float = DEFAULT_TOL) -> SumLineSolution:
-    """Whether ``prior`` on the sum line is ε·d-regular (seed 000 Def 4: μΦ = π with μ ≥ 0), by the same
+    """Whether ``prior`` on the sum line is ε·d-regular (ElSalamouny et al. 2014 Def 4: μΦ = π with μ ≥ 0), by the same
     certified solve with b = π ("exists": regular, "absent": not regular, "undecided")."""
     pi = np.asarray(prior, dtype=np.float64).ravel()
     if pi.shape != (n,):
@@ -489,7 +489,7 @@ def line_max_product(log_prior: np.ndarray, delta: int, epsilon: float) -> tuple
 class SumLineMechanism(ImplicitTightMechanism):
     """The tight-constraints mechanism on the sum line, implicit: z and the metric, rows on demand.
 
-    H[y, o] = z_o e^{−ε⌈|y − o|/Δ⌉} (seed 000 Def 6), private by Prop 6 (z ≥ 0 certified). A
+    H[y, o] = z_o e^{−ε⌈|y − o|/Δ⌉} (ElSalamouny et al. 2014 Def 6), private by Prop 6 (z ≥ 0 certified). A
     :class:`~dprivacy.mechanisms.base.Mechanism` on a :class:`~dprivacy.spaces.SumLineSpace`: the measures
     take its hooks (utility and leakage by :func:`line_max_product`, capacity log₂ Σz, privacy by Prop 6),
     and it samples exactly (:meth:`sample_answer`, :meth:`sample_indices`).

@@ -1,5 +1,5 @@
 """The threshold ε* of a grid: the smallest ε at which a tight-constraints mechanism exists
-(seed 000 Prop 8, §7.2), by certified existence tests of :func:`.solve.tight_constraints_grid`.
+(ElSalamouny et al. 2014 Prop 8, §7.2), by certified existence tests of :func:`.solve.tight_constraints_grid`.
 
 Same contract, result type and search as :func:`dprivacy.threshold.tight_threshold` (the search is
 :func:`.threshold_search.bracket_threshold`, shared): a bracket (lo, hi] with non-existence
@@ -82,7 +82,7 @@ def tight_threshold_grid(
 ) -> ThresholdResult:
     """Bracket the threshold ε* above which a tight-constraints mechanism exists on ``grid``.
 
-    Parameters and result as :func:`dprivacy.threshold.tight_threshold` (seed 000 Prop 8: existence
+    Parameters and result as :func:`dprivacy.threshold.tight_threshold` (ElSalamouny et al. 2014 Prop 8: existence
     ⇔ the uniform prior is ε·d-regular), with the grid solver's options:
 
     Parameters

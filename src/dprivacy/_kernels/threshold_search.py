@@ -1,5 +1,5 @@
-"""The search for the threshold ε* above which a tight-constraints mechanism exists (seed 000 §6.1 after
-Prop 8, §7.1; seed 004 §5 after Lemma 4), shared by the dense, grid and sum-line solvers.
+"""The search for the threshold ε* above which a tight-constraints mechanism exists (ElSalamouny et al. 2014 §6.1 after
+Prop 8, §7.1; ElSalamouny et al. 2013 §5 after Lemma 4), shared by the dense, grid and sum-line solvers.
 
 A *probe* decides existence at one ε ("exists", "absent" or "undecided", certified by its solver); the
 search brackets ε* between an ε where non-existence is certified and one where existence is, narrows the
@@ -55,7 +55,7 @@ class ThresholdResult(Result):
     epsilon_star : float or None
         The upper end of the bracket: the smallest ε found at which the mechanism is verified to
         exist. With ``certified`` it is the threshold within ``tol``. 0.0 when the mechanism exists for
-        every ε > 0 by a theorem (ball-size symmetric spaces, seed 000 Prop 9). None when no ε with
+        every ε > 0 by a theorem (ball-size symmetric spaces, ElSalamouny et al. 2014 Prop 9). None when no ε with
         existence was found.
     bracket : (lo, hi) or None
         lo: an ε where non-existence is certified (None if none was found); hi: an ε where existence
@@ -118,7 +118,7 @@ def _always_exists(tol: float, note: str, reason: str) -> ThresholdResult:
 
 def bracket_threshold(probe, *, lo, hi, start: float, eps_min: float, tol: float, scan: int, scan_factor: float,
                       suffix=None, certain_above: float | None = None) -> ThresholdResult:
-    """The threshold search shared by the dense and the grid solvers (seed 000 Prop 8).
+    """The threshold search shared by the dense and the grid solvers (ElSalamouny et al. 2014 Prop 8).
 
     ``probe(ε)`` decides existence at ε ("exists", "absent" or "undecided", certified by the solver)
     and keeps a :class:`Probe` per call in ``probe.probes``. ``lo``/``hi``: an optional starting

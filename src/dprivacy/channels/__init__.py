@@ -1,4 +1,4 @@
-"""Channels: mechanisms as stochastic matrices (seed 001 §2.1; seed 000 §3.1).
+"""Channels: mechanisms as stochastic matrices (Alvim et al. 2015 §2.1; ElSalamouny et al. 2014 §3.1).
 
 A mechanism H : Y → Z with finite Y and Z is a row-stochastic matrix: rows are indexed by secrets,
 columns by outputs, and H[y, z] is the probability of reporting z when the secret is y.

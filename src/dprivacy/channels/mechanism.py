@@ -1,13 +1,13 @@
 r"""The Mechanism object: a built noise mechanism that knows its space, its ε and why it is private.
 
 A mechanism K : Y → Z on a finite metric space (Y, d) is ε·d-private when
-K[y, z] ≤ e^{ε d(y, y')} K[y', z] for all y, y', z (seed 000 Def 1; seed 002 Def 1). A
+K[y, z] ≤ e^{ε d(y, y')} K[y', z] for all y, y', z (ElSalamouny et al. 2014 Def 1; Chatzikokolakis et al. 2013 Def 1). A
 :class:`Mechanism` carries
 
 * its **space** (the secrets, with their labels) and its output labels;
 * its **ε** (keyword-only and required everywhere: there is no default privacy level);
 * its :class:`PrivacyCertificate`: *how* ε·d-privacy is known — by construction (a theorem about the
-  construction, e.g. seed 002 §4 for the geometric mechanisms), by seed 000 Prop 6 (a
+  construction, e.g. Chatzikokolakis et al. 2013 §4 for the geometric mechanisms), by ElSalamouny et al. 2014 Prop 6 (a
   tight-constraints mechanism with z ≥ 0), by an exact check of the channel, or only numerically;
 * its channel, **dense** (:class:`DenseMechanism`, a :class:`~dprivacy.channels.Channel`) or
   **implicit** (e.g. a grid tight-constraints mechanism is its diagonal z and the metric): rows on
@@ -50,7 +50,7 @@ class PrivacyCertificate(Result):
     basis : str
         One of :data:`BASES`: ``"construction"`` (the construction is private by a theorem cited in
         ``reason``), ``"theorem"`` (a theorem applied to computed quantities whose signs are certified,
-        e.g. seed 000 Prop 6 with z ≥ 0), ``"exact-check"`` (every constraint of the stored channel
+        e.g. ElSalamouny et al. 2014 Prop 6 with z ≥ 0), ``"exact-check"`` (every constraint of the stored channel
         checked in exact or certified arithmetic), ``"numerical-check"`` (checked in float64 with a
         stated tolerance), ``"spot-check"`` (a sample of rows checked: can refute, cannot certify, so
         ``ok`` is False unless another basis holds), ``"none"``.
@@ -66,7 +66,7 @@ class PrivacyCertificate(Result):
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1, Prop 6.
     """
 
@@ -115,7 +115,7 @@ class Mechanism:
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1 (§3.1: a
        mechanism H : Y → Z and d-privacy).
     """
@@ -334,7 +334,7 @@ def log_underflows(log_h: np.ndarray) -> bool:
 
 class LogEntries:
     """The measures of a mechanism from its exact log-entries (:meth:`Mechanism.log_rows`), a block of rows at a
-    time, for mechanisms whose float64 entries underflow: utility for the binary gain with its remap (seed 000
+    time, for mechanisms whose float64 entries underflow: utility for the binary gain with its remap (ElSalamouny et al. 2014
     §3.4, Eq. 6) and Σ_z max_y K[y, z] for the capacity. Mixed in before :class:`Mechanism`."""
 
     def _blocks(self):
@@ -344,7 +344,7 @@ class LogEntries:
             yield rows, self.log_rows(rows)
 
     def _binary_utility(self, prior):
-        """Σ_z max_y π_y K[y, z] with the remap z ↦ argmax_y, from the log-entries (seed 000 §3.4, Eq. 6)."""
+        """Σ_z max_y π_y K[y, z] with the remap z ↦ argmax_y, from the log-entries (ElSalamouny et al. 2014 §3.4, Eq. 6)."""
         with np.errstate(divide="ignore"):
             logp = np.log(np.asarray(prior, dtype=np.float64))
         best = np.full(self._m, -np.inf)

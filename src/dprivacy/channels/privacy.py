@@ -1,8 +1,8 @@
-"""The d-privacy check of a stored channel: every constraint H[y, z] ≤ e^{ε d(y, y')} H[y', z] (seed 000
-Def 1; seed 002 Def 1), swept over the space's constraint pairs and every output, on the float64 matrix or on
+"""The d-privacy check of a stored channel: every constraint H[y, z] ≤ e^{ε d(y, y')} H[y', z] (ElSalamouny et al. 2014
+Def 1; Chatzikokolakis et al. 2013 Def 1), swept over the space's constraint pairs and every output, on the float64 matrix or on
 its exact natural logarithms.
 
-Only the space's *essential pairs* need checking when the space knows them (seed 004 Prop 1: on a graph
+Only the space's *essential pairs* need checking when the space knows them (ElSalamouny et al. 2013 Prop 1: on a graph
 metric the adjacent pairs suffice): along a tight chain y = y_0, …, y_k = y' the constraints multiply, so
 the largest ratio d_P(H_y, H_y') / d(y, y') over all pairs is attained on an essential pair.
 
@@ -82,9 +82,9 @@ class PrivacyResult(Result):
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1 (§3.1).
-    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [2] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), Def 1.
     """
 
@@ -151,7 +151,7 @@ class _Sweep:
 
     def add(self, top, dist, i_idx, j_idx) -> float:
         """Fold in one block: ``top`` = max_z |ln H[i,z] − ln H[j,z]| of the pairs (i_idx, j_idx) at ``dist``
-        (flat arrays; pairs at infinite distance constrain nothing, seed 002 §3). Returns the block's largest excess."""
+        (flat arrays; pairs at infinite distance constrain nothing, Chatzikokolakis et al. 2013 §3). Returns the block's largest excess."""
         self.pairs += int(top.size)
         if top.size == 0:
             return -np.inf
@@ -337,9 +337,9 @@ def check_privacy_log(log_matrix, space: MetricSpace, *, epsilon: float, rtol: f
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1 (§3.1).
-    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Prop 1.
     """
     e = check_epsilon(epsilon, allow_zero=True)

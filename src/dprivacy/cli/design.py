@@ -82,7 +82,7 @@ def _channel_figures(ch, space, epsilon, prior) -> dict:
 def _implicit_figures(mech, prior_arg, prior) -> dict:
     """Figures of a matrix-free mechanism: its certificate, and either the check of its exact
     log-entries (:func:`dprivacy.measures.check_privacy` through the mechanism's hook) or, for a grid
-    tight-constraints mechanism, seed 000 Prop 6 plus a spot check of rows."""
+    tight-constraints mechanism, ElSalamouny et al. 2014 Prop 6 plus a spot check of rows."""
     from .. import measures
 
     cert = mech.certificate

@@ -107,18 +107,18 @@ def add_parsers(sub) -> None:
     qy.add_argument("--unit", type=_ascii_float, help="resolution of the values: they are rounded to multiples of it, and a "
                     "value metric's distance 1 is one unit (default: the values must be whole numbers)")
     qy.add_argument("--privacy", choices=["standard", "normalized-d1", "d1", "dinf"], default="standard",
-                    help="metric on tables (seed 002 §5): standard ε-DP (d_h), normalized Manhattan, Manhattan or maximum on values")
+                    help="metric on tables (Chatzikokolakis et al. 2013 §5): standard ε-DP (d_h), normalized Manhattan, Manhattan or maximum on values")
     qy.add_argument("--mechanism", choices=["auto", "truncated-geometric", "geometric", "tight-constraints", "optimal",
                                             "exponential"],
-                    default="auto", help="auto: the truncated geometric (universally optimal where seed 002 §5 says so; cited "
+                    default="auto", help="auto: the truncated geometric (universally optimal where Chatzikokolakis et al. 2013 §5 says so; cited "
                     "in the output), except a percentile under standard, where it is the exponential mechanism on ranks "
                     "(McSherry and Talwar 2007, Smith 2011: its error follows the data near the percentile, not the range); "
                     "exponential: that mechanism, asked for by name; optimal: followed by the Bayes remap for --prior; tight-constraints: where the "
                     "answers form a path (count, or a metric on values) and on the sum's answer graph (sum, avg under "
-                    "standard; seed 000 §7.1), refused with its threshold ε* where it does not exist")
+                    "standard; ElSalamouny et al. 2014 §7.1), refused with its threshold ε* where it does not exist")
     qy.add_argument("--prior", help="--mechanism optimal: 'uniform' or a file of weights (normalised) on the possible answers (the remap); "
                     "--mechanism tight-constraints (sum, avg under standard): whether the prior is in the mechanism's region "
-                    "of optimality (ε·d-regular priors, seed 000 Thm 4)")
+                    "of optimality (ε·d-regular priors, ElSalamouny et al. 2014 Thm 4)")
     qy.add_argument("--skip-invalid", action="store_true", help="leave empty or non-numeric values out as nulls and count them")
     qy.add_argument("--budget-file", help="a ledger of ε spent on this table across calls")
     qy.add_argument("--budget", type=_ascii_float, help="the total ε allowed on this table")

@@ -107,7 +107,7 @@ def _tight(space, epsilon, prior=None, progress=None):
     implicit = not isinstance(r, TightConstraintsResult)  # the grid and sum-line paths: z and the metric only
     details = {k: getattr(r, k) for k in ("residual", "condition", "error_bound", "margin", "certainty")}
     if hasattr(r, "delta"):
-        details["solver"] = ("closed form (a clique: seed 000 Prop 9)" if r.method == "closed-form" else
+        details["solver"] = ("closed form (a clique: ElSalamouny et al. 2014 Prop 9)" if r.method == "closed-form" else
                              f"{r.method} on the sum line's Toeplitz FFT operator, {r.iterations} iterations "
                              f"(certificate: {r.certificate})")
         details["structured"] = True
@@ -133,12 +133,12 @@ def _tight(space, epsilon, prior=None, progress=None):
         path = path_structure(space)
         coords = space.coordinates
         if path is not None and path[0] == "line" and coords is not None and coords.shape[1] == 1:
-            # on a line the tight-constraints mechanism is the truncated geometric (seed 000 §6.1): where its
+            # on a line the tight-constraints mechanism is the truncated geometric (ElSalamouny et al. 2014 §6.1): where its
             # far entries underflow in float64 (count:1000 at ε = 1) it is kept implicit, exact in log space,
             # like the truncated geometric itself (the dense matrix was reported "not private as stored")
             tg = _truncated_geometric(space, epsilon)
             if not getattr(tg, "is_dense", True):
-                details["solver"] = "closed form: the truncated geometric (seed 000 §6.1), kept implicit (entries underflow)"
+                details["solver"] = "closed form: the truncated geometric (ElSalamouny et al. 2014 §6.1), kept implicit (entries underflow)"
                 return Outcome("tight-constraints", True, None, r.reason, details, implicit=tg)
     if not r.mechanism.is_dense:
         # its float64 matrix underflows (ε·d above about 708): the mechanism is kept in log space

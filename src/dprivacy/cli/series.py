@@ -29,7 +29,7 @@ def cmd_series(args) -> int:
 
 
 def add_parsers(sub) -> None:
-    se = sub.add_parser("series", help="release a series of readings (smart meter, glucose) under d1 or d∞ on values (seed 002 §6.1)",
+    se = sub.add_parser("series", help="release a series of readings (smart meter, glucose) under d1 or d∞ on values (Chatzikokolakis et al. 2013 §6.1)",
                         **examples(
                             "meter readings in steps of 0.1 kWh, at ε = 1 per 0.1 kWh of total change",
                             "dprivacy series meter.csv -o meter_released.csv --column kwh --time time --epsilon 1 --unit 0.1",

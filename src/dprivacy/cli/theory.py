@@ -161,10 +161,10 @@ def cmd_reproduce(args) -> int:
     from ..experiments.report import run
 
     if args.list:
-        from ..experiments.registry import load_all
+        from ..experiments.registry import PAPERS, load_all
 
         for exp in load_all().values():
-            print(f"{exp.id:<24} seed {exp.paper}  {exp.title}")
+            print(f"{exp.id:<24} {PAPERS[exp.paper]:<28} {exp.title}")
         return 0
     t0 = time.perf_counter()
     only = list(dict.fromkeys(args.only)) if args.only else args.only  # each id once, in the order given
@@ -192,9 +192,9 @@ class _ReproduceHelp(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from ..experiments.registry import load_all
+        from ..experiments.registry import PAPERS, load_all
 
-        lines = [f"  {exp.id:<24} seed {exp.paper}  {exp.title}" for exp in load_all().values()]
+        lines = [f"  {exp.id:<24} {PAPERS[exp.paper]:<28} {exp.title}" for exp in load_all().values()]
         parser.epilog = REPRODUCE_EXAMPLES["epilog"] + "\n\nexperiment ids (for --only):\n" + "\n".join(lines)
         parser.print_help()
         parser.exit()
@@ -236,7 +236,7 @@ def add_parsers(sub) -> None:
     t.add_argument("--json", action="store_true", help=JSON_HELP)
     t.set_defaults(func=cmd_threshold)
 
-    pr = sub.add_parser("prior", help="is a prior ε·d-regular? its utility and leakage bounds (seed 000 Thm 2, Prop 5)",
+    pr = sub.add_parser("prior", help="is a prior ε·d-regular? its utility and leakage bounds (ElSalamouny et al. 2014 Thm 2, Prop 5)",
                         **examples("is this prior of six weights 1·d-regular on a line?",
                                    "dprivacy prior line:6 --epsilon 1 --prior prior.txt",
                                    "a 4×4 array of weights on a grid, with the certificate (μ, γ, error bound)",

@@ -1,4 +1,4 @@
-r"""What a location release costs and what it protects, measured on a grid (seed 000 §3.4–3.5, §7.2).
+r"""What a location release costs and what it protects, measured on a grid (ElSalamouny et al. 2014 §3.4–3.5, §7.2).
 
 For a mechanism K on the cells of a :class:`~dprivacy.data.location_grid.LocationGrid` and a prior π
 on the cells (by default the data's own distribution binned on the grid: what an adversary who knows
@@ -6,7 +6,7 @@ the population faces):
 
 * **Bayes vulnerability** V(π, K) = Σ_z max_x π_x K[x, z], the probability that the adversary's best
   guess is the true cell, against V(π) = max_x π_x before the release; **min-entropy leakage**
-  log₂ V(π, K)/V(π) in bits (seed 000 §3.5; seed 001 §2.2);
+  log₂ V(π, K)/V(π) in bits (ElSalamouny et al. 2014 §3.5; Alvim et al. 2015 §2.2);
 * the **expected displacement** Σ_x π_x Σ_z K[x, z] d(x, z) in metres (what the release costs a user of
   the data);
 * the **adversary's expected error** after the Bayes-optimal remap for the distance,

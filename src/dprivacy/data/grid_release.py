@@ -5,7 +5,7 @@ who lies outside): it is mapped to the cell nearest it (:meth:`~dprivacy.data.lo
 clamping) and released through the mechanism like any other, every row kept in its place. The guarantee
 then holds between the cells the true points are mapped to (:func:`grid_guarantee`).
 
-The secrets are the cells of a :class:`~dprivacy.data.location_grid.LocationGrid` (seed 000 §7.2):
+The secrets are the cells of a :class:`~dprivacy.data.location_grid.LocationGrid` (ElSalamouny et al. 2014 §7.2):
 a mechanism that is ε·d-private on the grid (d the distance in projected metres between cell centres)
 gives, for two true points x, x' in cells c, c', output probabilities within a factor
 e^{ε d(c, c')} ≤ e^{ε (d(x, x') + √2·cell)} of each other (the cell's diagonal is what snapping can
@@ -14,15 +14,15 @@ add), and d is the ground distance up to the projection's scale factors over the
 Mechanisms (all the library's Mechanism objects):
 
 * ``planar-laplace-grid`` — :class:`~dprivacy.mechanisms.planar_laplace.PlanarLaplaceGridMechanism`
-  (seed 000 §7.2; seed 002 §6.2), any grid size;
-* ``tight-constraints`` — the tight-constraints mechanism of the grid (seed 000 Def 6, Prop 6), the FFT
-  solver above 256 cells; it exists only from a threshold ε (seed 000 Prop 8), reported when it does
-  not; with a prior, the region-of-priors check (seed 000 Thm 4: optimal for every ε·d-regular prior);
-* ``optimal`` — the linear program for the prior and the binary gain (seed 000 §3.4, Eq. 6), with its
+  (ElSalamouny et al. 2014 §7.2; Chatzikokolakis et al. 2013 §6.2), any grid size;
+* ``tight-constraints`` — the tight-constraints mechanism of the grid (ElSalamouny et al. 2014 Def 6, Prop 6), the FFT
+  solver above 256 cells; it exists only from a threshold ε (ElSalamouny et al. 2014 Prop 8), reported when it does
+  not; with a prior, the region-of-priors check (ElSalamouny et al. 2014 Thm 4: optimal for every ε·d-regular prior);
+* ``optimal`` — the linear program for the prior and the binary gain (ElSalamouny et al. 2014 §3.4, Eq. 6), with its
   certified bracket (small grids: the LP has n² variables).
 
 ``remap``: the Bayes-optimal post-processing for the prior and the expected distance: output z is
-replaced by argmin_w Σ_x π_x K[x, z] d(x, w) (seed 000 §3.4's optimal remap with the gain −d). It keeps
+replaced by argmin_w Σ_x π_x K[x, z] d(x, w) (ElSalamouny et al. 2014 §3.4's optimal remap with the gain −d). It keeps
 ε (post-processing) and lowers the expected error for that prior.
 """
 
@@ -171,7 +171,7 @@ def load_grid_prior(grid: LocationGrid, prior=None, prior_from=None, *, lat=None
 
 def distance_remap(mechanism, space, prior: np.ndarray, *, block: int = 1024) -> tuple[np.ndarray, float, float]:
     """The Bayes-optimal remap for the expected distance: output z ↦ argmin_w Σ_x π_x K[x, z] d(x, w)
-    (the optimal remap of seed 000 §3.4 with the gain −d, as :func:`dprivacy.measures.utility` computes
+    (the optimal remap of ElSalamouny et al. 2014 §3.4 with the gain −d, as :func:`dprivacy.measures.utility` computes
     it for a gain matrix; here in blocks of outputs so that memory stays at O(|support(π)|·n) instead
     of n²). Returns (remap, expected distance without it, with it), in the space's units."""
     supp = np.flatnonzero(prior > 0)
@@ -258,7 +258,7 @@ def build_grid_release(grid: LocationGrid, mechanism: str, *, epsilon_m: float, 
             thr = tight_threshold(space)
             raise ValueError(f"the tight-constraints mechanism does not exist on this {grid.width}×{grid.height} grid at "
                              f"ε = {epsilon_m * 1000:g} per km ({res.reason}); it exists from ε* ≈ "
-                             f"{thr.epsilon_star * 1000:.6g} per km at --cell {grid.cell_m:g} m (seed 000 Prop 8): raise ε or "
+                             f"{thr.epsilon_star * 1000:.6g} per km at --cell {grid.cell_m:g} m (ElSalamouny et al. 2014 Prop 8): raise ε or "
                              "the cell size, or use planar-laplace-grid")
         mech = res.mechanism
         if pi is not None:
@@ -267,7 +267,7 @@ def build_grid_release(grid: LocationGrid, mechanism: str, *, epsilon_m: float, 
             reg = regularity(space, pi, epsilon=epsilon_m)
             info["optimal_for_prior"] = {
                 "regular": bool(reg.regular), "method": reg.method,
-                "meaning": ("the prior is ε·d-regular: the tight-constraints mechanism is optimal for it (seed 000 Thm 4)"
+                "meaning": ("the prior is ε·d-regular: the tight-constraints mechanism is optimal for it (ElSalamouny et al. 2014 Thm 4)"
                             if reg.regular else "not shown optimal for this prior: " + (reg.reason or "not regular"))}
     else:
         from ..mechanisms.optimal import optimal_mechanism
@@ -284,7 +284,7 @@ def build_grid_release(grid: LocationGrid, mechanism: str, *, epsilon_m: float, 
                            # False: stopped above the LP's gap (at the time limit), private but not shown optimal
                            "optimal": not (res.gap == res.gap and res.gap > DEFAULT_GAP * (1 + 1e-9)),
                            "solver_message": res.solver_message,
-                           "meaning": "binary gain (probability that the Bayes adversary guesses the cell), seed 000 §3.4"
+                           "meaning": "binary gain (probability that the Bayes adversary guesses the cell), ElSalamouny et al. 2014 §3.4"
                                       + ("; the time limit stopped the solve: the mechanism is certified private, its "
                                          "utility is within the gap of optimal" if res.status == 1 else "")}
     cert = mech.certificate

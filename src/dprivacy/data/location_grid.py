@@ -1,6 +1,6 @@
 r"""A public region of the Earth cut into square cells of a fixed size in metres.
 
-Seed 000 §7.2 evaluates mechanisms on a grid of locations. To put real coordinates (degrees, WGS84) on
+ElSalamouny et al. 2014 §7.2 evaluates mechanisms on a grid of locations. To put real coordinates (degrees, WGS84) on
 such a grid without distorting distances we project them with the **Lambert azimuthal equal-area**
 projection centred on the region (pyproj, ``+proj=laea``): equal-area, so every cell covers the same
 ground area, and at the scale of a city or a country its scale factors stay within a fraction of a

@@ -1,7 +1,7 @@
-r"""Geo-indistinguishability for real locations: planar Laplace applied geodesically (seed 002 §6.2).
+r"""Geo-indistinguishability for real locations: planar Laplace applied geodesically (Chatzikokolakis et al. 2013 §6.2).
 
 The planar Laplace mechanism reports z with density D_ε(x)(z) = ε²/(2π) e^{−ε d(x, z)}: a displacement
-of length r ~ Gamma(2, 1/ε) in a uniformly random direction (seed 002 §6.2; Andrés et al. CCS 2013).
+of length r ~ Gamma(2, 1/ε) in a uniformly random direction (Chatzikokolakis et al. 2013 §6.2; Andrés et al. CCS 2013).
 Here ε is per metre and the displacement is applied **on the WGS84 ellipsoid** with pyproj's geodesic
 ``Geod.fwd``: the reported point is at geodesic distance r from the true one, in azimuth θ, at every
 latitude, across the antimeridian and near the poles. Tools that add the noise in degrees, or in an
@@ -140,7 +140,7 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
             details = geodesic_guarantee(e_m, precision_deg=step)
             guarantee = (f"geo-indistinguishability as released: for true locations x, x' at geodesic distance d metres and any "
                          f"released point y within r metres of both, P(y|x) ≤ exp({e_m:.6g}·d + {details['sigma']:.3g} + "
-                         f"d·r/(3R²))·P(y|x') (ε = {epsilon:g} per {unit}; seed 002 §6.2). The displacement is drawn exactly from "
+                         f"d·r/(3R²))·P(y|x') (ε = {epsilon:g} per {unit}; Chatzikokolakis et al. 2013 §6.2). The displacement is drawn exactly from "
                          f"the discrete planar Laplace on a {NOISE_LATTICE_M * 1e6:.2f} µm lattice of the tangent plane and applied "
                          "along the WGS84 geodesic; the output is rounded to a fixed lattice on which every output is reachable "
                          f"from every input. The slack {details['sigma']:.3g} (cell size and lattice-point counts) is rigorous in "

@@ -44,7 +44,7 @@ def epsilon_per_metre(epsilon: float, unit: str) -> float:
 def epsilon_for_accuracy(radius_m: float, probability: float) -> float:
     r"""The ε (per metre) at which the planar Laplace displacement is at most ``radius_m`` with
     probability ``probability``: the solution of C_ε(R) = 1 − e^{−εR}(1 + εR) = p, i.e.
-    εR = −W₋₁((p − 1)/e) − 1 with W₋₁ the lower branch of Lambert's W (seed 002 §6.2's radial law)."""
+    εR = −W₋₁((p − 1)/e) − 1 with W₋₁ the lower branch of Lambert's W (Chatzikokolakis et al. 2013 §6.2's radial law)."""
     from scipy.special import lambertw
 
     if not (isinstance(radius_m, (int, float)) and math.isfinite(radius_m) and radius_m > 0):

@@ -1,6 +1,6 @@
-r"""Releasing a series of readings (smart meters, glucose monitors) under a metric on values (seed 002 §6.1).
+r"""Releasing a series of readings (smart meters, glucose monitors) under a metric on values (Chatzikokolakis et al. 2013 §6.1).
 
-A series of n readings is a tuple x ∈ V^n. Seed 002 §6.1 argues that standard DP (Hamming distance on
+A series of n readings is a tuple x ∈ V^n. Chatzikokolakis et al. 2013 §6.1 argues that standard DP (Hamming distance on
 tuples, protecting each reading whatever its value) needs noise of the order of the whole value range,
 and that the threat — recognising an appliance's or a programme's signature from accurate readings —
 is met by protecting the *accuracy* of the values: a metric on values.
@@ -8,7 +8,7 @@ is met by protecting the *accuracy* of the values: a metric on values.
 * ``metric="d1"``: d₁(x, x') = Σ_i |x_i − x'_i| / U (U the unit). Each reading, rounded to a multiple of
   U, gets independent two-sided geometric noise K_i·U with P(K = k) ∝ e^{−ε|k|} (the discrete Laplace,
   drawn exactly in integer arithmetic: :mod:`dprivacy.sampling.discrete`). Per reading this is
-  ε·d-private on the rounded values (seed 002 Fig 2 (iv)); independent noise composes over readings,
+  ε·d-private on the rounded values (Chatzikokolakis et al. 2013 Fig 2 (iv)); independent noise composes over readings,
   so the release is ε·d₁-private: any release is at most e^{ε·d₁(x, x')} times likelier under x than
   under x'.
 * ``metric="dinf"``: d∞(x, x') = max_i |x_i − x'_i| / U, the metric §6.1 argues for when the adversary
@@ -108,7 +108,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
                    time_column: str | None = None, per: str | None = None, rng=None, force: bool = False,
                    skip_invalid: bool = False, confidence: float = 0.95, progress=None,
                    sidecar: bool = False, time_format: str | None = None) -> SeriesReport:
-    """Release the readings of ``column`` with the noise of seed 002 §6.1 (module docstring).
+    """Release the readings of ``column`` with the noise of Chatzikokolakis et al. 2013 §6.1 (module docstring).
 
     ``sidecar``: also write the report beside the output (``OUTPUT.dprivacy.json``) in the same step as the rename, a
     signal and other runs committing into the folder waiting meanwhile (:func:`dprivacy.data.commit.release_commit`), as

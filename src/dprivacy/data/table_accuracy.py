@@ -20,7 +20,7 @@ def geometric_accuracy(alpha: float, *, confidence: float = 0.95) -> tuple[float
 
 
 def truncated_geometric_error(alpha: float, lo: int, hi: int, a: int) -> float:
-    """E|TG(a) − a| exactly, for the truncated geometric on lo..hi (seed 002 Fig 2 (iv)):
+    """E|TG(a) − a| exactly, for the truncated geometric on lo..hi (Chatzikokolakis et al. 2013 Fig 2 (iv)):
     α/((1−α)(1+α))·(2 − α^{hi−a} − α^{a−lo}) (the noise beyond an end is cut at that end)."""
     if alpha <= 0 or hi <= lo:
         return 0.0
@@ -57,7 +57,7 @@ def truncated_geometric_accuracy(alpha: float, lo: int, hi: int, *, confidence: 
 
 def truncated_geometric_rows(alpha: float, lo: int, hi: int, answers=None) -> np.ndarray:
     """P(o | a) of the truncated geometric on the answers lo..hi (rows a, columns o): the two-sided
-    geometric with ratio α clamped to [lo, hi] (seed 002 Fig 2 (iv)). ``answers``: only these rows
+    geometric with ratio α clamped to [lo, hi] (Chatzikokolakis et al. 2013 Fig 2 (iv)). ``answers``: only these rows
     (default every answer lo..hi)."""
     o = np.arange(lo, hi + 1)
     a = o if answers is None else np.asarray(answers, dtype=np.int64).reshape(-1)

@@ -106,11 +106,11 @@ def _sensitivity(q: Query, privacy: str, bounds, total=None, *, selected: bool =
         if q.kind == "count":
             note = ("" if selected else " (without --where the count of all rows is the table size N, which this "
                     "neighbourhood treats as public)")
-            return 1.0, ("seed 002 Thm 8 (Ghosh et al.): a changed row changes a count by at most 1 and the truncated "
+            return 1.0, ("Chatzikokolakis et al. 2013 Thm 8 (Ghosh et al.): a changed row changes a count by at most 1 and the truncated "
                          "geometric is universally optimal for a count" + note), True
         return 1.0, (f"each of the {len(q.columns)} counts at ε/{len(q.columns)} (one row changes every count by at most 1: "
                      "sequential composition); the k-count's answer graph is not a path, so no universally optimal "
-                     "mechanism exists (seed 002 Thm 9); the tight-constraints mechanism of seed 000 §3.2 on that graph is "
+                     "mechanism exists (Chatzikokolakis et al. 2013 Thm 9); the tight-constraints mechanism of ElSalamouny et al. 2014 §3.2 on that graph is "
                      "optimal for regular priors (`dprivacy design kcount:U,K`)"), False
     lo, hi = bounds
     r = float(hi - lo) if hi > lo else 1.0
@@ -122,21 +122,21 @@ def _sensitivity(q: Query, privacy: str, bounds, total=None, *, selected: bool =
             d = max(r, reach, 1.0)
             return d, (f"Δ = max(HI − LO, |LO|, |HI|) = {d:g} under d_h: a changed row can enter or leave the selected rows{why}, "
                        "moving the sum by up to max(|LO|, |HI|), or stay and move it by up to HI − LO; private, but the sum's "
-                       "answer graph is not a path, so no universally optimal mechanism exists under d_h (seed 002 Thm 9)"), False
+                       "answer graph is not a path, so no universally optimal mechanism exists under d_h (Chatzikokolakis et al. 2013 Thm 9)"), False
         on = " on the sum (avg = sum/N)" if q.kind == "avg" else ""
         return r, (f"Δ = HI − LO{on} under d_h; private, but the {name}'s answer graph is not a path, so no universally "
-                   "optimal mechanism exists under d_h (seed 002 Thm 9)"), False
+                   "optimal mechanism exists under d_h (Chatzikokolakis et al. 2013 Thm 9)"), False
     raised = ""
     if privacy == "normalized-d1":
         d = r
         if skip_invalid and q.kind == "sum" and reach > r:
             d, raised = reach, "max(|LO|, |HI|)"
         if q.kind == "avg":
-            thm = ("seed 002 Thm 11 for the sum: the sum is uniformly (HI − LO)-sensitive wrt the normalized Manhattan metric "
+            thm = ("Chatzikokolakis et al. 2013 Thm 11 for the sum: the sum is uniformly (HI − LO)-sensitive wrt the normalized Manhattan metric "
                    "(no null values, N public), and avg = sum/N is a relabelling of it, so the truncated geometric on the sum at "
                    "ε/(HI − LO), divided by N, is universally optimal for ε·d̃1")
         else:
-            thm = (f"seed 002 Thm 11: the {name} is uniformly (HI − LO)-sensitive wrt the normalized Manhattan metric, so "
+            thm = (f"Chatzikokolakis et al. 2013 Thm 11: the {name} is uniformly (HI − LO)-sensitive wrt the normalized Manhattan metric, so "
                    "the truncated geometric at ε/(HI − LO) is universally optimal for ε·d̃1 (the same noise as d_h, with "
                    "more protection for small changes)")
     elif privacy == "d1":
@@ -144,23 +144,23 @@ def _sensitivity(q: Query, privacy: str, bounds, total=None, *, selected: bool =
         if skip_invalid and q.kind == "sum" and reach > r:
             d, raised = reach / max(hi - lo, 1), "max(|LO|, |HI|)/(HI − LO)"
         if q.kind == "avg":
-            thm = ("seed 002 Thm 12 for the sum: the sum is uniformly 1-sensitive wrt d1 (no null values, N public), and "
+            thm = ("Chatzikokolakis et al. 2013 Thm 12 for the sum: the sum is uniformly 1-sensitive wrt d1 (no null values, N public), and "
                    "avg = sum/N is a relabelling of it, so the truncated geometric on the sum at ε, divided by N, is "
                    "universally optimal for ε·d1")
         else:
-            thm = f"seed 002 Thm 12: the {name} is uniformly 1-sensitive wrt d1: the truncated geometric is universally optimal"
+            thm = f"Chatzikokolakis et al. 2013 Thm 12: the {name} is uniformly 1-sensitive wrt d1: the truncated geometric is universally optimal"
     else:  # dinf
         if q.kind == "sum":
-            raise ValueError("--privacy dinf is not available for sum (seed 002 Thm 13 covers avg and percentile): use d1")
+            raise ValueError("--privacy dinf is not available for sum (Chatzikokolakis et al. 2013 Thm 13 covers avg and percentile): use d1")
         d = 1.0
         if q.kind == "avg":
-            thm = ("seed 002 Thm 13: the mean rounded to the value grid LO..HI (nearest, ties up) is uniformly 1-sensitive "
+            thm = ("Chatzikokolakis et al. 2013 Thm 13: the mean rounded to the value grid LO..HI (nearest, ties up) is uniformly 1-sensitive "
                    "wrt d∞, so the truncated geometric on LO..HI is universally optimal for it; the exact mean is not "
                    "uniformly 1-sensitive (the project's test_exact_average_is_not_uniformly_1_sensitive and experiment "
                    "002-thm10-13), so the released answer is the rounded mean (the rounding itself is up to 0.5 from the "
                    "exact mean, on top of the stated error)")
         else:
-            thm = "seed 002 Thm 13: the percentile is uniformly 1-sensitive wrt d∞: the truncated geometric is universally optimal"
+            thm = "Chatzikokolakis et al. 2013 Thm 13: the percentile is uniformly 1-sensitive wrt d∞: the truncated geometric is universally optimal"
     if raised:
         thm = (f"Δ = {raised} = {d:g}: a value turning null (--skip-invalid) moves the sum by up to max(|LO|, |HI|), more than "
                f"the theorem's Δ; private, but outside the theorem, so no optimality claim (without nulls: {thm})")

@@ -12,7 +12,7 @@ from .table_models import GroupAnswer, QueryResult, _keys_public, _on_grid
 def _tight_sum(table, query, rows, src, *, eps, eps_answer, factor, delta, lo_a, hi_a, step, total, bounds, where,
                group_by, theorem, composition, confidence, prior, public_cols, n_groups, invalid,
                max_answers: int) -> QueryResult:
-    """The tight-constraints mechanism on the sum's answer graph (seed 000 §7.1: answers lo..hi, adjacent iff
+    """The tight-constraints mechanism on the sum's answer graph (ElSalamouny et al. 2014 §7.1: answers lo..hi, adjacent iff
     |i − j| ≤ Δ, d = ⌈|i − j|/Δ⌉) at ε_a per answer, matrix-free (:mod:`dprivacy._kernels.sum_line`); one
     exact draw per group from the row of its true answer. Refused with ε* (ValueError) when it does not exist."""
     from .._kernels.sum_line import regularity_sum_line, tight_constraints_sum_line, tight_threshold_sum_line
@@ -37,7 +37,7 @@ def _tight_sum(table, query, rows, src, *, eps, eps_answer, factor, delta, lo_a,
                      else "; verified existence there, the bracket is not certified)"))
         verdict = "is undecided at" if res.certainty == "undecided" else "does not exist at"
         raise ValueError(f"--mechanism tight-constraints {verdict} ε = {eps:g}{per} on the {n:,} answers of {query.name} "
-                         f"(adjacent iff |i − j| ≤ {dlt}, seed 000 §7.1; {res.certificate if res.certificate != 'none' else 'no'} "
+                         f"(adjacent iff |i − j| ≤ {dlt}, ElSalamouny et al. 2014 §7.1; {res.certificate if res.certificate != 'none' else 'no'} "
                          f"certificate, min z = {res.min_z:.3g}): {star}; use a larger --epsilon or "
                          "--mechanism truncated-geometric")
     mech = res.mechanism
@@ -59,13 +59,13 @@ def _tight_sum(table, query, rows, src, *, eps, eps_answer, factor, delta, lo_a,
         optimality = (f"the prior {verdict} the region of ε·d-regular priors ({reg.certainty}, {reg.certificate}; "
                       "μΦ = π solved matrix-free)")
         optimality += ("; so this mechanism is optimal for it: no ε·d-private mechanism has a larger probability of "
-                       "reporting the true answer (binary gain) under it (seed 000 Thm 4)" if reg.status == "exists" else
-                       "; seed 000 Thm 4 then makes no optimality claim for it (`--mechanism optimal` may do better)")
-    theorem = (f"the tight-constraints mechanism of seed 000 (Def 6, Eq. 12: H(y, o) = z_o·e^(−ε⌈|y−o|/{dlt}⌉), Φz = 1) on the "
-               f"sum's answer graph lo..hi = {lo_a}..{hi_a} ({n:,} answers, adjacent iff |i − j| ≤ Δ = {dlt}; seed 000 §7.1); "
+                       "reporting the true answer (binary gain) under it (ElSalamouny et al. 2014 Thm 4)" if reg.status == "exists" else
+                       "; ElSalamouny et al. 2014 Thm 4 then makes no optimality claim for it (`--mechanism optimal` may do better)")
+    theorem = (f"the tight-constraints mechanism of ElSalamouny et al. 2014 (Def 6, Eq. 12: H(y, o) = z_o·e^(−ε⌈|y−o|/{dlt}⌉), Φz = 1) on the "
+               f"sum's answer graph lo..hi = {lo_a}..{hi_a} ({n:,} answers, adjacent iff |i − j| ≤ Δ = {dlt}; ElSalamouny et al. 2014 §7.1); "
                f"ε·d-private by Prop 6 (z ≥ 0 {res.certainty}, {res.certificate}: {res.reason.split('; ', 1)[-1]}), hence ε-DP "
                f"for tables: a changed row moves the answer by at most Δ; optimal for the binary gain for every ε·d-regular "
-               f"prior on the answers (seed 000 Thm 4); Δ: {theorem}")
+               f"prior on the answers (ElSalamouny et al. 2014 Thm 4); Δ: {theorem}")
     guarantee = (f"ε = {eps:g} (standard): changing one row changes the probability of every release by at most a factor "
                  f"e^{eps:g}")
     if composition:

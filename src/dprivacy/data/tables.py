@@ -1,4 +1,4 @@
-r"""Private answers to count, sum, average and percentile queries on real tables (seed 002 §5).
+r"""Private answers to count, sum, average and percentile queries on real tables (Chatzikokolakis et al. 2013 §5).
 
 The table is read and aggregated by DuckDB (filtering with ``where``, grouping with ``group_by``,
 clamping to the declared ``bounds`` and counting what was clamped) — no Python loop over rows. DuckDB
@@ -7,7 +7,7 @@ user text reaches it, and ``where`` must parse as one true/false expression on t
 comment or ``;``). Each answer then goes through the **truncated geometric mechanism** on its public
 answer grid: a two-sided geometric noise K with P(K = k) = (1−α)/(1+α)·α^{|k|}, α = e^{−ε_a/Δ}, added to
 the integer answer and clamped to the answer range (clamping is post-processing and gives exactly the
-truncated geometric channel of seed 002 Fig 2 (iv)).
+truncated geometric channel of Chatzikokolakis et al. 2013 Fig 2 (iv)).
 
 Neighbouring tables. Two tables of the same size N differ in one row (N is public). Under ``standard``
 (d_h) any of the row's columns may change, so a row can enter or leave the ``where`` selection and move
@@ -41,7 +41,7 @@ Talwar 2007; Smith 2011; :mod:`dprivacy.data.table_percentile`), sampled exactly
 d_h its Δ is the whole range R, so the truncated geometric (still available by name) spreads its noise over the
 range, while the ranks' score has sensitivity 1 and the error follows the data near the percentile.
 
-★: the truncated geometric mechanism is universally optimal there (seed 002 §5: the query is uniformly
+★: the truncated geometric mechanism is universally optimal there (Chatzikokolakis et al. 2013 §5: the query is uniformly
 Δ-sensitive, Thm 10). For avg = sum/N under d̃1 and d1 (N public, no null values) this is Thm 11/12 for
 the sum; under d∞ only the mean *rounded to the value grid* is uniformly 1-sensitive (Thm 13; the exact
 mean is not, see ``queries.average``), so that is what is released. Under d_h only counts have a
@@ -62,7 +62,7 @@ others). Values are clamped to [LO, HI]; they must be whole numbers, or multiple
 which they are rounded. The number clamped is reported for the data owner (not private). The accuracy stated for each answer is exact and holds for every true
 answer in the range: the largest expected |error| over the range, E|TG(a) − a| = α/((1−α)(1+α))·
 (2 − α^{hi−a} − α^{a−lo}), and the smallest t with P(|error| > t) ≤ 1 − confidence for every a, the
-(α, δ)-usefulness of seed 002 §5.
+(α, δ)-usefulness of Chatzikokolakis et al. 2013 §5.
 """
 
 from __future__ import annotations
@@ -101,12 +101,12 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     ``mechanism``: ``auto``/``truncated-geometric`` (the answer clamped to its public range: the truncated
     geometric, universally optimal where the module table says so), ``geometric`` (the same noise, not
     clamped), ``tight-constraints`` (only where the answers' constraint graph is a path — a count, or a
-    sum/avg/percentile under a metric on values, seed 002 Thm 6 — on which it *is* the truncated geometric,
-    seed 000 §6.1; refused elsewhere), ``optimal`` (the truncated geometric followed by the Bayes remap for
+    sum/avg/percentile under a metric on values, Chatzikokolakis et al. 2013 Thm 6 — on which it *is* the truncated geometric,
+    ElSalamouny et al. 2014 §6.1; refused elsewhere), ``optimal`` (the truncated geometric followed by the Bayes remap for
     ``prior``; the only mechanism that uses ``prior``) or ``exponential`` (a percentile under ``standard`` only:
     the exponential mechanism on ranks, :mod:`dprivacy.data.table_percentile`; what ``auto`` uses there, since
     the percentile's Δ under d_h is the whole range HI − LO). ``skip_invalid``: empty or non-numeric values are
-    left out of the aggregate as null values (seed 002 §5 extends the value metric with a null at the
+    left out of the aggregate as null values (Chatzikokolakis et al. 2013 §5 extends the value metric with a null at the
     maximal distance), with Δ raised where a null changes the sum by more than the theorem's Δ; their
     number in the whole table is reported for the data owner only. ``unit``: the resolution U of the values — they are
     rounded to multiples of U, the bounds must be multiples of U, and the value metrics' distance 1 is U
@@ -187,11 +187,11 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     if query.kind == "percentile" and privacy == "standard" and mechanism == "tight-constraints":
         raise ValueError("--mechanism tight-constraints is not available for a percentile under --privacy standard: a changed "
                          "row can move it across many answers, so its answer graph is not a path, nor the sum's graph "
-                         "(seed 000 §7.1), and depends on the table; use --mechanism truncated-geometric, or a metric on "
+                         "(ElSalamouny et al. 2014 §7.1), and depends on the table; use --mechanism truncated-geometric, or a metric on "
                          "values (--privacy d1|normalized-d1|dinf), where the answers form a path")
     if prior is not None and mechanism == "tight-constraints" and not (query.kind in ("sum", "avg") and privacy == "standard"):
         raise ValueError("--prior with --mechanism tight-constraints is for sum and avg under --privacy standard (the region of "
-                         "priors where it is optimal, seed 000 Thm 4); elsewhere the mechanism is the truncated geometric, "
+                         "priors where it is optimal, ElSalamouny et al. 2014 Thm 4); elsewhere the mechanism is the truncated geometric, "
                          "optimal for every prior (drop --prior)")
     selected = bool(where) or group_by is not None
     con = _connect(table)
@@ -465,7 +465,7 @@ def release_answers(rows, plan: AnswerPlan, *, table: str, query: Query, privacy
                     f"under the given prior (a weighted median of the posterior); {claim}")
     if mechanism == "tight-constraints":
         theorem += ("; the answers' constraint graph is a path here (a count, or a query uniformly Δ-sensitive on values, "
-                    "seed 002 Thm 6), and on a path the tight-constraints mechanism is the truncated geometric (seed 000 "
+                    "Chatzikokolakis et al. 2013 Thm 6), and on a path the tight-constraints mechanism is the truncated geometric (ElSalamouny et al. 2014 "
                     "§6.1: z = (1−α)/(1+α) inside and 1/(1+α) at the ends), drawn here as such")
     elif mechanism == "geometric":
         theorem += "; --mechanism geometric: the same noise without clamping, so answers may fall outside the range"

@@ -1,6 +1,6 @@
 """Synthetic, seeded data for experiments whose published data are not available.
 
-Seed 002 §6.1 (smart meters) and Example 2 use real consumption traces (a household meter; the power
+Chatzikokolakis et al. 2013 §6.1 (smart meters) and Example 2 use real consumption traces (a household meter; the power
 signature of the first five minutes of a film on a TV, from Greveler et al.). Those traces are not
 published with the paper, so the experiments run the paper's mechanisms on the documented synthetic
 traces below. Every number computed on them is marked "not comparable" with the paper's data.
@@ -31,11 +31,11 @@ class Trace:
     unit, time_unit : str
         Units of ``values`` and ``times``.
     value_range : (float, float)
-        The range every reading is guaranteed to lie in (the domain V of seed 002 §6.1).
+        The range every reading is guaranteed to lie in (the domain V of Chatzikokolakis et al. 2013 §6.1).
     description : str
         How the trace was made.
     fine_times, fine_values : ndarray or None
-        The underlying higher-resolution signal, when there is one (seed 002 Fig 4 (a): the grey line).
+        The underlying higher-resolution signal, when there is one (Chatzikokolakis et al. 2013 Fig 4 (a): the grey line).
     """
 
     times: np.ndarray
@@ -115,7 +115,7 @@ TV_RANGE_W = (60.0, 180.0)
 def tv_signature(seconds: int = 300, interval: int = 10, *, rng=None) -> Trace:
     """The power drawn by a television while it shows a film, read every ``interval`` seconds.
 
-    A stand-in for seed 002 Example 2 / Fig 4 (a) (the first 5 minutes of a film, read every 10 s).
+    A stand-in for Chatzikokolakis et al. 2013 Example 2 / Fig 4 (a) (the first 5 minutes of a film, read every 10 s).
     Model: an LCD television with dynamic backlight draws 70 W plus up to 100 W in proportion to the
     picture's brightness. Brightness is piecewise constant between scene cuts (cuts after
     exponentially distributed durations of mean 12 s; each scene's brightness uniform in [0, 1]),

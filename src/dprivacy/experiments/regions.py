@@ -1,6 +1,6 @@
-"""Measuring and drawing regions of regular priors: the convex hull of the corner priors (seed 000 Prop 3,
+"""Measuring and drawing regions of regular priors: the convex hull of the corner priors (ElSalamouny et al. 2014 Prop 3,
 Def 5) as a fraction of the prior simplex, in the 2-simplex (3 secrets) and in the 3-simplex projected on
-its first three coordinates (4 secrets), as seed 000 Fig 2–3 and seed 004 Fig 2–3 draw them.
+its first three coordinates (4 secrets), as ElSalamouny et al. 2014 Fig 2–3 and ElSalamouny et al. 2013 Fig 2–3 draw them.
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ def _hull_measure(points: np.ndarray) -> float:
 
 
 def region_fraction_3(corners: np.ndarray) -> float:
-    """Area of the region of regular priors (convex hull of the 3 corner priors, seed 000 Prop 3) as a
+    """Area of the region of regular priors (convex hull of the 3 corner priors, ElSalamouny et al. 2014 Prop 3) as a
     fraction of the area of the simplex; affine maps keep area ratios, so the projection is exact."""
     return _hull_measure(corners @ _TRI) / (math.sqrt(3) / 4)
 
 
 def region_fraction_4(corners: np.ndarray) -> float:
     """Volume of the region (hull of the 4 corner priors) over the volume of the 3-simplex, both
-    projected on the first three coordinates as in seed 000 Fig 3 (the projected simplex has volume 1/6)."""
+    projected on the first three coordinates as in ElSalamouny et al. 2014 Fig 3 (the projected simplex has volume 1/6)."""
     return _hull_measure(corners[:, :3]) * 6.0
 
 

@@ -8,13 +8,13 @@ from typing import Callable
 
 from .claims import Claim, Figure
 
-#: Seed file names, as in ../shared/papers/INDEX.md.
+#: The five papers by authors and year (experiment ids start with the paper's number: 000-fig7).
 PAPERS = {
-    "000": "000_455db39b8f235120.txt",
-    "001": "001_c2128648fe62df4d.txt",
-    "002": "002_3df4dd999d47c651.txt",
-    "003": "003_9b0233731f1712d6.txt",
-    "004": "004_1b6b4e800ded7b68.txt",
+    "000": "ElSalamouny et al. 2014",
+    "001": "Alvim et al. 2015",
+    "002": "Chatzikokolakis et al. 2013",
+    "003": "Alvim et al. 2011",
+    "004": "ElSalamouny et al. 2013",
 }
 
 PAPER_TITLES = {

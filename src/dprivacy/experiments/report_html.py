@@ -137,7 +137,7 @@ def render(summary: dict, results) -> str:
     parts.append(_summary(results))
     parts.append(_contents(by_paper))
     for paper in sorted(by_paper):
-        parts.append(f"<h2 id='{paper_anchor(paper)}'>Seed {paper} — {_markup(PAPER_TITLES[paper])}</h2>"
+        parts.append(f"<h2 id='{paper_anchor(paper)}'>{_markup(PAPER_TITLES[paper])}</h2>"
                      f"<p class='meta'>{esc(PAPERS[paper])}</p>")
         for exp, outcome, err, secs in by_paper[paper]:
             parts.append(_experiment(summary, exp, outcome, err, secs))

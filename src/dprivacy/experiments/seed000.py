@@ -1,10 +1,10 @@
-"""Seed 000 (ElSalamouny, Chatzikokolakis, Palamidessi 2014): Example 1 / Fig 2, Example 2 / Fig 3,
+"""ElSalamouny et al. 2014 (ElSalamouny, Chatzikokolakis, Palamidessi 2014): Example 1 / Fig 2, Example 2 / Fig 3,
 Example 3 / Fig 4, the case studies of §7.1 (Fig 6a: sum query, Fig 6b: 2-count query) and the
 identities of §6 (the tight-constraints mechanism of a counting query is the truncated geometric,
 Prop 9, Thm 4). Fig 7 (the 100×100 grid) is not here.
 
 Published values are typed in from the paper with their place; computed values come from the library.
-Seed 004 (POST 2013) repeats Example 3 and the two case studies with the same numbers (its §4.3, §6);
+ElSalamouny et al. 2013 (POST 2013) repeats Example 3 and the two case studies with the same numbers (its §4.3, §6);
 the claims below say so instead of recomputing them twice.
 
 A finding that runs through this file: the three thresholds the paper reports (Example 3's 0.48, the
@@ -34,18 +34,18 @@ from .regions import region_fraction_3, region_fraction_4, simplex_panels, tetra
 
 P = PAPERS["000"]
 
-# Seed 000 Example 1 (§4, Fig 2): "the region is depicted for ε = 0.7 and ε = 1.6".
+# ElSalamouny et al. 2014 Example 1 (§4, Fig 2): "the region is depicted for ε = 0.7 and ε = 1.6".
 EX1_EPS = (0.7, 1.6)
-# Seed 000 Example 2 (§4, Fig 3): d(y, y') = D for y ≠ y', "for different values of D". The values are
+# ElSalamouny et al. 2014 Example 2 (§4, Fig 3): d(y, y') = D for y ≠ y', "for different values of D". The values are
 # in the figure only, which the text does not carry; these are our choice.
 EX2_D = (1.0, 2.0, 3.0, 5.0)
-# Seed 000 Example 3 (§5.3): u = 5 individuals, values 1..4 with probabilities 0.3, 0.27, 0.23, 0.2;
+# ElSalamouny et al. 2014 Example 3 (§5.3): u = 5 individuals, values 1..4 with probabilities 0.3, 0.27, 0.23, 0.2;
 # "for all 0.48 ≤ ε ≤ 1 (with step 0.01) π is ε d_h-regular"; at ε = 0.5, L ≤ 1.2 (Prop 5, this π)
 # and L ≤ 2.5 (Thm 3, all priors).
 EX3_U, EX3_P = 5, (0.3, 0.27, 0.23, 0.2)
 EX3_RANGE = (0.48, 1.0)
 EX3_EPS, EX3_PROP5, EX3_THM3 = 0.5, 1.2, 2.5
-# Seed 000 §7.1: thresholds "using a step of 0.01"; sum query u = 150, v = 5, ε* = 0.8, Fig 6a on
+# ElSalamouny et al. 2014 §7.1: thresholds "using a step of 0.01"; sum query u = 150, v = 5, ε* = 0.8, Fig 6a on
 # [0.8, 1.3]; 2-count query u = 30, ε* = 0.9, Fig 6b on [0.9, 1.3].
 GRID = 0.01
 SUM_U, SUM_V, SUM_STAR, SUM_RANGE = 150, 5, 0.8, (0.8, 1.3)
@@ -140,7 +140,7 @@ def fig2(ctx: Context) -> Outcome:
             corner_cert = max(corner_cert, float(np.abs(mu @ phi - c).max()))
             upper = priors.probability_bounds(sp, epsilon=e)[1]
             bound_err = max(bound_err, float(np.abs(np.diag(c) - upper).max()))
-    # Seed 004 Example 1 draws the same regions at e^{−ε} = 0.5 and 0.2, i.e. ε = ln 2 and ln 5.
+    # ElSalamouny et al. 2013 Example 1 draws the same regions at e^{−ε} = 0.5 and 0.2, i.e. ε = ln 2 and ln 5.
     alt = {(n, e): region_fraction_3(priors.corner_priors(sp, epsilon=e))
            for n, sp in cases.items() for e in (math.log(2), math.log(5))}
     # The ring of 3 nodes is the 3-clique: c^y = ((1−a) e_y + 3a·u)/(1+2a), a = e^{−ε}, is the simplex
@@ -150,7 +150,7 @@ def fig2(ctx: Context) -> Outcome:
     limit = min(region_fraction_3(priors.corner_priors(sp, epsilon=big)) for sp in cases.values())
     fig = simplex_panels(
         ctx, "000-fig2", "Fig 2 (Example 1)", panels,
-        "Seed 000 Fig 2: regions of ε·d-regular priors (convex hull of the corner priors)",
+        "ElSalamouny et al. 2014 Fig 2: regions of ε·d-regular priors (convex hull of the corner priors)",
         "Regular priors of the 3-node line (top) and ring (bottom) at ε = 0.7 and 1.6, in the barycentric "
         "projection of the prior simplex; the region is the convex hull of the corner priors (Prop 3) and "
         "grows with ε.", paper=P)
@@ -161,7 +161,7 @@ def fig2(ctx: Context) -> Outcome:
             True, bool(frac[name, 1.6] > frac[name, 0.7]),
             note=f"Area fractions of the simplex: {frac[name, 0.7]:.4f} at ε = 0.7, {frac[name, 1.6]:.4f} at ε = 1.6 "
                  f"(ratio {frac[name, 1.6] / frac[name, 0.7]:.3f}).",
-            readings=[{"reading": "seed 004 Example 1: e^{−ε} = 0.5 and 0.2 (ε = ln 2, ln 5); area fractions",
+            readings=[{"reading": "ElSalamouny et al. 2013 Example 1: e^{−ε} = 0.5 and 0.2 (ε = ln 2, ln 5); area fractions",
                        "value": [alt[name, math.log(2)], alt[name, math.log(5)]]}]))
     claims += [
         Claim("000-fig2-corners-regular", P, "§4 after Def 5: every corner prior is regular (12 corners of Fig 2)",
@@ -204,7 +204,7 @@ def fig3(ctx: Context) -> Outcome:
     seq = [frac[D] for D in EX2_D]
     fig = tetra_panels(
         ctx, "000-fig3", "Fig 3 (Example 2)", panels,
-        "Seed 000 Fig 3: regular priors of the 4-point discrete metric, projected on (π₁, π₂, π₃)",
+        "ElSalamouny et al. 2014 Fig 3: regular priors of the 4-point discrete metric, projected on (π₁, π₂, π₃)",
         f"Regions of regular priors for d = D on 4 points, D ∈ {{{', '.join(f'{d:g}' for d in EX2_D)}}} (our choice: the "
         "text does not give the D of the figure), projected on the first three coordinates; the region grows with D.",
         paper=P)
@@ -285,7 +285,7 @@ def example3(ctx: Context) -> Outcome:
         formula_only[k] = valid[k]
     gap = [abs(t - v) for t, v in zip(tight_leak, valid) if v is not None and t is not None]
     better = all(f < t for f, t in zip([v if v is not None else w for v, w in zip(valid, formula_only)], thm3))
-    # Thm 3's μ: (e^ε / (|V|(|V| − 1 + e^ε)))^u solves μΦ = u (seed 000 §5.3).
+    # Thm 3's μ: (e^ε / (|V|(|V| − 1 + e^ε)))^u solves μΦ = u (ElSalamouny et al. 2014 §5.3).
     uni = priors.regularity(space, np.full(space.n, 1.0 / space.n), epsilon=EX3_EPS)
     mu_closed = (math.exp(EX3_EPS) / (4 * (3 + math.exp(EX3_EPS)))) ** EX3_U
 
@@ -298,7 +298,7 @@ def example3(ctx: Context) -> Outcome:
             "leakage of the tight-constraints mechanism for π": (tight_leak, {"color": "k", "marker": None, "lw": 0.8, "ls": ":"}),
         },
         xlabel="ε", ylabel="min-entropy leakage bound (bits)",
-        title="Seed 000 Fig 4: leakage bounds on V^u, u = 5, |V| = 4, π = (0.3, 0.27, 0.23, 0.2)^⊗5",
+        title="ElSalamouny et al. 2014 Fig 4: leakage bounds on V^u, u = 5, |V| = 4, π = (0.3, 0.27, 0.23, 0.2)^⊗5",
         caption="Prop 5 for the product prior of Example 3 (solid where the prior is regular, dashed where the same "
                 "formula is evaluated with a μ that has negative entries) and Thm 3 for all priors. The tight-constraints "
                 "mechanism (Prop 9, exists for every ε) leaks exactly the Prop 5 value where π is regular.",
@@ -313,7 +313,7 @@ def example3(ctx: Context) -> Outcome:
                     f"π is regular iff min p = 0.2 ≥ a/(1+3a), a = e^{{−ε}}, i.e. ε ≥ ln 2 = {math.log(2):.6f}. At ε = 0.48 the "
                     f"smallest entry of μ is {mu_048:.4g} (the largest is about 5e-4). Near the threshold the smallest entry of μ is a "
                     f"fifth power and lies within rounding of 0 (margin {margin_first:.2g} at ε = {first}), so the decisions "
-                    "there are the library's best float decisions and the closed form ln 2 is the certificate. Seed 004 "
+                    "there are the library's best float decisions and the closed form ln 2 is the certificate. ElSalamouny et al. 2013 "
                     "Example 3 states the same range."),
               readings=[
                   {"reading": "0.01 grid: last ε not regular, first ε regular", "value": [below, first]},
@@ -328,9 +328,9 @@ def example3(ctx: Context) -> Outcome:
               note=f"The number agrees, but at ε = 0.5 π is not regular (μ has negative entries), so Prop 5 does not apply "
                    f"there: {lb05.reason}. The value is the formula log2(Σμ / max π) with the unique μ. The first "
                    f"ε where Prop 5 applies on the 0.01 grid is {first}, where the bound is {lb_first:.4f} bits. "
-                   "Seed 004 Example 3 repeats the 1.2."),
+                   "ElSalamouny et al. 2013 Example 3 repeats the 1.2."),
         Claim("000-ex3-thm3-at-0.5", P, "Example 3: at ε = 0.5, L(K, π) ≤ 2.5 bits for all priors (Thm 3)",
-              EX3_THM3, thm3_05, 0.05, note=f"u log2(|V| e^ε / (|V| − 1 + e^ε)) = {thm3_05:.4f}. Seed 004 Example 3 repeats it."),
+              EX3_THM3, thm3_05, 0.05, note=f"u log2(|V| e^ε / (|V| − 1 + e^ε)) = {thm3_05:.4f}. ElSalamouny et al. 2013 Example 3 repeats it."),
         Claim("000-ex3-thm3-mu", P, "§5.3: μ = (e^ε / (|V|(|V|−1+e^ε)))^u satisfies μΦ = u (max relative error, ε = 0.5)",
               0.0, float(np.abs(uni.mu / mu_closed - 1).max()), 1e-9),
         Claim("000-fig4-better", P, "Fig 4: the bound for this π is below Thm 3's for all plotted ε", True, bool(better),
@@ -381,7 +381,7 @@ def _utilities(space, eps, geo_fns: dict):
         r = tight_constraints(space, epsilon=float(e))
         status.append(r.certainty if r.exists else ("absent" if r.decided else "undecided"))
         tight.append(measures.utility(r.mechanism, u).value if r.exists else None)
-        formula.append(float(r.z.mean()))  # Σμ = Σz/n for μΦ = u (seed 000 Prop 8, Thm 2)
+        formula.append(float(r.z.mean()))  # Σμ = Σz/n for μΦ = u (ElSalamouny et al. 2014 Prop 8, Thm 2)
         for k, f in geo_fns.items():
             geo[k].append(measures.utility(f(float(e)), u).value)
     return tight, status, formula, geo
@@ -423,7 +423,7 @@ def _case_study(ctx: Context, *, space, key: str, where: str, star_pub: float, r
                     + (", which is the published value: the paper's check probably had such a tolerance" if tol_first is not None
                        and abs(tol_first - star_pub) < GRID / 2 else "")
                     + f". Since μ = z/n shrinks with n = {space.n}, an absolute tolerance on μ admits larger spaces earlier. "
-                    "Below ε* the solution z of Φz = 1 has negative entries, so Φ diag(z) is not a mechanism. Seed 004 §6 "
+                    "Below ε* the solution z of Φz = 1 has negative entries, so Φ diag(z) is not a mechanism. ElSalamouny et al. 2013 §6 "
                     "reports the same value."),
               readings=[{"reading": "certified bracket (lo, hi], paper's reading", "value": [lo, hi]},
                         {"reading": f"accept μ ≥ −{MU_TOL:g} (absolute tolerance), 0.01 grid", "value": tol_first}] + readings),
@@ -479,7 +479,7 @@ def fig6a(ctx: Context) -> Outcome:
     out = _case_study(
         ctx, space=space, key="fig6a", where="§7.1 sum query / Fig 6a", star_pub=SUM_STAR, rng=SUM_RANGE, geo_fns=geo_fns,
         geo_main="truncated geometric, ε/v per unit step (ε-DP)",
-        title=f"Seed 000 Fig 6a: sum query, u = {SUM_U}, values 0..{SUM_V} ({space.n} answers), uniform prior",
+        title=f"ElSalamouny et al. 2014 Fig 6a: sum query, u = {SUM_U}, values 0..{SUM_V} ({space.n} answers), uniform prior",
         caption="Utility (binary gain, optimal remap, uniform prior) of the tight-constraints mechanism — absent below the "
                 "certified threshold, where the dashed line is the formula Σμ with a μ that has negative entries — and of "
                 "the truncated geometric mechanism (ε/v per unit step; the dotted variant with ε per step is only vε-DP).",
@@ -543,7 +543,7 @@ def fig6b(ctx: Context) -> Outcome:
         ctx, space=space, key="fig6b", where="§7.1 2-count query / Fig 6b", star_pub=KC_STAR, rng=KC_RANGE,
         geo_fns={"geometric on each count, ε/2 each (ε-DP)": half, "geometric on each count, ε each (only 2ε-DP)": full},
         geo_main="geometric on each count, ε/2 each (ε-DP)",
-        title=f"Seed 000 Fig 6b: 2-count query, u = {KC_U} ({space.n} answers, king's graph), uniform prior",
+        title=f"ElSalamouny et al. 2014 Fig 6b: 2-count query, u = {KC_U} ({space.n} answers, king's graph), uniform prior",
         caption="Utility (binary gain, optimal remap, uniform prior) of the tight-constraints mechanism — absent below the "
                 "certified threshold, dashed: Σμ with a μ that has negative entries — and of the truncated geometric applied "
                 "to each count (ε/2 each; the dotted variant with ε each is only 2ε-DP).",
@@ -590,7 +590,7 @@ def sec6(ctx: Context) -> Outcome:
     claims = [
         Claim("000-sec6-count-is-tg", P, "§6.1: on a counting query the tight-constraints mechanism is the truncated geometric "
               "(max |difference|, u = 5 and 20, ε = 0.1, 0.7, 2)", 0.0, worst, 1e-12),
-        Claim("000-sec6-count-every-eps", P, "§6.1 / seed 004 §5: on a counting query it exists for every ε > 0 (no ε with "
+        Claim("000-sec6-count-every-eps", P, "§6.1 / ElSalamouny et al. 2013 §5: on a counting query it exists for every ε > 0 (no ε with "
               "certified non-existence found)", True, th_count.bracket is None or th_count.bracket[0] is None,
               note=th_count.reason),
         Claim("000-prop9", P, "Prop 9: closed form on ball-size symmetric spaces = general solve (ring 7, Hamming 3³, clique 5; ε = 0.8)",

@@ -1,4 +1,4 @@
-"""Seed 000 §7.2 / Fig 7 (ElSalamouny, Chatzikokolakis, Palamidessi 2014): utility of the
+"""ElSalamouny et al. 2014 §7.2 / Fig 7 (ElSalamouny, Chatzikokolakis, Palamidessi 2014): utility of the
 tight-constraints mechanism against the planar Laplace mechanism on a 100×100 grid of locations, step
 1 km, Euclidean metric, ε from 0.4 to 1.3, uniform prior, binary gain with the optimal remap.
 
@@ -42,7 +42,7 @@ from .figures import curves
 from .prose import grouped, valued
 from .seed000 import GRID, MU_TOL, P, epsilon_grid, first_true_on_grid, formula_where_absent
 
-# Seed 000 §7.2: "a grid of 100 × 100 locations, with step size 1 km"; "ε ranging from 0.4 to 1.3";
+# ElSalamouny et al. 2014 §7.2: "a grid of 100 × 100 locations, with step size 1 km"; "ε ranging from 0.4 to 1.3";
 # uniform prior; d_2 the Euclidean distance.
 SIZE, STEP = 100, 1.0
 EPS_RANGE = (0.4, 1.3)
@@ -88,7 +88,7 @@ def signed_diagonal_utility(grid: GridSpace, z, epsilon: float) -> float:
     r"""Σ_z max_y H[y, z] / n for H = Φ diag(z), Φ = e^{−ε d}, z of any sign.
 
     For z ≥ 0 this is the uniform-prior utility of the tight-constraints mechanism, Σz/n (Φ's diagonal
-    is 1 and its other entries are below 1; seed 000 §3.4 Eq. 6). For a z with negative entries H is
+    is 1 and its other entries are below 1; ElSalamouny et al. 2014 §3.4 Eq. 6). For a z with negative entries H is
     not a channel; this is what the utility formula returns when applied to it anyway: a column with
     z_z < 0 contributes z_z·min_y Φ[y, z] = z_z e^{−ε max_y d(y, z)}. One reading of how a program
     that does not test the signs of z would plot Fig 7 below the threshold.
@@ -102,7 +102,7 @@ def signed_diagonal_utility(grid: GridSpace, z, epsilon: float) -> float:
 
 def uniform_utility_from_matrix(h: np.ndarray) -> tuple[float, float]:
     """Uniform-prior utility Σ_z max_y H[y, z] / n of an n×n channel matrix (binary gain, optimal
-    remap; seed 000 §3.4), from column maxima only — no n×m joint matrix — and the fraction of
+    remap; ElSalamouny et al. 2014 §3.4), from column maxima only — no n×m joint matrix — and the fraction of
     columns whose maximum is on the diagonal (the optimal remap is the identity there). Square matrices
     only (outputs = secrets, as on a grid)."""
     h = np.asarray(h)
@@ -265,7 +265,7 @@ def fig7(ctx: Context) -> Outcome:
             "planar Laplace, discretized and truncated (exact channel)": (pl, {"color": "tab:red"}),
         },
         xlabel="ε (per km)", ylabel="utility (P[correct guess], uniform prior)",
-        title=f"Seed 000 Fig 7: {SIZE}×{SIZE} grid, step {STEP:g} km, Euclidean, uniform prior",
+        title=f"ElSalamouny et al. 2014 Fig 7: {SIZE}×{SIZE} grid, step {STEP:g} km, Euclidean, uniform prior",
         caption="Utility (binary gain, optimal remap, uniform prior) of the tight-constraints mechanism — solid where it "
                 "exists (ε ≥ ε*, certified), dashed: Σz/n for the solution z of Φz = 1, which has negative entries below ε* "
                 "— and of the planar Laplace mechanism remapped to the nearest cell (exact channel at ε).",

@@ -1,4 +1,4 @@
-"""Seed 000 §7.2 on real locations: planar Laplace vs tight-constraints vs the optimal mechanism on the
+"""ElSalamouny et al. 2014 §7.2 on real locations: planar Laplace vs tight-constraints vs the optimal mechanism on the
 points of a real GPS route (bokeh-sampledata's ``obiszow_mtb_xcm.csv``), with the route's own
 distribution as the prior.
 
@@ -78,7 +78,7 @@ def locations_mtb(ctx: Context) -> Outcome:
             f"{', '.join(f'{e:g}' for e in both)} per km)",
             True if p == "uniform" else None, bool(tc_ge) if both else None,
             note=(f"Optimal − tight-constraints vulnerability: {', '.join(f'{gap[e]:.3g} at ε = {e:g}' for e in both)}. "
-                  + ("Under the uniform prior tight-constraints is optimal (seed 000 Thm 4: the uniform prior is regular "
+                  + ("Under the uniform prior tight-constraints is optimal (ElSalamouny et al. 2014 Thm 4: the uniform prior is regular "
                      "whenever the mechanism exists), so the gap is 0 up to the LP's tolerance."
                      if p == "uniform" else
                      "The route prior is not ε·d-regular (" + "; ".join(
@@ -111,7 +111,7 @@ def locations_mtb(ctx: Context) -> Outcome:
     axes[1].set_title("(b) cost against protection", fontsize=9)
     for ax in axes:
         ax.legend(fontsize=8)
-    fig.suptitle(f"Seed 000 §7.2 on a real GPS route ({int(counts.sum())} points, {grid.width}×{grid.height} cells of "
+    fig.suptitle(f"ElSalamouny et al. 2014 §7.2 on a real GPS route ({int(counts.sum())} points, {grid.width}×{grid.height} cells of "
                  f"{CELL_M:g} m, the route's prior)", fontsize=10)
     fig.tight_layout()
     png = ctx.path("000-locations-mtb.png")

@@ -1,4 +1,4 @@
-"""Seed 001 (Alvim et al., JCS 2015): Tables 1 and 2, Example 17 / Fig 9, Bnd and Fig 8, Prop 21's
+"""Alvim et al. 2015 (Alvim et al., JCS 2015): Tables 1 and 2, Example 17 / Fig 9, Bnd and Fig 8, Prop 21's
 example, Example 18, Prop 20 against Thm 15.
 
 Published values are typed in from the paper with their place; computed values come from the library.
@@ -23,7 +23,7 @@ from .registry import PAPERS, Context, Outcome, experiment
 P = PAPERS["001"]
 LN2 = math.log(2)
 
-# Seed 001 Table 1 (a): M1, the "adapted truncated geometric" on six cities A..F (printed to 3 decimals).
+# Alvim et al. 2015 Table 1 (a): M1, the "adapted truncated geometric" on six cities A..F (printed to 3 decimals).
 TABLE1_M1 = [
     [0.534, 0.060, 0.053, 0.046, 0.040, 0.267],
     [0.465, 0.069, 0.060, 0.053, 0.046, 0.307],
@@ -32,7 +32,7 @@ TABLE1_M1 = [
     [0.307, 0.046, 0.053, 0.060, 0.069, 0.465],
     [0.267, 0.040, 0.046, 0.053, 0.060, 0.534],
 ]
-# Seed 001 Table 2 (a): truncated 1/2-geometric on the answers 0..5 of a count of 5 voters.
+# Alvim et al. 2015 Table 2 (a): truncated 1/2-geometric on the answers 0..5 of a count of 5 voters.
 TABLE2_M1 = [
     ["2/3", "1/6", "1/12", "1/24", "1/48", "1/48"],
     ["1/3", "1/3", "1/6", "1/12", "1/24", "1/24"],
@@ -41,7 +41,7 @@ TABLE2_M1 = [
     ["1/24", "1/24", "1/12", "1/6", "1/3", "1/3"],
     ["1/48", "1/48", "1/24", "1/12", "1/6", "2/3"],
 ]
-# Seed 001 Table 2 (b): "our mechanism" (Thm 28 on the ring obtained by Remark 29).
+# Alvim et al. 2015 Table 2 (b): "our mechanism" (Thm 28 on the ring obtained by Remark 29).
 TABLE2_M2 = [
     ["8/21", "4/21", "2/21", "1/21", "2/21", "4/21"],
     ["4/21", "8/21", "4/21", "2/21", "1/21", "2/21"],
@@ -50,7 +50,7 @@ TABLE2_M2 = [
     ["2/21", "1/21", "2/21", "4/21", "8/21", "4/21"],
     ["4/21", "2/21", "1/21", "2/21", "4/21", "8/21"],
 ]
-# Seed 001 Fig 9 (b): entry α stands for max^M / e^{εα}; rows and columns aa ab ac ba ca bb bc cb cc.
+# Alvim et al. 2015 Fig 9 (b): entry α stands for max^M / e^{εα}; rows and columns aa ab ac ba ca bb bc cb cc.
 FIG9_ALPHA = [
     [0, 1, 1, 1, 1, 2, 2, 2, 2],
     [1, 0, 1, 2, 2, 1, 2, 1, 2],
@@ -169,7 +169,7 @@ def bnd_fig8(ctx: Context) -> Outcome:
         series["u·ε·log2 e (straightforward)"] = [u * float(e) / LN2 for e in eps]
         figs.append(line_plot(
             ctx, id="001-fig8", paper=P, where="Fig 8", x=eps, series=series, xlabel="ε",
-            ylabel="Bnd(u, v, ε) (bits)", title=f"Seed 001 Fig 8: leakage bound for u = {u} individuals",
+            ylabel="Bnd(u, v, ε) (bits)", title=f"Alvim et al. 2015 Fig 8: leakage bound for u = {u} individuals",
             caption="Bnd(u, v, ε) = u log2(v e^ε/(v−1+e^ε)) grows like uε log2 e for small ε and saturates at u log2 v.",
             markers=False))
     # The saturation the figure shows: Bnd → u log2 v as ε → ∞.
@@ -211,7 +211,7 @@ def example18(ctx: Context) -> Outcome:
         eps_beta.append(measures.smallest_epsilon(Channel(hb), clique))
     fig = line_plot(ctx, id="001-example18", paper=P, where="Example 18", x=alphas,
                     series={f"leakage (bits), β = {beta}": leak}, xlabel="α = p(x1)", ylabel="min-entropy leakage (bits)",
-                    title="Seed 001 Example 18: leakage vanishes as α → 0 at fixed ε", caption="Leakage of the Fig 10 channel as α → 0.",
+                    title="Alvim et al. 2015 Example 18: leakage vanishes as α → 0 at fixed ε", caption="Leakage of the Fig 10 channel as α → 0.",
                     logy=False)
     claims = [
         Claim("001-example18-epsilon", P, "Example 18: DP parameter = max{ln 1/(mβ), ln mβ, ln (m−1)/(m(1−β)), ln m(1−β)/(m−1)}",
@@ -236,7 +236,7 @@ def prop20(ctx: Context) -> Outcome:
     fig = line_plot(ctx, id="001-prop20", paper=P, where="§5.2, Prop 20 vs Thm 15", x=us,
                     series={"Prop 20, range r = v = 2": prop20, "Thm 15, Bnd(u, 2, 1)": thm15},
                     xlabel="u (individuals)", ylabel="leakage bound (bits)",
-                    title="Seed 001 Prop 20 (range r = v) vs Thm 15, v = 2, ε = 1",
+                    title="Alvim et al. 2015 Prop 20 (range r = v) vs Thm 15, v = 2, ε = 1",
                     caption="With the range fixed to v answers the bound stays below log2 v = 1 bit, while Bnd grows linearly in u.")
     worst = max(abs(a - b) for a, b in zip(prop20, closed))
     claims = [

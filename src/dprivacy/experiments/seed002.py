@@ -1,4 +1,4 @@
-"""Seed 002 (Chatzikokolakis, Andrés, Bordenabe, Palamidessi, PETS 2013): Example 1 / Fig 3, the
+"""Chatzikokolakis et al. 2013 (Chatzikokolakis, Andrés, Bordenabe, Palamidessi, PETS 2013): Example 1 / Fig 3, the
 universal optimality of the truncated geometric mechanism (Thm 8, 10–13 and their corollaries, with
 negative controls), and the smart-meter example (§6.1, Example 2) on synthetic traces and real readings.
 The Laplace instantiations of Fig 2, geolocation (§6.2) and the metric facts of §3 and §5 (Prop 3–5) are
@@ -6,7 +6,7 @@ The Laplace instantiations of Fig 2, geolocation (§6.2) and the metric facts of
 
 Published values are typed in from the paper with their place; computed values come from library calls
 (``dprivacy.queries``, ``mechanisms``, ``measures``). The paper's figures are missing from the text
-version (seed 002 file), so Fig 3 and Fig 4 are re-drawn from their description in the text and the
+version (Chatzikokolakis et al. 2013 file), so Fig 3 and Fig 4 are re-drawn from their description in the text and the
 claims say which reading of the description was used.
 """
 
@@ -30,7 +30,7 @@ from .registry import PAPERS, Context, Outcome, experiment
 P = PAPERS["002"]
 LN2 = math.log(2)
 
-# Seed 002 Example 1: "values can range between 0 and approximately 5.000" (days since Jan 1, 2000), "the
+# Chatzikokolakis et al. 2013 Example 1: "values can range between 0 and approximately 5.000" (days since Jan 1, 2000), "the
 # sensitivity of the min query wrt d_h is 5.000, while wrt d_1 it is only 1", "by using ε/5 d_1 we provide
 # the intended protection only within a radius of 5 days".
 EX1_RANGE_DAYS = 5000
@@ -38,7 +38,7 @@ EX1_SENS_DH = 5000
 EX1_SENS_D1 = 1
 EX1_RADIUS_DAYS = 5
 
-# Seed 002 Example 2: "the first 5 minutes", "reports the true readings every 10 seconds", "ϵ values .1
+# Chatzikokolakis et al. 2013 Example 2: "the first 5 minutes", "reports the true readings every 10 seconds", "ϵ values .1
 # and .5"; §6.1: the meters of [16] "send readings ... every 2 seconds".
 EX2_SECONDS, EX2_INTERVAL, EX2_EPSILONS = 300, 10, (0.1, 0.5)
 
@@ -82,7 +82,7 @@ def fig3(ctx: Context) -> Outcome:
     s_1 = queries.sensitivity(ans, U.manhattan(), Y)
 
     # Laplace mechanisms: ε·d_h-privacy needs rate ε/Δ_h (scale Δ_h/ε days); (ε/5)·d_1 needs rate
-    # (ε/5)/Δ_1 (scale 5/ε days): seed 002 Fact 5 and Fig 2 (i).
+    # (ε/5)/Δ_1 (scale 5/ε days): Chatzikokolakis et al. 2013 Fact 5 and Fig 2 (i).
     def rate_h(e):
         return e / s_h
 
@@ -123,7 +123,7 @@ def fig3(ctx: Context) -> Outcome:
     }
     fig = panel_plot(
         ctx, id="002-fig3", paper=P, where="Fig 3 / Example 1",
-        title="Seed 002 Fig 3 (re-drawn): Laplace mechanism for the earliest registration date",
+        title="Chatzikokolakis et al. 2013 Fig 3 (re-drawn): Laplace mechanism for the earliest registration date",
         caption=("(a) 1 − δ = P[|reported − true| ≤ α] against α for ε·d_h-privacy (dashed, Laplace scale 5000/ε days) "
                  "and (ε/5)·d_1-privacy (solid, scale 5/ε days). (b) The α reached with probability 0.9 against ε "
                  "(log scale). The paper's figure is not in the text; its axes are a reading of 'utility for various "
@@ -197,7 +197,7 @@ def oblivious_answer_space(answers, space_X: spaces.MetricSpace) -> spaces.Metri
     H∘f is d_X-private iff H[f x] ≤ e^{d_X(x, x')} H[f x'] for all databases x, x', i.e. iff
     H[a] ≤ e^{M(a, b)} H[b] for all answers a, b with M(a, b) = min{d_X(x, x') : f x = a, f x' = b}.
     Chaining such constraints gives the same set of H for the shortest-path closure of M, which is a
-    metric; so the LP over this space optimizes over exactly the set H_f(d_X) of seed 002 Def 7,
+    metric; so the LP over this space optimizes over exactly the set H_f(d_X) of Chatzikokolakis et al. 2013 Def 7,
     without assuming Thm 6. Labels are the answers in :func:`queries.answer_index` order.
     """
     idx, labels = queries.answer_index(answers)
@@ -223,7 +223,7 @@ def _priors(n: int, quick: bool) -> dict[str, np.ndarray]:
 
 
 def _monotone_losses(y: np.ndarray, q: float) -> dict[str, np.ndarray]:
-    """Losses l(y, w) non-decreasing in |y − w| (seed 002 §4.2: 'monotone wrt d_ℝ')."""
+    """Losses l(y, w) non-decreasing in |y − w| (Chatzikokolakis et al. 2013 §4.2: 'monotone wrt d_ℝ')."""
     d = np.abs(y[:, None] - y[None, :])
     return {"|y−w|": d, "(y−w)²": d**2, "0/1 beyond one step": (d > q * (1 + 1e-9)).astype(float)}
 
@@ -254,7 +254,7 @@ def _optimality_gaps(ans, X, delta, epsilons, priors, losses):
     return rows, private, closure_err
 
 
-#: Universes of the checks: (u individuals, values q[0..k]) with the null value, as in seed 002 §5.
+#: Universes of the checks: (u individuals, values q[0..k]) with the null value, as in Chatzikokolakis et al. 2013 §5.
 _CASES = [(2, 1.0, 3), (3, 1.0, 2), (2, 0.5, 3)]
 
 
@@ -641,7 +641,7 @@ def smart_meters_cgm(ctx: Context) -> Outcome:
     for e_ in EX2_EPSILONS:
         series[f"released, ε = {e_:g} per mg/dL"] = {"y": noisy[e_][day], "style": styles[e_]}
     fig = panel_plot(ctx, id="002-smart-meters-cgm", paper=P, where="§6.1 / Fig 4 style",
-                     title="Seed 002 §6.1 on real readings: one day of glucose readings and their releases",
+                     title="Chatzikokolakis et al. 2013 §6.1 on real readings: one day of glucose readings and their releases",
                      caption=("The first 24 hours of bokeh-sampledata's CGM readings (mg/dL, every 5 minutes) and the series "
                               "released by `dprivacy series --metric d1` at ε = 0.1 and 0.5 per mg/dL (exact two-sided "
                               "geometric noise, seeded for the report)."),
@@ -670,12 +670,12 @@ def _trace_figure(ctx: Context, trace, tag: str, noisy: dict, readings: list[str
         panels.append(dict(x=trace.times, series=series, xlabel=f"time ({trace.time_unit})",
                            ylabel=f"reading ({trace.unit})", title=rname))
     if tag == "tv":
-        title = "Seed 002 Example 2 / Fig 4 (re-drawn on a synthetic TV signature)"
+        title = "Chatzikokolakis et al. 2013 Example 2 / Fig 4 (re-drawn on a synthetic TV signature)"
         caption = ("Synthetic TV power signature (per second, grey) and its 10-s readings (black); noisy readings with Laplace "
                    "noise per reading at ε = 0.1 and 0.5 (ε per W): R1 scale 1/ε, R2 scale n/ε (n = 30), which is ε·d_∞-private.")
         where = "Example 2 / Fig 4"
     else:
-        title = "Seed 002 §6.1: a synthetic household day with Laplace noise per reading"
+        title = "Chatzikokolakis et al. 2013 §6.1: a synthetic household day with Laplace noise per reading"
         caption = ("48 half-hour readings (Wh) of a synthetic household day and noisy readings at ε = 0.1 and 0.5 per Wh: "
                    "R1 scale 1/ε (ε·d_1-private only), R2 scale n/ε = 48/ε (ε·d_∞-private).")
         where = "§6.1"

@@ -1,4 +1,4 @@
-"""Seed 002 (Chatzikokolakis, Andrés, Bordenabe, Palamidessi, PETS 2013) on its metrics: the Laplace mechanism
+"""Chatzikokolakis et al. 2013 (Chatzikokolakis, Andrés, Bordenabe, Palamidessi, PETS 2013) on its metrics: the Laplace mechanism
 instantiated on the metrics of Fig 2 (ℝ, ℝ² with the Euclidean and the Manhattan metric, the truncated geometric
 on a line) and on the plane for geolocation (§6.2), and the facts about the database metrics of §3 and §5
 (d_r against d_h, Prop 3–5, the sensitivities of sum). The other experiments of the paper are :mod:`.seed002`
@@ -99,7 +99,7 @@ def fig2_geo(ctx: Context) -> Outcome:
     srt2, srt1 = np.sort(r2), np.sort(r1)
     fig = panel_plot(
         ctx, id="002-fig2-radial", paper=P, where="Fig 2 (ii)–(iii), §6.2",
-        title="Seed 002 Fig 2 (ii)/(iii): distance of the 2-D Laplace report",
+        title="Chatzikokolakis et al. 2013 Fig 2 (ii)/(iii): distance of the 2-D Laplace report",
         caption=(f"CDF of the d_2 distance of planar_laplace_sample and of the d_1 distance of two independent 1-D laplace_sample "
                  f"draws (ε = {eps}, {n} draws each) against 1 − (1 + εr)e^{{−εr}}, the law implied by λ = ε²/2π (d_2) and λ = ε²/4 (d_1)."),
         panels=[dict(x=rr, series={

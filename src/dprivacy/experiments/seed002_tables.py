@@ -1,4 +1,4 @@
-"""Seed 002 §5 on a real table: private count, sum and median per region of bokeh-sampledata's
+"""Chatzikokolakis et al. 2013 §5 on a real table: private count, sum and median per region of bokeh-sampledata's
 ``SampleSuperstore.csv.gz`` (9,994 orders), answered by ``dprivacy query`` (the truncated geometric
 mechanism with exact integer noise), the error it actually made over repeated runs set against the
 accuracy it states, and a standard Laplace baseline at equal ε.

@@ -1,11 +1,11 @@
-"""Seed 003 (Alvim, Andrés, Chatzikokolakis, Palamidessi, ICALP 2011): every result mapped to the
+"""Alvim et al. 2011 (Alvim, Andrés, Chatzikokolakis, Palamidessi, ICALP 2011): every result mapped to the
 computation that checks it — Prop 1 and the remark of Fig 4 (the symmetry of database graphs), Thm 4.1
 (the min-entropy bound from the graph's distance counts, tight), Thm 5.1 and Prop 2 (leakage about the
 database and about one individual), Prop 3 (utility = 2^{−H∞}), Thm 6.1 and 6.2 (the utility bound and
 the mechanism that attains it) and Example 1 / Table 1.
 
-Seed 001 is the journal version of this paper; where the two print different numbers for the same
-quantity, both are reported (seed 001's under its own experiments).
+Alvim et al. 2015 is the journal version of this paper; where the two print different numbers for the same
+quantity, both are reported (Alvim et al. 2015's under its own experiments).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from .registry import PAPERS, Context, Outcome, experiment
 P = PAPERS["003"]
 LN2 = math.log(2)
 
-# Seed 003 Table 1 (a): M1 on the six cities A..F, as printed (3 decimals).
+# Alvim et al. 2011 Table 1 (a): M1 on the six cities A..F, as printed (3 decimals).
 TABLE1_M1 = [
     [0.535, 0.060, 0.052, 0.046, 0.040, 0.267],
     [0.465, 0.069, 0.060, 0.053, 0.046, 0.307],
@@ -45,7 +45,7 @@ def _hamming_graph(u: int, v: int):
 
 
 def _translations_are_vt_plus(u: int, v: int) -> bool:
-    """VT+ for V^u (seed 003 §3): the v^u translations x ↦ x + t (mod v, coordinatewise) are
+    """VT+ for V^u (Alvim et al. 2011 §3): the v^u translations x ↦ x + t (mod v, coordinatewise) are
     automorphisms (they keep the number of differing coordinates) and every vertex's images under them
     are all the vertices — checked exhaustively."""
     nodes = np.array(list(itertools.product(range(v), repeat=u)))
@@ -218,11 +218,11 @@ def example1(ctx: Context) -> Outcome:
               note="M1 is the truncated geometric on the cities laid on 0..5 with α^5 = 2 (ε/5 per step, so that any two "
                    "cities are within a factor 2). Printed to 3 decimals, so rounding allows 5e-4; entries off by more: "
                    + (beyond or "none") + ". All are within 6e-4, as if those entries were rounded up; the journal version "
-                   "(seed 001 Table 1) prints the same four and, in addition, 0.534 for 0.5346."),
+                   "(Alvim et al. 2015 Table 1) prints the same four and, in addition, 0.534 for 0.5346."),
         Claim("003-ex1-U-M1-uniform", P, "Example 1: U(M1), uniform prior", 0.2242, measures.utility(m1, uniform).value, 5e-5,
-              note="The journal version (seed 001 Example 30) prints 0.2243, which agrees with the computation (0.22434)."),
+              note="The journal version (Alvim et al. 2015 Example 30) prints 0.2243, which agrees with the computation (0.22434)."),
         Claim("003-ex1-U-M1-skewed", P, "Example 1: U(M1), p(A) = p(F) = 1/10, p(B..E) = 1/5", 0.2412, u1s, 5e-5,
-              note=f"Computed {u1s:.5f}. The journal version of the same example (seed 001 Example 30) prints 0.2415, which "
+              note=f"Computed {u1s:.5f}. The journal version of the same example (Alvim et al. 2015 Example 30) prints 0.2415, which "
                    "agrees with the computation; 0.2412 here looks like a slip corrected there."),
         Claim("003-ex1-U-M2-uniform", P, "Example 1: U(M2), uniform prior (= 2/7)", 0.2857, measures.utility(m2, uniform).value, 5e-5),
         Claim("003-ex1-U-M2-skewed", P, "Example 1: U(M2), p(A) = p(F) = 1/10", 0.2857, measures.utility(m2, skewed).value, 5e-5),

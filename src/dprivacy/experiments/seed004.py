@@ -1,9 +1,9 @@
-"""Seed 004 (ElSalamouny, Chatzikokolakis, Palamidessi, POST 2013): Appendix B (a privacy-constraints
+"""ElSalamouny et al. 2013 (ElSalamouny, Chatzikokolakis, Palamidessi, POST 2013): Appendix B (a privacy-constraints
 matrix Φ that is singular at α = e^{−ε} = 1/3 and invertible for α ≤ 1/7) and Examples 1–2 (regions of
 regular priors drawn at e^{−ε} = 0.5 and 0.2).
 
-Example 3 and the sum / 2-count case studies of seed 004 (§4.3, §6) state the same numbers as seed 000
-and are reproduced, with a note, by the seed 000 experiments (000-example3, 000-fig6a, 000-fig6b).
+Example 3 and the sum / 2-count case studies of ElSalamouny et al. 2013 (§4.3, §6) state the same numbers as ElSalamouny et al. 2014
+and are reproduced, with a note, by the ElSalamouny et al. 2014 experiments (000-example3, 000-fig6a, 000-fig6b).
 Published values are typed in from the paper with their place; computed values come from the library.
 """
 
@@ -24,13 +24,13 @@ from .regions import region_fraction_3, region_fraction_4, simplex_panels, tetra
 
 P = PAPERS["004"]
 
-# Seed 004 App. B: "if α = 1/3, then the matrix is not invertible"; "for α ≤ 1/7 ... the columns are
+# ElSalamouny et al. 2013 App. B: "if α = 1/3, then the matrix is not invertible"; "for α ≤ 1/7 ... the columns are
 # linearly independent"; c_0 + c_2 + c_4 + c_6 = c_1 + c_3 + c_5 + c_7, each position 1 + 3α² vs 4α.
 ALPHA_SINGULAR = Fraction(1, 3)
 ALPHA_INVERTIBLE_UP_TO = Fraction(1, 7)
-# Seed 004 Example 1: "we depict the regions for e^{−ε} = 0.5 and e^{−ε} = 0.2".
+# ElSalamouny et al. 2013 Example 1: "we depict the regions for e^{−ε} = 0.5 and e^{−ε} = 0.2".
 EX1_ALPHA = (0.5, 0.2)
-# Seed 004 Example 2 / Fig 3: "for different values of e^{−ε}" (values only in the figure; our choice).
+# ElSalamouny et al. 2013 Example 2 / Fig 3: "for different values of e^{−ε}" (values only in the figure; our choice).
 EX2_ALPHA = (0.5, 0.2, 0.1, 0.02)
 
 
@@ -39,7 +39,7 @@ def _gray(i: int) -> int:
 
 
 def cube_with_antipodes() -> spaces.MetricSpace:
-    """Seed 004 App. B, Fig 7: the Hamming graph 2³ plus an edge between each pair of nodes at distance 3
+    """ElSalamouny et al. 2013 App. B, Fig 7: the Hamming graph 2³ plus an edge between each pair of nodes at distance 3
     (the largest distance becomes 2). Nodes v_0..v_7 are numbered in Gray-code order, so consecutive
     nodes are adjacent and the even-numbered nodes form one side of the bipartition; the paper's
     identity c_0 + c_2 + c_4 + c_6 = c_1 + c_3 + c_5 + c_7 needs such a numbering (its figure is missing)."""
@@ -99,7 +99,7 @@ def appendix_b(ctx: Context) -> Outcome:
         series={"smallest singular value of Φ": (smin.tolist(), {"color": "tab:blue", "marker": None}),
                 "det Φ": (dets, {"color": "tab:red", "marker": None, "ls": "--"})},
         xlabel="α = e^(−ε)", ylabel="value",
-        title="Seed 004 App. B: Φ of the cube 2³ with antipodal edges (K₄,₄), ϕ = α^d",
+        title="ElSalamouny et al. 2013 App. B: Φ of the cube 2³ with antipodal edges (K₄,₄), ϕ = α^d",
         caption="Smallest singular value and determinant of Φ against α: Φ is singular only at α = 1/3 on (0, 1) and "
                 "invertible for α ≤ 1/7 (and everywhere else).",
         vlines={"α = 1/7": 1 / 7, "α = 1/3 (singular)": 1 / 3})
@@ -142,8 +142,8 @@ def examples_1_2(ctx: Context) -> Outcome:
             frac[name, al] = region_fraction_3(c)
             panels.append((f"{name.split(' (')[0]}, e^(−ε) = {al}", c, frac[name, al]))
     fig2 = simplex_panels(ctx, "004-fig2", "Fig 2 (Example 1)", panels,
-                           "Seed 004 Fig 2: ε-regular priors of queries f1 (line) and f2 (cycle), e^(−ε) = 0.5 and 0.2",
-                           "Regions of ε-regular priors (hull of the corner priors) for the 3-node line and cycle; seed 000 "
+                           "ElSalamouny et al. 2013 Fig 2: ε-regular priors of queries f1 (line) and f2 (cycle), e^(−ε) = 0.5 and 0.2",
+                           "Regions of ε-regular priors (hull of the corner priors) for the 3-node line and cycle; ElSalamouny et al. 2014 "
                            "Fig 2 draws the same at ε = 0.7 ≈ ln 2 and 1.6 ≈ ln 5.", paper=P)
     k4 = kcount_space(1, 2)
     is_k4 = bool(np.array_equal(k4.distances, 1.0 - np.eye(4)))
@@ -153,7 +153,7 @@ def examples_1_2(ctx: Context) -> Outcome:
         frac4[al] = region_fraction_4(c)
         panels4.append((f"e^(−ε) = {al}", c, frac4[al]))
     fig3 = tetra_panels(ctx, "004-fig3", "Fig 3 (Example 2)", panels4,
-                         "Seed 004 Fig 3: ε-regular priors of the 2-count query on one record (4 answers)",
+                         "ElSalamouny et al. 2013 Fig 3: ε-regular priors of the 2-count query on one record (4 answers)",
                          "Regions for several e^(−ε) (our choice: the values are only in the figure), projected on the first "
                          "three coordinates.", paper=P)
     seq = [frac4[a] for a in EX2_ALPHA]
@@ -162,12 +162,12 @@ def examples_1_2(ctx: Context) -> Outcome:
               bool(frac[name, 0.2] > frac[name, 0.5]), note=f"Area fractions {frac[name, 0.5]:.4f} and {frac[name, 0.2]:.4f}.")
         for k, name in zip(("f1", "f2"), cases)
     ] + [
-        Claim("004-ex1-same-as-seed000", P, "Example 1 = seed 000 Example 1: e^(−ε) = 0.5, 0.2 are ε = ln 2, ln 5 ≈ 0.7, 1.6 "
+        Claim("004-ex1-same-as-seed000", P, "Example 1 = ElSalamouny et al. 2014 Example 1: e^(−ε) = 0.5, 0.2 are ε = ln 2, ln 5 ≈ 0.7, 1.6 "
               "(|difference| of ε)", 0.0, max(abs(math.log(2) - 0.7), abs(math.log(5) - 1.6)), 0.01,
-              note="Seed 000 rounds the two ε to one decimal. Seed 004's limit lists the corners {(0,0,1),(0,1,0),(0,0,1)}: a typo "
+              note="ElSalamouny et al. 2014 rounds the two ε to one decimal. ElSalamouny et al. 2013's limit lists the corners {(0,0,1),(0,1,0),(0,0,1)}: a typo "
                    "for {(1,0,0),(0,1,0),(0,0,1)}."),
         Claim("004-ex2-k4", P, "Example 2: the 2-count query on one record has 4 answers, all adjacent (king's graph on 2×2 = K₄)",
-              True, is_k4, note="So seed 004 Fig 3 is seed 000 Fig 3 (discrete metric d = D) with D = ε."),
+              True, is_k4, note="So ElSalamouny et al. 2013 Fig 3 is ElSalamouny et al. 2014 Fig 3 (discrete metric d = D) with D = ε."),
         Claim("004-ex2-grows", P, "Example 2: the region grows as e^(−ε) decreases (volume fractions)", True,
               bool(np.all(np.diff(seq) > 0)), note=", ".join(f"e^(−ε) = {a}: {frac4[a]:.4f}" for a in EX2_ALPHA)),
     ]

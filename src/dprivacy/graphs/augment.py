@@ -1,5 +1,5 @@
-"""Named graphs of the papers and artificial adjacencies: the Chang graphs (seed 001 §2.3, Fig 2(a)), and the
-supergraphs ~' ⊇ ~ whose metric is ball-size symmetric (seed 001 Remark 29), on which the symmetric mechanism
+"""Named graphs of the papers and artificial adjacencies: the Chang graphs (Alvim et al. 2015 §2.3, Fig 2(a)), and the
+supergraphs ~' ⊇ ~ whose metric is ball-size symmetric (Alvim et al. 2015 Remark 29), on which the symmetric mechanism
 exists. See :mod:`dprivacy.graphs`.
 """
 
@@ -21,7 +21,7 @@ _CHANG_SWITCHING_SETS = {
 
 
 def chang_graph(which: int = 1):
-    """One of the three Chang graphs (seed 001 §2.3, Fig 2(a): distance-regular, not vertex-transitive).
+    """One of the three Chang graphs (Alvim et al. 2015 §2.3, Fig 2(a): distance-regular, not vertex-transitive).
 
     The triangular graph T(8) is the line graph of K8: its 28 vertices are the edges {i, j} of K8,
     adjacent when they share an end; it is strongly regular with parameters (28, 12, 6, 4). Seidel
@@ -37,7 +37,7 @@ def chang_graph(which: int = 1):
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), §2.3.
     """
     import itertools
@@ -97,14 +97,14 @@ def _guarantee_text(n_added: int) -> str:
     if n_added == 0:
         return (
             "no adjacency added: the closed-form mechanism on this graph is itself optimal for the "
-            "uniform prior (seed 001 Thm 28) and every regular prior (seed 000 Prop 9, Thm 4)"
+            "uniform prior (Alvim et al. 2015 Thm 28) and every regular prior (ElSalamouny et al. 2014 Prop 9, Thm 4)"
         )
     return (
         f"{n_added} adjacency(ies) added. Since ~ ⊆ ~', d_~' ≤ d_~ pointwise, so any ε·d_~'-private "
-        "mechanism (in particular the closed-form one, seed 001 eq. (17)) is ε·d_~-private for the original "
-        "graph (seed 001 Remark 29). It is optimal among ε·d_~'-private mechanisms for the uniform prior "
+        "mechanism (in particular the closed-form one, Alvim et al. 2015 eq. (17)) is ε·d_~-private for the original "
+        "graph (Alvim et al. 2015 Remark 29). It is optimal among ε·d_~'-private mechanisms for the uniform prior "
         "(its utility γ' = 1/Σ_r n'_r e^{-εr}, Thm 28), hence γ' is only a lower bound on the best utility "
-        "for the original graph, which may be higher (seed 001 Example 31: 8/21 on the ring vs 4/9 for "
+        "for the original graph, which may be higher (Alvim et al. 2015 Example 31: 8/21 on the ring vs 4/9 for "
         "the truncated geometric mechanism on the line)"
     )
 
@@ -129,9 +129,9 @@ def _cayley_edges(view: _View, group_shape: tuple[int, ...]) -> set:
 
 
 def augment_to_symmetric(graph_or_space, *, method: str = "cayley", group_shape=None) -> Augmentation:
-    """Add artificial adjacencies so that the graph's metric becomes ball-size symmetric (seed 001 Remark 29).
+    """Add artificial adjacencies so that the graph's metric becomes ball-size symmetric (Alvim et al. 2015 Remark 29).
 
-    Remark 29 of seed 001: when (Y, ~) is neither distance-regular nor vertex-transitive, take a
+    Remark 29 of Alvim et al. 2015: when (Y, ~) is neither distance-regular nor vertex-transitive, take a
     relation ~' ⊇ ~ that is, and build the mechanism of eq. (17) with the distance of ~'; it is still
     ε-differentially private for ~ but may be sub-optimal, and "the smaller ~', the higher the
     utility". The paper gives no construction beyond an example (Example 31: a line closed into a
@@ -151,7 +151,7 @@ def augment_to_symmetric(graph_or_space, *, method: str = "cayley", group_shape=
         The complete graph: the mechanism is then randomized response.
 
     When the original is already ball-size symmetric, it is returned unchanged (``method ==
-    "unchanged"``), since the closed form (seed 000 Prop 9) needs nothing more.
+    "unchanged"``), since the closed form (ElSalamouny et al. 2014 Prop 9) needs nothing more.
 
     Parameters
     ----------
@@ -169,9 +169,9 @@ def augment_to_symmetric(graph_or_space, *, method: str = "cayley", group_shape=
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Remark 29.
-    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Prop 9.
     """
     import networkx as nx

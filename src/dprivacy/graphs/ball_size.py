@@ -1,5 +1,5 @@
-"""Ball-size symmetry (seed 000 §6.2, Def 7): every point sees the same number n_r of points at each distance
-r, all that the closed-form tight-constraints mechanism needs (seed 000 Prop 9). :func:`distance_counts`
+"""Ball-size symmetry (ElSalamouny et al. 2014 §6.2, Def 7): every point sees the same number n_r of points at each distance
+r, all that the closed-form tight-constraints mechanism needs (ElSalamouny et al. 2014 Prop 9). :func:`distance_counts`
 counts the n_r of every point and decides. See :mod:`dprivacy.graphs`.
 """
 
@@ -34,7 +34,7 @@ class DistanceCounts:
     Attributes
     ----------
     symmetric : bool
-        True when the space is ball-size symmetric (seed 000 Def 7): the number of points at each
+        True when the space is ball-size symmetric (ElSalamouny et al. 2014 Def 7): the number of points at each
         distance r from y is the same for every y.
     distances : ndarray of float
         The distinct finite distances r_0 = 0 < r_1 < ... seen from any point (empty when not
@@ -42,7 +42,7 @@ class DistanceCounts:
     counts : ndarray of int
         n_r for each entry of ``distances`` (n_0 = 1); they sum to n − ``n_infinite``.
     n_infinite : int
-        Number of points at infinite distance from each point (extended metrics, seed 002 §3).
+        Number of points at infinite distance from each point (extended metrics, Chatzikokolakis et al. 2013 §3).
     points : (int, int) or None
         When not symmetric: two points y, y' whose counts differ ...
     radius : float or None
@@ -67,7 +67,7 @@ class DistanceCounts:
 
     def weighted_sum(self, epsilon: float) -> float:
         r"""\sum_r n_r e^{-ε r}: the common row sum of the privacy-constraints matrix Φ of ε·d
-        (seed 000 §6.2, before Prop 9; seed 001 eq. (18) is its reciprocal γ)."""
+        (ElSalamouny et al. 2014 §6.2, before Prop 9; Alvim et al. 2015 eq. (18) is its reciprocal γ)."""
         if not self.symmetric:
             raise ValueError(f"the space is not ball-size symmetric: {self.reason}")
         return float(np.sum(self.counts * np.exp(-epsilon * self.distances)))
@@ -86,11 +86,11 @@ def _close(a: np.ndarray, b: np.ndarray, rtol: float, floor: float = 1.0) -> np.
 def distance_counts(space, *, rtol: float = METRIC_RTOL) -> DistanceCounts:
     r"""The numbers n_r of points at each distance r from a point, when they do not depend on the point.
 
-    A space is ball-size symmetric (seed 000 §6.2, Def 7) iff |B_r(y)| is the same for every y and r,
+    A space is ball-size symmetric (ElSalamouny et al. 2014 §6.2, Def 7) iff |B_r(y)| is the same for every y and r,
     equivalently iff the multiset of distances {d(y, z) : z ∈ Y} is the same for every y. The test
     sorts every row of the distance matrix and compares it with row 0 (within a relative tolerance
     ``rtol``, so that float metrics such as ε·d or Euclidean grids are handled). Distance-regular and
-    vertex-transitive graphs pass it (seed 001 Prop 5), and then n_d is the constant of seed 001
+    vertex-transitive graphs pass it (Alvim et al. 2015 Prop 5), and then n_d is the constant of Alvim et al. 2015
     §2.3 / Thm 27.
 
     Parameters
@@ -108,9 +108,9 @@ def distance_counts(space, *, rtol: float = METRIC_RTOL) -> DistanceCounts:
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 7 (§6.2).
-    .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [2] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Prop 5.
     """
     space = _as_space(space)
@@ -157,12 +157,12 @@ def distance_counts(space, *, rtol: float = METRIC_RTOL) -> DistanceCounts:
 
 
 def is_ball_size_symmetric(space, *, rtol: float = METRIC_RTOL) -> DistanceCounts:
-    """Whether ``space`` is ball-size symmetric (seed 000 Def 7); same result as :func:`distance_counts`,
+    """Whether ``space`` is ball-size symmetric (ElSalamouny et al. 2014 Def 7); same result as :func:`distance_counts`,
     which is truthy exactly when the space is symmetric.
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 7.
     """
     return distance_counts(space, rtol=rtol)

@@ -1,4 +1,4 @@
-"""Distance-regular graphs (seed 001 §2.3, Def 2; seed 003 §3) and vertex-transitive graphs (seed 001 Def 4),
+"""Distance-regular graphs (Alvim et al. 2015 §2.3, Def 2; Alvim et al. 2011 §3) and vertex-transitive graphs (Alvim et al. 2015 Def 4),
 decided on a graph or on the graph of a metric space's essential pairs (:mod:`.views`). See
 :mod:`dprivacy.graphs`.
 """
@@ -26,7 +26,7 @@ class DistanceRegularity:
     Attributes
     ----------
     ok : bool
-        Whether the graph is (connected and) distance-regular, seed 001 Def 2.
+        Whether the graph is (connected and) distance-regular, Alvim et al. 2015 Def 2.
     intersection_array : (tuple, tuple) or None
         {b_0, ..., b_{D-1}; c_1, ..., c_D} (D the diameter) when it holds.
     degree, diameter : int or None
@@ -65,10 +65,10 @@ class DistanceRegularity:
 
         References
         ----------
-        .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+        .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
            differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 7
            (§6.2).
-        .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+        .. [2] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
            information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Prop 5.
         """
         if not self.ok:
@@ -80,7 +80,7 @@ class DistanceRegularity:
 
 
 def is_distance_regular(graph_or_space) -> DistanceRegularity:
-    r"""Test distance-regularity and return the intersection array (seed 001 §2.3, Def 2; seed 003 §3).
+    r"""Test distance-regularity and return the intersection array (Alvim et al. 2015 §2.3, Def 2; Alvim et al. 2011 §3).
 
     A connected graph is distance-regular when there are integers b_d, c_d such that for all vertices
     w, w' at distance d, w' has exactly b_d neighbours at distance d+1 from w and c_d neighbours at
@@ -103,7 +103,7 @@ def is_distance_regular(graph_or_space) -> DistanceRegularity:
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Def 2, Prop
        3.
     """
@@ -167,7 +167,7 @@ class VertexTransitivity:
     Attributes
     ----------
     ok : bool
-        Whether the automorphism group acts transitively (seed 001 Def 4).
+        Whether the automorphism group acts transitively (Alvim et al. 2015 Def 4).
     automorphisms : ndarray of int, shape (n, n), or None
         When it holds, row v is an automorphism σ_v (as the permutation x ↦ σ_v[x]) with σ_v(0) = v.
     generators : list of ndarray
@@ -245,7 +245,7 @@ def _orbit_transversal(n: int, generators: list) -> dict:
 
 
 def is_vertex_transitive(graph_or_space) -> VertexTransitivity:
-    """Test vertex-transitivity through the automorphism group (seed 001 Def 4, Prop 5, Lemma 32).
+    """Test vertex-transitivity through the automorphism group (Alvim et al. 2015 Def 4, Prop 5, Lemma 32).
 
     For every vertex v, search an automorphism σ with σ(0) = v; the vertices already reached by
     products of the automorphisms found are skipped. Each search individualizes 0 in one copy of the
@@ -266,13 +266,13 @@ def is_vertex_transitive(graph_or_space) -> VertexTransitivity:
 
     Notes
     -----
-    Seed 003 (§3) asks for "VT+": n automorphisms σ_0..σ_{n-1} with {σ_i(w)} = V for every w. The
+    Alvim et al. 2011 (§3) asks for "VT+": n automorphisms σ_0..σ_{n-1} with {σ_i(w)} = V for every w. The
     automorphisms returned here map 0 to every vertex, which is the single-orbit condition of seed
     001 Def 4 (the one the later paper uses), not necessarily VT+.
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Def 4, Prop
        5, Lemma 32.
     """

@@ -1,6 +1,6 @@
-"""Operational characterizations of d-privacy: hiding functions and neighbourhoods (seed 002 §3).
+"""Operational characterizations of d-privacy: hiding functions and neighbourhoods (Chatzikokolakis et al. 2013 §3).
 
-Seed 002 (file 002_3df4dd999d47c651.txt), §3 "Generalized Privacy", gives two Bayesian readings of
+Chatzikokolakis et al. 2013 (file Chatzikokolakis et al. 2013), §3 "Generalized Privacy", gives two Bayesian readings of
 d-privacy, generalizing the two classical readings of ε-differential privacy (its Thms 1 and 2):
 
 * **Hiding functions (Thm 3).** A hiding function φ : X → X is applied to the secret before the
@@ -52,7 +52,7 @@ MAX_ALL_EVENTS_OUTPUTS = 16
 
 @dataclass(frozen=True)
 class HidingResult(Result):
-    """Outcome of :func:`check_hiding` (seed 002 Thm 3).
+    """Outcome of :func:`check_hiding` (Chatzikokolakis et al. 2013 Thm 3).
 
     Attributes
     ----------
@@ -80,7 +80,7 @@ class HidingResult(Result):
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), Def 2, Thm 3.
     """
 
@@ -106,12 +106,12 @@ class HidingResult(Result):
         verdict = "within" if self.ok else "ABOVE"
         return (f"the posterior changes by at most {self.value:.6g} nats when x is replaced by φ(x) (event "
                 f"{self.worst_event}, secret {self.worst_secret}): {verdict} the bound 2ε·d(φ) = {self.bound:.6g} "
-                "of seed 002 Thm 3")
+                "of Chatzikokolakis et al. 2013 Thm 3")
 
 
 @dataclass(frozen=True)
 class NeighbourhoodResult(Result):
-    """Outcome of :func:`check_neighbourhood` (seed 002 Thm 4).
+    """Outcome of :func:`check_neighbourhood` (Chatzikokolakis et al. 2013 Thm 4).
 
     Attributes
     ----------
@@ -145,7 +145,7 @@ class NeighbourhoodResult(Result):
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), Def 3, Thm 4.
     """
 
@@ -174,7 +174,7 @@ class NeighbourhoodResult(Result):
             return "no event has positive probability from N: there is no posterior to compare"
         verdict = "within" if self.ok else "ABOVE"
         return (f"learning the event {self.worst_event} moves the prior restricted to N by at most {self.value:.6g} "
-                f"nats (secret {self.worst_secret}): {verdict} the bound ε·d(N) = {self.bound:.6g} of seed 002 Thm 4")
+                f"nats (secret {self.worst_secret}): {verdict} the bound ε·d(N) = {self.bound:.6g} of Chatzikokolakis et al. 2013 Thm 4")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,12 +193,12 @@ def _tolerance(bound: float, rtol: float, atol, *distributions) -> float:
 def swap(n: int, i: int, j: int) -> np.ndarray:
     """The hiding function exchanging secrets i and j and fixing the others, as an index array.
 
-    Swaps are the hiding functions of seed 002 Def 2 (a maximal Φ-chain needs φ(x_i) = x_{i+1} and
+    Swaps are the hiding functions of Chatzikokolakis et al. 2013 Def 2 (a maximal Φ-chain needs φ(x_i) = x_{i+1} and
     φ(x_{i+1}) = x_i); with them the converse of Thm 3 holds.
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), Def 2, Thm 3.
     """
     for name, v in (("i", i), ("j", j)):
@@ -281,11 +281,11 @@ def _pairwise_distances(space: MetricSpace, i: np.ndarray, j: np.ndarray) -> np.
 
 
 def hiding_distance(space: MetricSpace, hiding) -> float:
-    """d(φ) = max_x d(x, φ(x)), the largest distance a hiding function moves a secret (seed 002 §3).
+    """d(φ) = max_x d(x, φ(x)), the largest distance a hiding function moves a secret (Chatzikokolakis et al. 2013 §3).
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), Def 2, Thm 3.
     """
     phi = _as_hiding(hiding, space.n)
@@ -307,11 +307,11 @@ def check_hiding(
     channel, space: MetricSpace, prior, hiding, *, epsilon: float, events=None, rtol: float = PRIVACY_RTOL,
     atol: float | None = None,
 ) -> HidingResult:
-    """How much a hiding function changes the adversary's posterior, against the bound of seed 002 Thm 3.
+    """How much a hiding function changes the adversary's posterior, against the bound of Chatzikokolakis et al. 2013 Thm 3.
 
     Computes max_Z d_P(σ_1, σ_2), where σ_1(x) ∝ π(x) K(x)(Z) is the posterior after observing the
     event Z from the channel K, and σ_2(x) ∝ π(x) K(φ(x))(Z) the posterior when the channel is run on
-    the hidden secret φ(x). Thm 3 (seed 002, file 002_3df4dd999d47c651.txt): if K is ε·d-private then
+    the hidden secret φ(x). Thm 3 (Chatzikokolakis et al. 2013, file Chatzikokolakis et al. 2013): if K is ε·d-private then
     this is at most 2ε·d(φ) for every prior, with d(φ) = max_x d(x, φ(x)); conversely, if it holds for
     all priors and a maximally tight set of hiding functions (e.g. the swaps of :func:`swap` along the
     edges of a graph metric), K is ε·d-private.
@@ -343,7 +343,7 @@ def check_hiding(
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), Def 2, Thm 3 (the hiding-function
        characterization).
     """
@@ -408,11 +408,11 @@ def _as_neighbourhood(neighbourhood, n: int) -> np.ndarray:
 
 
 def neighbourhood_diameter(space: MetricSpace, neighbourhood) -> float:
-    """d(N) = max_{x,x'∈N} d(x, x'), the diameter of a set of secrets (seed 002 §3, Def 3).
+    """d(N) = max_{x,x'∈N} d(x, x'), the diameter of a set of secrets (Chatzikokolakis et al. 2013 §3, Def 3).
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), Def 3.
     """
     nb = _as_neighbourhood(neighbourhood, space.n)
@@ -424,10 +424,10 @@ def check_neighbourhood(
     channel, space: MetricSpace, prior, neighbourhood, *, epsilon: float, events=None, rtol: float = PRIVACY_RTOL,
     atol: float | None = None,
 ) -> NeighbourhoodResult:
-    """How much an adversary who knows the secret lies in N learns, against the bound of seed 002 Thm 4.
+    """How much an adversary who knows the secret lies in N learns, against the bound of Chatzikokolakis et al. 2013 Thm 4.
 
     Computes max_Z d_P(π_{|N}, σ_{|N}), with π_{|N}(x) = π(x)/π(N) and σ_{|N}(x) ∝ π(x) K(x)(Z) for
-    x ∈ N (the posterior restricted to N). Thm 4 (seed 002, file 002_3df4dd999d47c651.txt): if K is
+    x ∈ N (the posterior restricted to N). Thm 4 (Chatzikokolakis et al. 2013, file Chatzikokolakis et al. 2013): if K is
     ε·d-private then this is at most ε·d(N) for every prior, d(N) the diameter of N; conversely, if it
     holds for all priors and a maximally tight family of neighbourhoods (e.g. the pairs {y, y'} of the
     edges of a graph metric), K is ε·d-private.
@@ -456,7 +456,7 @@ def check_neighbourhood(
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), Def 3, Thm 4 (the neighbourhood
        characterization).
     """

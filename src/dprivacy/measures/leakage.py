@@ -1,4 +1,4 @@
-"""Bayes vulnerability, min-entropy and min-entropy leakage (seed 001 §2.1; seed 000 §3.5).
+"""Bayes vulnerability, min-entropy and min-entropy leakage (Alvim et al. 2015 §2.1; ElSalamouny et al. 2014 §3.5).
 
 Entropies and leakages are in bits (log2).
 """
@@ -16,7 +16,7 @@ def prior_vulnerability(prior) -> float:
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), §2.1
        (vulnerability V(A)).
     """
@@ -24,7 +24,7 @@ def prior_vulnerability(prior) -> float:
 
 
 def posterior_vulnerability(channel, prior, *, method: str = "auto") -> float:
-    """Posterior Bayes vulnerability V(π, H) = Σ_z max_y π_y H[y, z] (seed 001 §2.1).
+    """Posterior Bayes vulnerability V(π, H) = Σ_z max_y π_y H[y, z] (Alvim et al. 2015 §2.1).
 
     ``channel`` is a Mechanism (an implicit one is measured without its dense matrix), a Channel or a
     stochastic matrix. ``method``: "auto" (the mechanism's structured algorithm when it has one, e.g.
@@ -34,7 +34,7 @@ def posterior_vulnerability(channel, prior, *, method: str = "auto") -> float:
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), §2.1
        (conditional vulnerability V(A|B)).
     """
@@ -57,22 +57,22 @@ def min_entropy(prior) -> float:
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), §2.1.
-    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.5.
     """
     return float(-np.log2(prior_vulnerability(prior)))
 
 
 def conditional_min_entropy(channel, prior, *, method: str = "auto") -> float:
-    """Conditional min-entropy H∞(Y|Z) = −log2 Σ_z max_y π_y H[y, z], in bits (seed 000 §3.5).
+    """Conditional min-entropy H∞(Y|Z) = −log2 Σ_z max_y π_y H[y, z], in bits (ElSalamouny et al. 2014 §3.5).
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), §2.1.
-    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.5.
     """
     return float(-np.log2(posterior_vulnerability(channel, prior, method=method)))
@@ -84,7 +84,7 @@ def multiplicative_leakage(channel, prior, *, method: str = "auto") -> float:
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), §2.1
        (min-entropy leakage as log2 V(A|B)/V(A)).
     """
@@ -93,15 +93,15 @@ def multiplicative_leakage(channel, prior, *, method: str = "auto") -> float:
 
 
 def min_entropy_leakage(channel, prior, *, method: str = "auto") -> float:
-    """Min-entropy leakage L(H, π) = H∞(π) − H∞(Y|Z) = log2 V(π,H)/V(π), in bits (seed 000 §3.5);
+    """Min-entropy leakage L(H, π) = H∞(π) − H∞(Y|Z) = log2 V(π,H)/V(π), in bits (ElSalamouny et al. 2014 §3.5);
     ``method`` as in :func:`posterior_vulnerability`.
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.5
        (min-mutual information L(H, π)).
-    .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [2] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), §2.1.
     """
     return float(np.log2(multiplicative_leakage(channel, prior, method=method)))
@@ -109,16 +109,16 @@ def min_entropy_leakage(channel, prior, *, method: str = "auto") -> float:
 
 def min_capacity(channel, *, method: str = "auto") -> float:
     """Min-capacity ML(H) = log2 Σ_z max_y H[y, z], in bits: the leakage maximized over priors,
-    attained by the uniform prior (Braun et al., recalled in seed 001 §2.1 and seed 000 §5.2).
+    attained by the uniform prior (Braun et al., recalled in Alvim et al. 2015 §2.1 and ElSalamouny et al. 2014 §5.2).
     ``method`` as in :func:`posterior_vulnerability` (structured: Σ_z max_y H[y, z] = Σ_z z_z for a
     tight-constraints mechanism, whose columns peak on their diagonal).
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), §2.1
        (min-capacity, attained at the uniform prior).
-    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §5.2.
     """
     check_method(method)

@@ -1,8 +1,8 @@
-"""d-privacy of channels and priors (seed 000 Def 1; seed 002 Def 1).
+"""d-privacy of channels and priors (ElSalamouny et al. 2014 Def 1; Chatzikokolakis et al. 2013 Def 1).
 
 H is ε·d-private iff H[y, z] ≤ e^{ε d(y, y')} H[y', z] for all y, y', z, i.e. d_P(H_y, H_y') ≤ ε d(y, y')
 with d_P the multiplicative distance between distributions. Only the space's *essential pairs* need
-checking when the space knows them (seed 004 Prop 1: on a graph metric the adjacent pairs suffice):
+checking when the space knows them (ElSalamouny et al. 2013 Prop 1: on a graph metric the adjacent pairs suffice):
 along a tight chain y = y_0, …, y_k = y' the constraints multiply, so the largest ratio
 d_P(H_y, H_y') / d(y, y') over all pairs is attained on an essential pair.
 """
@@ -22,11 +22,11 @@ __all__ = ["LOG_FLOOR_ULPS", "PRIVACY_RTOL", "PrivacyResult", "check_prior_priva
 
 
 def multiplicative_distance(p, q) -> float:
-    """d_P(p, q) = max_z |ln p(z)/q(z)|, with 0/0 counted as 0 and x/0 as ∞ (seed 000 §3.1).
+    """d_P(p, q) = max_z |ln p(z)/q(z)|, with 0/0 counted as 0 and x/0 as ∞ (ElSalamouny et al. 2014 §3.1).
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.1 (the
        multiplicative distance d_P).
     """
@@ -43,14 +43,14 @@ def multiplicative_distance(p, q) -> float:
 
 def check_privacy(channel, space: MetricSpace | None = None, *, epsilon: float | None = None,
                   rtol: float = PRIVACY_RTOL, atol: float | None = None, smallest: bool = True) -> PrivacyResult:
-    """Check that ``channel`` is ε·d-private on ``space`` (seed 000 Def 1).
+    """Check that ``channel`` is ε·d-private on ``space`` (ElSalamouny et al. 2014 Def 1).
 
     ``channel`` is a Mechanism, a Channel or a stochastic matrix. For a Mechanism, ``space`` and
     ``epsilon`` default to its own, and an implicit mechanism is checked without its dense matrix
     where it can be; for anything else both are required.
 
     Vectorized over pairs and outputs; examines only the space's constraint pairs (its essential pairs
-    when known, e.g. the edges of a graph metric), which suffices by seed 004 Prop 1.
+    when known, e.g. the edges of a graph metric), which suffices by ElSalamouny et al. 2013 Prop 1.
 
     *Tolerance.* A triple (y, y', z) passes when ln H[y,z] − ln H[y',z] ≤ ε·d(y,y')·(1 + rtol) + atol:
     ``rtol`` (default :data:`PRIVACY_RTOL` = 1e-9) is relative to ε·d, so a channel built at ε = 1e-12
@@ -79,12 +79,12 @@ def check_privacy(channel, space: MetricSpace | None = None, *, epsilon: float |
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1 (§3.1:
        d-privacy via d_P).
-    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [2] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), Def 1.
-    .. [3] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+    .. [3] ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Prop 1 (the constraints
        between adjacent answers suffice).
     """
@@ -109,7 +109,7 @@ def smallest_epsilon(channel, space: MetricSpace) -> float:
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1 (§3.1).
     """
     return check_privacy(channel, space, epsilon=0.0).smallest_epsilon
@@ -120,9 +120,9 @@ def is_private(channel, space: MetricSpace, *, epsilon: float, rtol: float = PRI
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1 (§3.1).
-    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [2] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), Def 1.
     """
     return check_privacy(channel, space, epsilon=epsilon, rtol=rtol, atol=atol, smallest=False).ok
@@ -131,11 +131,11 @@ def is_private(channel, space: MetricSpace, *, epsilon: float, rtol: float = PRI
 def check_prior_privacy(space: MetricSpace, prior, *, epsilon: float, rtol: float = PRIVACY_RTOL,
                         atol: float | None = None) -> PrivacyResult:
     """How d-private a prior is: π_y ≤ e^{ε d(y,y')} π_y' for all y, y' (the property every d-regular
-    prior has, seed 000 Prop 1). The result's ``worst`` triple has z = 0.
+    prior has, ElSalamouny et al. 2014 Prop 1). The result's ``worst`` triple has z = 0.
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Prop 1 (every
        d-regular prior satisfies π_y ≤ e^{d(y,y')} π_y').
     """

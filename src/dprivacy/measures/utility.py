@@ -1,9 +1,9 @@
-"""Utility of a mechanism: expected gain (or loss) under the optimal remap (seed 001 §6; seed 000 §3.4).
+"""Utility of a mechanism: expected gain (or loss) under the optimal remap (Alvim et al. 2015 §6; ElSalamouny et al. 2014 §3.4).
 
 A user who sees output z guesses w = R(z); a gain matrix ``gain[y, w]`` scores the guess w when the true
 value is y (rows: secrets, columns: guesses). The utility is the expected gain under the best remap
 R̂(z) = argmax_w Σ_y π_y H[y, z] gain[y, w]. With the binary gain (identity matrix) it is the posterior
-Bayes vulnerability, so U = 2^{−H∞(Y|Z)} (seed 001 Prop 24).
+Bayes vulnerability, so U = 2^{−H∞(Y|Z)} (Alvim et al. 2015 Prop 24).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def utility(channel, prior, gain=None) -> UtilityResult:
     prior : array_like (n,)
     gain : array_like (n, w), optional
         ``gain[y, w]``: the gain of guessing w when the secret is y. Default: the binary gain
-        g_b(y, w) = [y = w] on w ∈ Y (seed 000 §3.4), for which the value is Σ_z max_y π_y H[y, z].
+        g_b(y, w) = [y = w] on w ∈ Y (ElSalamouny et al. 2014 §3.4), for which the value is Σ_z max_y π_y H[y, z].
 
     Returns
     -------
@@ -48,10 +48,10 @@ def utility(channel, prior, gain=None) -> UtilityResult:
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.4 (utility
        with the binary gain and an optimal remap).
-    .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [2] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Def 22, Prop
        23 (gain functions and the optimal guess).
     """
@@ -77,7 +77,7 @@ def g_vulnerability(channel, prior, gain) -> float:
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Def 22, Prop
        23.
     """
@@ -89,7 +89,7 @@ def prior_g_vulnerability(prior, gain) -> float:
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Def 22.
     """
     p = as_prior(prior)
@@ -105,10 +105,10 @@ def expected_loss(channel, prior, loss) -> UtilityResult:
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), §4.2, Def 6–7 (utility with a loss
        function and an optimal remap).
-    .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [2] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Prop 23.
     """
     j = _joint(channel, prior)
@@ -123,7 +123,7 @@ def binary_gain(n: int) -> np.ndarray:
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.4 (the
        binary gain).
     """

@@ -1,8 +1,8 @@
 """The exponential mechanism of McSherry and Talwar with quality −d, as a channel on a metric space.
 
 With the quality q(y, z) = −d(y, z) (sensitivity 1 in y with respect to d, by the triangle inequality),
-the exponential mechanism reports z with probability proportional to exp(ε q(y, z) / 2). Seed 002 §4.1
-(Definition 6, Fact 7) presents its Laplace-style variant, and seed 001 eq. (17) / Thm 28 and Prop 16
+the exponential mechanism reports z with probability proportional to exp(ε q(y, z) / 2). Chatzikokolakis et al. 2013 §4.1
+(Definition 6, Fact 7) presents its Laplace-style variant, and Alvim et al. 2015 eq. (17) / Thm 28 and Prop 16
 are the special case where every row has the same normalizer.
 """
 
@@ -45,13 +45,13 @@ def exponential(space: MetricSpace, *, epsilon: float) -> Mechanism:
 
     The factor ½ pays for unequal normalizers. When every row has the same normalizer (distance-regular
     or vertex-transitive spaces: rings, cliques, Hamming graphs), the second factor is 1 and the channel
-    is in fact (ε/2)·d-private; ``exponential(space, epsilon=2*eps)`` is then seed 001's eq. (17)
+    is in fact (ε/2)·d-private; ``exponential(space, epsilon=2*eps)`` is then Alvim et al. 2015's eq. (17)
     mechanism γ e^{−eps·d} (Thm 28; Table 2(b) on a ring of 6 with eps = ln 2) and, on a Hamming space,
-    the mechanism of seed 001 Prop 16.
+    the mechanism of Alvim et al. 2015 Prop 16.
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), §7 (eq. (17)
        with quality −d is the exponential mechanism), Thm 27.
     """

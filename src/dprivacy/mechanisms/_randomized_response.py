@@ -1,9 +1,9 @@
 """k-ary randomized response (Warner 1965; the k-ary form of Kairouz et al.).
 
 On k values, report the true one with probability e^{ε'}/(k−1+e^{ε'}) and each of the k−1 others with
-probability 1/(k−1+e^{ε'}). It is the optimal mechanism of seed 001 Thm 28 for a clique with the uniform
+probability 1/(k−1+e^{ε'}). It is the optimal mechanism of Alvim et al. 2015 Thm 28 for a clique with the uniform
 prior (Example 30, Table 1(b): diagonal 2/7, elsewhere 1/7 for k = 6, ε = ln 2) and the one-individual
-factor of the mechanism of seed 001 Prop 16.
+factor of the mechanism of Alvim et al. 2015 Prop 16.
 """
 
 from __future__ import annotations
@@ -47,10 +47,10 @@ def randomized_response(n_or_space, *, epsilon: float) -> Mechanism:
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Prop 9 (on a
        clique, which is ball-size symmetric, it is the tight-constraints mechanism).
-    .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [2] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Thm 28.
     """
     e = check_epsilon(epsilon)
@@ -74,4 +74,4 @@ def randomized_response(n_or_space, *, epsilon: float) -> Mechanism:
     lg = np.full((k, k), -eps_prime - log_denom)
     np.fill_diagonal(lg, -log_denom)
     return built_from_log(lg, space, epsilon=e, name="randomized-response",
-                 reason=f"k-ary randomized response at ε' = ε·min d = {eps_prime:.6g}: every two rows differ by the factor e^ε' exactly (seed 001 §5)")
+                 reason=f"k-ary randomized response at ε' = ε·min d = {eps_prime:.6g}: every two rows differ by the factor e^ε' exactly (Alvim et al. 2015 §5)")

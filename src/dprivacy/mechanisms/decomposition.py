@@ -4,7 +4,7 @@ Every column h_w = H[·, w] of an ε·d-private channel lies in one and the same
 
 .. math:: K = \{h \in \mathbb{R}^n_{\ge 0} : h(a) \le e^{\varepsilon d(a, b)}\, h(b)\ \text{for all } a, b\},
 
-the LP's privacy constraints for one output (seed 000 §3.4 and §5.1, seed 001 Def 22 / Prop 23, seed 002
+the LP's privacy constraints for one output (ElSalamouny et al. 2014 §3.4 and §5.1, Alvim et al. 2015 Def 22 / Prop 23, Chatzikokolakis et al. 2013
 Def 7), and the columns are coupled only by the row sums Σ_w h_w = 1. The LP
 
 .. math:: \max \sum_w \langle c_w, h_w\rangle \quad \text{s.t.}\quad \sum_w h_w = \mathbf 1,\ h_w \in K
@@ -41,7 +41,7 @@ improving ray ("mispricing"). After a round that priced every output, α moves b
 1 − Σ_w h_w of L at u_s (h_w the pricing optima; Pessoa, Sadykov, Uchoa, Vanderbeck 2018): up by
 0.1·(1 − α) when it makes an acute angle with u − u_c (L grows towards the master's duals), else down by
 0.1. For the binary gain the caller can start u_c at the tent LP's dual
-(seed 000's tight-constraints columns with the row sums relaxed to ≤ 1), where L equals the tent bound.
+(ElSalamouny et al. 2014's tight-constraints columns with the row sums relaxed to ≤ 1), where L equals the tent bound.
 
 **The master in the tent basis.** Where the tent matrix T = e^{−εd} has a sparse inverse M (lines and
 Manhattan grids, :func:`tent_inverse`), the master's rows are M·Σ_k α_k r_k = M·1: the same LP, but the
@@ -224,8 +224,8 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
 
     References
     ----------
-    seed 000 (000_455db39b8f235120.txt) §3.4, §5.1: the optimal-mechanism LP; seed 001
-    (001_c2128648fe62df4d.txt) Def 22, Prop 23; seed 002 (002_3df4dd999d47c651.txt) Def 7.
+    ElSalamouny et al. 2014 (ElSalamouny et al. 2014) §3.4, §5.1: the optimal-mechanism LP; Alvim et al. 2015
+    (Alvim et al. 2015) Def 22, Prop 23; Chatzikokolakis et al. 2013 (Chatzikokolakis et al. 2013) Def 7.
     G. B. Dantzig, P. Wolfe, Decomposition principle for linear programs, Oper. Res. 8 (1960);
     P. Wentges, Weighted Dantzig–Wolfe decomposition for linear mixed-integer programming, ITOR 4 (1997);
     A. Pessoa, R. Sadykov, E. Uchoa, F. Vanderbeck, Automation and combination of linear-programming
@@ -330,7 +330,7 @@ def dantzig_wolfe(space: MetricSpace, c: np.ndarray, *, epsilon: float, center: 
     ok = np.isfinite(d) & (d > 0)
     if ok.any():
         # few essential pairs (graph metrics: the edges): give them all at once. Every other pair's
-        # constraint follows from them along a tight chain (seed 004 Prop 1), so nothing is generated
+        # constraint follows from them along a tight chain (ElSalamouny et al. 2013 Prop 1), so nothing is generated
         # lazily; what the solver's tolerances leave is removed by the minorant repair.
         every = int(ok.sum()) <= COMPLETE_PAIRS_PER_POINT * n
         near = ok if every else ok & (d <= d[ok].min() * (1 + 1e-9))

@@ -2,7 +2,7 @@
 
 The *geometric* mechanism of Ghosh et al. adds to an integer answer y a two-sided geometric noise,
 Pr[y + k] = (1−α)/(1+α) · α^{|k|} with α = e^{−ε}, and so reports any integer. Its *truncated* version
-(seed 001 §6.2, Table 2(a): "truncated ½-geom. mechanism"; seed 002 Fig 2 (iv): TG_ε on q[0..k]) maps
+(Alvim et al. 2015 §6.2, Table 2(a): "truncated ½-geom. mechanism"; Chatzikokolakis et al. 2013 Fig 2 (iv): TG_ε on q[0..k]) maps
 every report below the smallest answer to the smallest answer and every report above the largest to the
 largest, i.e. it *folds the two tails* onto the end points. On a finite answer set only the folded
 channel is a finite channel (the untruncated mechanism has infinitely many outputs and is not a
@@ -21,7 +21,7 @@ On positions k_i ∈ {0, …, n−1} with α = e^{−ε'} the matrix is
     H[i, j] = (1−α)/(1+α) · α^{|k_i − k_j|}   if 0 < k_j < n−1  (interior outputs)
     H[i, j] = 1/(1+α) · α^{|k_i − k_j|}        if k_j ∈ {0, n−1}  (the folded tails)
 
-(seed 002 Fig 2 (iv): λ(z) = e^{qε}/(e^{qε}+1) at the ends and (e^{qε}−1)/(e^{qε}+1) inside, times
+(Chatzikokolakis et al. 2013 Fig 2 (iv): λ(z) = e^{qε}/(e^{qε}+1) at the ends and (e^{qε}−1)/(e^{qε}+1) inside, times
 e^{−ε|y−z|}; the two forms agree with α = e^{−qε}).
 """
 
@@ -76,7 +76,7 @@ def line_epsilon(space: MetricSpace, *, epsilon: float, coordinates: np.ndarray 
     ε' = ε · min_{i ≠ j} d(i, j) / |x_i − x_j|, the largest ε' with ε'|x_i − x_j| ≤ ε d(i, j) for every
     pair. Examples: ε on ``line(n)``; ε/step on ``line(n, step=step)`` measured in coordinate units;
     ε/v per unit step on the answers of a sum query (graph metric ⌈|i − j|/v⌉); ε/(n−1) per unit step on
-    a clique laid out on 0..n−1 (seed 001 Example 30, Table 1(a): "α^5 = 2").
+    a clique laid out on 0..n−1 (Alvim et al. 2015 Example 30, Table 1(a): "α^5 = 2").
 
     The minimum is taken over the space's constraint pairs only (its essential pairs when it knows them).
     This suffices: if d(i, j) = Σ_e d(e) along a tight chain of essential pairs e, then
@@ -85,7 +85,7 @@ def line_epsilon(space: MetricSpace, *, epsilon: float, coordinates: np.ndarray 
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), §4.2, Thm 10.
     """
     e = check_epsilon(epsilon)
@@ -152,30 +152,30 @@ def truncated_geometric(space, *, epsilon: float) -> Mechanism:
         :class:`TruncatedGeometricMechanism` (implicit, exact in log space) when some entry would fall
         below the smallest normal float64 (ε·d ≳ 708) or the matrix would not fit in memory. With α = e^{−ε'q} (one step),
         H[i, j] = c·α^{|k_i−k_j|} for interior outputs, c = (1−α)/(1+α), and α^{|k_i−k_j|}/(1+α) for the
-        two end outputs, which collect the folded tails (seed 002 Fig 2 (iv); seed 001 Table 2(a)).
+        two end outputs, which collect the folded tails (Chatzikokolakis et al. 2013 Fig 2 (iv); Alvim et al. 2015 Table 2(a)).
 
     Notes
     -----
     *Choice of ε'.* TG with parameter α = e^{−ε'q} is ε'·|x − x'|-private, with log-ratio between rows
     i and j exactly ε'|x_i − x_j| on an end column. It is therefore ε·d-private iff
     ε'|x_i − x_j| ≤ ε d(i, j) for all pairs, and we take the largest such ε',
-    ε' = ε · min_{i≠j} d(i, j)/|x_i − x_j| (:func:`line_epsilon`). On ``line(n)`` this is ε (seed 001
+    ε' = ε · min_{i≠j} d(i, j)/|x_i − x_j| (:func:`line_epsilon`). On ``line(n)`` this is ε (Alvim et al. 2015
     Table 2: α = ½ at ε = ln 2); on the answers of a sum query with values 0..v (graph metric
-    ⌈|i−j|/v⌉) it is ε/v per unit step, the geometric mechanism of seed 000 §7.1; on a clique laid out
-    on 0..n−1 it is ε/(n−1) (seed 001 Example 30, Table 1(a)).
+    ⌈|i−j|/v⌉) it is ε/v per unit step, the geometric mechanism of ElSalamouny et al. 2014 §7.1; on a clique laid out
+    on 0..n−1 it is ε/(n−1) (Alvim et al. 2015 Example 30, Table 1(a)).
 
     *Tightness.* The pair (i, j) attaining the minimum has log-ratio ε'|x_i − x_j| = ε d(i, j) on an end
     column, so for n ≥ 2 (and some pair at finite distance) the smallest ε for which the channel is
     ε·d-private is exactly ``epsilon``.
 
-    TG is universally optimal for counting queries (Ghosh et al.; seed 002 Thm 8) and, with ε/qk,
-    for sum/avg/percentile under the normalized Manhattan metric (seed 002 Thm 10–11).
+    TG is universally optimal for counting queries (Ghosh et al.; Chatzikokolakis et al. 2013 Thm 8) and, with ε/qk,
+    for sum/avg/percentile under the normalized Manhattan metric (Chatzikokolakis et al. 2013 Thm 10–11).
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), §4.2, Fig 2 (iv), Thm 8, Thm 10.
-    .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [2] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Table 2(a),
        Example 30.
     """
@@ -192,7 +192,7 @@ def truncated_geometric(space, *, epsilon: float) -> Mechanism:
 
 
 _TG_REASON = ("truncated geometric with α = e^(−ε'q), ε' = ε·min d/|Δx|: ε'·|x−x'|-private on the line, "
-              "hence ε·d-private (seed 002 §4, Fig 2 (iv); seed 001 Table 2(a))")
+              "hence ε·d-private (Chatzikokolakis et al. 2013 §4, Fig 2 (iv); Alvim et al. 2015 Table 2(a))")
 
 
 def _log_columns(step_epsilon: float) -> tuple[float, float]:
@@ -215,7 +215,7 @@ class TruncatedGeometricMechanism(LogEntries, Mechanism):
 
     H[i, j] = c_j·α^{|k_i − k_j|} with α = e^{−ε'q} (:func:`truncated_geometric`), and, with a remap
     r : {0..n−1} → {0..m−1}, the channel H·R with R[j, w] = [r(j) = w]: output j of TG is reported as
-    w = r(j). A remap is post-processing, so H·R is private whenever H is (seed 002 Thm 8 uses it: TG
+    w = r(j). A remap is post-processing, so H·R is private whenever H is (Chatzikokolakis et al. 2013 Thm 8 uses it: TG
     followed by the optimal remap is optimal for every prior and monotone loss).
 
     Everything is computed from the positions k and α, in log space where entries underflow:
@@ -230,7 +230,7 @@ class TruncatedGeometricMechanism(LogEntries, Mechanism):
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), §4.2, Fig 2 (iv), Thm 8.
     """
 

@@ -1,7 +1,7 @@
 """The one-dimensional Laplace mechanism: a sampler on the reals and its discretization to a channel.
 
-The Laplace mechanism on ℝ reports y + N with N of density (ε/2) e^{−ε|t|} (seed 002 Fig 2 (i):
-λ_ε(z) = ε/2 and D(y)(z) = λ_ε(z) e^{−ε|y−z|}; it is ε·d_ℝ-private by seed 002 Fact 7). For a query of
+The Laplace mechanism on ℝ reports y + N with N of density (ε/2) e^{−ε|t|} (Chatzikokolakis et al. 2013 Fig 2 (i):
+λ_ε(z) = ε/2 and D(y)(z) = λ_ε(z) e^{−ε|y−z|}; it is ε·d_ℝ-private by Chatzikokolakis et al. 2013 Fact 7). For a query of
 sensitivity Δ the scale is Δ/ε.
 """
 
@@ -32,7 +32,7 @@ def laplace_sample(values, *, epsilon: float, sensitivity: float = 1.0, rng=None
     sensitivity : float
         Δ, the largest change of the answer between adjacent inputs (in the answers' units), > 0. The
         output is then ε-differentially private with respect to that adjacency, and for Δ = 1 it is
-        ε·d_ℝ-private on the answers themselves (seed 002 Fig 2 (i), Fact 7).
+        ε·d_ℝ-private on the answers themselves (Chatzikokolakis et al. 2013 Fig 2 (i), Fact 7).
     rng : numpy Generator, int seed or None
         Source of randomness (DESIGN.md convention: None is the release-grade source).
     method : {"discrete", "textbook"}
@@ -54,7 +54,7 @@ def laplace_sample(values, *, epsilon: float, sensitivity: float = 1.0, rng=None
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), §4.1 (Laplace mechanisms).
     """
     e = check_epsilon(epsilon)
@@ -140,7 +140,7 @@ def laplace_channel(space: MetricSpace, *, epsilon: float) -> Mechanism:
     Notes
     -----
     *Proof of ε·d-privacy.* The continuous Laplace density p_i(t) = (ε'/2)e^{−ε'|t − x_i|} satisfies
-    p_i(t) ≤ e^{ε'|x_i − x_j|} p_j(t) pointwise (triangle inequality on ℝ; seed 002 Fact 7). Integrating
+    p_i(t) ≤ e^{ε'|x_i − x_j|} p_j(t) pointwise (triangle inequality on ℝ; Chatzikokolakis et al. 2013 Fact 7). Integrating
     over any cell keeps the bound, H[i, k] = ∫_{C_k} p_i ≤ e^{ε'|x_i − x_j|} H[j, k], and
     ε'|x_i − x_j| ≤ ε d(i, j) by the choice of ε'. Mapping each real report to the point of its cell is
     post-processing, which cannot weaken privacy. Unlike the truncated geometric mechanism the
@@ -148,7 +148,7 @@ def laplace_channel(space: MetricSpace, *, epsilon: float) -> Mechanism:
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), §4.1 (Laplace mechanisms), Fig 2.
     """
     e = check_epsilon(epsilon)
@@ -179,6 +179,6 @@ def laplace_channel(space: MetricSpace, *, epsilon: float) -> Mechanism:
 
 
 _TINY = float(np.finfo(np.float64).tiny)
-_REASON = ("Laplace on the line with rate ε' = ε·min d/|Δx|, remapped to the nearest point: ε·d-private by seed 002 Fact 7 "
+_REASON = ("Laplace on the line with rate ε' = ε·min d/|Δx|, remapped to the nearest point: ε·d-private by Chatzikokolakis et al. 2013 Fact 7 "
            "and post-processing")
 

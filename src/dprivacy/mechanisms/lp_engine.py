@@ -1,10 +1,10 @@
 r"""The optimal-mechanism LP at scale: constraint generation with a certified bracket.
 
-The LP of :func:`dprivacy.mechanisms.optimal.optimal_mechanism` (seed 000 §3.4, §5.1; seed 001 Def 22,
-Prop 23; seed 002 Def 7) has n·|W| variables and, for a Euclidean metric, about n²·|W| privacy
+The LP of :func:`dprivacy.mechanisms.optimal.optimal_mechanism` (ElSalamouny et al. 2014 §3.4, §5.1; Alvim et al. 2015 Def 22,
+Prop 23; Chatzikokolakis et al. 2013 Def 7) has n·|W| variables and, for a Euclidean metric, about n²·|W| privacy
 constraints. At the optimum almost all of them are slack. This module solves a *restricted* LP that
 holds only some constraints, finds the constraints its solution violates among the space's constraint
-pairs (enough by seed 004 Prop 1), adds them, and re-solves from the previous basis (HiGHS dual
+pairs (enough by ElSalamouny et al. 2013 Prop 1), adds them, and re-solves from the previous basis (HiGHS dual
 simplex, warm-started through ``highspy``), until no constraint is violated or the bracket below is
 closed to the requested gap.
 
@@ -301,7 +301,7 @@ def excluded_column_terms(c_x: np.ndarray, peaks: np.ndarray, m_rows: np.ndarray
     (any λ ≥ 0 gives one). A column whose terms exceed M somewhere is one that could raise the
     restricted optimum: the pricing. For the binary gain (c[y, w] = π_w [y = w], z = w) the only term
     that can exceed M is at the peak, π_w − Σ_y e^{−εd(w,y)} M_y⁺: the tent e^{−εd(·, w)} priced with
-    the row duals (seed 000's tight-constraints columns).
+    the row duals (ElSalamouny et al. 2014's tight-constraints columns).
 
     Returns the n × q matrix of terms, one column per excluded column.
     """

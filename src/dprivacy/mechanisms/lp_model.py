@@ -1,9 +1,9 @@
 r"""The optimal-mechanism LP: its model and its result.
 
 For a prior π, a gain g[y, w] (or a loss l[y, w]) and ε, the ε·d-private mechanism of best expected gain
-(smallest expected loss) is the solution of a linear program in the entries of a channel H : Y → W (seed 000
-§3.4 and §5.1; seed 001 §6, Def 22 / Prop 23; seed 002 §4.2, Def 7). This module writes its parts — the
-privacy constraints on the space's essential pairs (seed 004 Prop 1), the row sums, the objective — and
+(smallest expected loss) is the solution of a linear program in the entries of a channel H : Y → W (ElSalamouny et al. 2014
+§3.4 and §5.1; Alvim et al. 2015 §6, Def 22 / Prop 23; Chatzikokolakis et al. 2013 §4.2, Def 7). This module writes its parts — the
+privacy constraints on the space's essential pairs (ElSalamouny et al. 2013 Prop 1), the row sums, the objective — and
 holds :class:`OptimalResult`, which every method returns: the solvers of :mod:`.lp_solve`, the spanner LP of
 :mod:`.spanner`, and the front door :func:`dprivacy.mechanisms.optimal.optimal_mechanism`.
 """
@@ -88,7 +88,7 @@ class OptimalResult(Result):
     epsilon_checked : float
         The ε at which the channel was checked (the requested ε).
     method : str
-        "full", "constraint-generation" or "truncated-geometric" (seed 002 Thm 8): what produced the
+        "full", "constraint-generation" or "truncated-geometric" (Chatzikokolakis et al. 2013 Thm 8): what produced the
         channel.
     bound : float
         A bound on the true optimum from the other side: OPT ≤ bound for a gain, OPT ≥ bound for a
@@ -109,9 +109,9 @@ class OptimalResult(Result):
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.4, Thm 4.
-    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Prop 1.
     """
 
@@ -168,7 +168,7 @@ class OptimalResult(Result):
             return (f"the LP's channel (after the certified repair) is not ε·d-private as stored in float64: its smallest "
                     f"ε is {self.smallest_epsilon:.12g} > {self.epsilon_checked:.12g}; at large ε·d the entries "
                     "e^(−ε d) underflow to 0 beside positive ones, so this stored channel is not private")
-        how = "by seed 002 Thm 8, no LP" if self.method == "truncated-geometric" else "by linear programming"
+        how = "by Chatzikokolakis et al. 2013 Thm 8, no LP" if self.method == "truncated-geometric" else "by linear programming"
         return (f"{'optimal' if self.status == 0 else 'best found'} for the prior {how} "
                 f"({self.method}: {self.solver_message}); value {self.value:.12g}, bound {self.bound:.12g}, relative gap "
                 f"{self.gap:.3g}; privacy certified by the exact check of the returned channel (smallest ε "
@@ -232,9 +232,9 @@ def privacy_constraints(space: MetricSpace, *, epsilon: float, n_outputs: int, p
 
     .. math:: e^{-\varepsilon d(a, b)} H[a, w] - H[b, w] \le 0,
 
-    i.e. H[a, w] ≤ e^{ε d(a,b)} H[b, w] (seed 000 Def 1). Writing the factor e^{−εd} ∈ (0, 1] on the
+    i.e. H[a, w] ≤ e^{ε d(a,b)} H[b, w] (ElSalamouny et al. 2014 Def 1). Writing the factor e^{−εd} ∈ (0, 1] on the
     left keeps every coefficient of A in [−1, 1], which is better conditioned than e^{+εd} when some
-    distances are large. Pairs at infinite distance (extended metrics, seed 002 §3) are not constrained.
+    distances are large. Pairs at infinite distance (extended metrics, Chatzikokolakis et al. 2013 §3) are not constrained.
 
     Parameters
     ----------
@@ -244,7 +244,7 @@ def privacy_constraints(space: MetricSpace, *, epsilon: float, n_outputs: int, p
         |W|, the number of columns of H.
     pairs : {"essential", "all"}
         "essential": the pairs of :meth:`MetricSpace.essential_pairs` (the edges of a graph metric;
-        enough by seed 004 Prop 1). "all": every pair at finite distance (the baseline).
+        enough by ElSalamouny et al. 2013 Prop 1). "all": every pair at finite distance (the baseline).
 
     Returns
     -------
@@ -254,9 +254,9 @@ def privacy_constraints(space: MetricSpace, *, epsilon: float, n_outputs: int, p
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1.
-    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Prop 1.
     """
     if pairs == "essential":
@@ -297,7 +297,7 @@ def _objective_matrix(n: int, gain, loss) -> tuple[np.ndarray, str]:
     if gain is not None and loss is not None:
         raise ValueError("give either gain or loss, not both")
     if gain is None and loss is None:
-        return np.eye(n), "gain"  # the binary gain g_b(y, w) = [y = w] on W = Y (seed 000 §3.4)
+        return np.eye(n), "gain"  # the binary gain g_b(y, w) = [y = w] on W = Y (ElSalamouny et al. 2014 §3.4)
     name = "gain" if gain is not None else "loss"
     g = as_float_matrix(gain if gain is not None else loss, name=name)
     if g.shape[0] != n:

@@ -1,13 +1,13 @@
 r"""Solving the optimal-mechanism LP (:mod:`.lp_model`): which algorithm for which problem, and the
 certified answer of each.
 
-* The plan (:func:`_plan`): the truncated geometric mechanism with its optimal remap where seed 002 Thm 8
+* The plan (:func:`_plan`): the truncated geometric mechanism with its optimal remap where Chatzikokolakis et al. 2013 Thm 8
   makes it optimal (a line, a loss monotone in the distance; no LP), else by the size of the full LP the full
   LP (scipy's ``linprog``, HiGHS), constraint generation (:mod:`.lp_engine`) or Dantzig–Wolfe decomposition
   (:mod:`.decomposition`).
-* For the binary gain the engines start from the *tent LP*, seed 000's tight-constraints columns (Def 6)
+* For the binary gain the engines start from the *tent LP*, ElSalamouny et al. 2014's tight-constraints columns (Def 6)
   with the row sums relaxed, whose dual bounds the optimum and whose channel, repaired, is returned where it
-  meets that bound (a prior in the region where tight-constraints is optimal, seed 000 Thm 4).
+  meets that bound (a prior in the region where tight-constraints is optimal, ElSalamouny et al. 2014 Thm 4).
 * Every channel returned is cleaned, repaired (:mod:`.repair`) and checked exactly
   (:func:`dprivacy.measures.check_privacy`), with a certified bracket value ≤ OPT ≤ bound (gain form); a
   solve stopped by its time limit returns the best certified channel it has, or the best constant channel.
@@ -129,7 +129,7 @@ def optimal_lp(space: MetricSpace, prior, *, epsilon: float, gain=None, loss=Non
 
 def solve(problem: Problem, *, progress=None, repair: bool = True) -> OptimalResult:
     """The optimal-mechanism LP of a checked problem, by the method its plan names (:func:`_plan`): the
-    truncated geometric mechanism where seed 002 Thm 8 makes it optimal, else the full LP, Dantzig–Wolfe
+    truncated geometric mechanism where Chatzikokolakis et al. 2013 Thm 8 makes it optimal, else the full LP, Dantzig–Wolfe
     decomposition or constraint generation, with the certified finish."""
     space, eps, p, g, kind, binary, labels = (problem.space, problem.eps, problem.p, problem.g, problem.kind,
                                               problem.binary, problem.labels)
@@ -187,14 +187,14 @@ def _better(a: "OptimalResult", b: "OptimalResult") -> bool:
 def _plan(space: MetricSpace, g: np.ndarray, kind: str, m: int, method: str, pairs: str,
           kept_size: int) -> tuple[str, int, int]:
     """(the algorithm ``method`` resolves to, the privacy rows of its full LP, the constraint pairs):
-    "truncated-geometric" (no LP) where seed 002 Thm 8 applies, "spanner", or "full" /
+    "truncated-geometric" (no LP) where Chatzikokolakis et al. 2013 Thm 8 applies, "spanner", or "full" /
     "constraint-generation" by the size of the full LP."""
     if method == "truncated-geometric" or (method == "auto" and pairs == "essential"):
         why_not = _universal_line_reason(space, g, kind, m)
         if why_not is None:
             return "truncated-geometric", 0, 0
         if method == "truncated-geometric":
-            raise ValueError(f"method='truncated-geometric' (seed 002 Thm 8) does not apply: {why_not}")
+            raise ValueError(f"method='truncated-geometric' (Chatzikokolakis et al. 2013 Thm 8) does not apply: {why_not}")
     n = space.n
     n_pairs_est = space.constraint_pairs()[0].size if pairs == "essential" else n * (n - 1) // 2
     rows_est = 2 * n_pairs_est * kept_size
@@ -211,7 +211,7 @@ def _plan(space: MetricSpace, g: np.ndarray, kind: str, m: int, method: str, pai
 
 def lp_plan(space: MetricSpace, *, gain=None, loss=None, method: str = "auto", pairs: str = "essential") -> tuple[str, int]:
     """What :func:`optimal_mechanism` would run, without running it: (algorithm, privacy rows of the full
-    LP). The algorithm is "truncated-geometric" (seed 002 Thm 8: no LP), "spanner", "full" or
+    LP). The algorithm is "truncated-geometric" (Chatzikokolakis et al. 2013 Thm 8: no LP), "spanner", "full" or
     "constraint-generation"; the rows are 2 × constraint pairs × outputs (for the binary gain, every
     output counted). For size estimates before a solve (the command line's memory guard)."""
     g, kind = _objective_matrix(space.n, gain, loss)
@@ -220,7 +220,7 @@ def lp_plan(space: MetricSpace, *, gain=None, loss=None, method: str = "auto", p
 
 
 def _universal_line_reason(space: MetricSpace, g: np.ndarray, kind: str, m: int) -> str | None:
-    """None when the truncated geometric mechanism is the optimum (seed 002 Thm 8, after Ghosh,
+    """None when the truncated geometric mechanism is the optimum (Chatzikokolakis et al. 2013 Thm 8, after Ghosh,
     Roughgarden, Sundararajan 2009): the space is a line whose metric is c·|k_i − k_j| on equally spaced
     points, the guesses are its points (W = Y), and the loss is monotone in the distance — for every
     secret y, l(y, w) non-decreasing as w moves away from y (a gain: non-increasing). Else the reason."""
@@ -254,7 +254,7 @@ def _universal_line_reason(space: MetricSpace, g: np.ndarray, kind: str, m: int)
 def _solve_universal(space: MetricSpace, eps: float, p: np.ndarray, g: np.ndarray, kind: str, binary: bool,
                      labels: list) -> "OptimalResult":
     """The truncated geometric mechanism with its optimal remap: optimal for every prior and every
-    monotone loss on a line (seed 002 Thm 8). The remap is post-processing, so the returned channel
+    monotone loss on a line (Chatzikokolakis et al. 2013 Thm 8). The remap is post-processing, so the returned channel
     Y → W is private; it is re-checked all the same — on its exact log-entries when a float64 matrix
     cannot hold it (ε·d ≳ 708), where the mechanism is returned implicit."""
     from .geometric import TruncatedGeometricMechanism, truncated_geometric
@@ -284,7 +284,7 @@ def _solve_universal(space: MetricSpace, eps: float, p: np.ndarray, g: np.ndarra
     return OptimalResult(
         status=0,
         solver_message=("the truncated geometric mechanism with its optimal remap, universally optimal on a line for every "
-                 "prior and monotone loss (seed 002 Thm 8; Ghosh, Roughgarden, Sundararajan 2009)"),
+                 "prior and monotone loss (Chatzikokolakis et al. 2013 Thm 8; Ghosh, Roughgarden, Sundararajan 2009)"),
         channel=channel, value=measured.value, objective=measured.value, kind=kind,
         remap=np.arange(g.shape[1]), pairs="none", n_pairs=0, n_variables=0, n_constraints=0, seconds=seconds,
         build_seconds=0.0, smallest_epsilon=check.smallest_epsilon, private=check.ok, row_sum_error=0.0,
@@ -462,7 +462,7 @@ def _solve_generated(ctx: _Context, c: np.ndarray, gap: float, time_limit, progr
 
 def _tent_closes_gap(ctx: _Context, tent, gap: float, started: float) -> "OptimalResult | None":
     """The repaired tent-LP channel as the answer when its certified gain is within ``gap`` of the tent
-    bound, else None. That is the case where seed 000's tight-constraints mechanism is optimal: when the
+    bound, else None. That is the case where ElSalamouny et al. 2014's tight-constraints mechanism is optimal: when the
     prior is in the region of ε·d-regular priors (Thm 4), the tent LP's optimum has every row summing
     to 1 — the tight-constraints channel — and its gain equals the bound. Measured on grid:30x30 with the
     uniform prior (certified regular): the bracket closed at gap 6e-9 before constraint generation
@@ -474,9 +474,9 @@ def _tent_closes_gap(ctx: _Context, tent, gap: float, started: float) -> "Optima
     size = dict(pairs="none", n_pairs=0, n_variables=ctx.kept.size, n_constraints=n,
                 seconds=time.perf_counter() - started, build_seconds=0.0, method="tent-lp", rounds=0, history=())
     res = _finish(ctx, tent[0], tent[1], tent[2], 0,
-                  "the tent LP's channel (seed 000's tight-constraints columns, Def 6, with the row sums relaxed to "
+                  "the tent LP's channel (ElSalamouny et al. 2014's tight-constraints columns, Def 6, with the row sums relaxed to "
                   "≤ 1) is optimal within the gap: its certified gain meets the tent bound, as where the prior is "
-                  "ε·d-regular and the tight-constraints mechanism is optimal (seed 000 Thm 4)", size, already_full=True)
+                  "ε·d-regular and the tight-constraints mechanism is optimal (ElSalamouny et al. 2014 Thm 4)", size, already_full=True)
     # the check in _finish decides; a channel that failed it is no answer here (the LP runs instead)
     return res if res.ok and res.gap <= gap else None
 

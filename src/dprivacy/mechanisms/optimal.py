@@ -3,18 +3,18 @@ r"""The optimal ε·d-private mechanism for a given prior and gain (or loss), by
 For a prior π on a finite metric space (Y, d), a gain matrix g[y, w] (or a loss matrix l[y, w]) on
 guesses w ∈ W and a privacy level ε, the mechanism of largest expected gain (smallest expected loss)
 among all ε·d-private mechanisms is the solution of a linear program in the entries of a channel
-H : Y → W (seed 000 §3.4 and §5.1; seed 001 §6, Def 22 / Prop 23; seed 002 §4.2, Def 7):
+H : Y → W (ElSalamouny et al. 2014 §3.4 and §5.1; Alvim et al. 2015 §6, Def 22 / Prop 23; Chatzikokolakis et al. 2013 §4.2, Def 7):
 
 .. math::
 
     \max_H \sum_{y, w} \pi_y\, g[y, w]\, H[y, w] \quad\text{s.t.}\quad H \ge 0,\;
     \sum_w H[y, w] = 1,\; e^{-\varepsilon d(y, y')} H[y, w] \le H[y', w].
 
-Only the privacy constraints of the space's *essential pairs* are written (seed 004 Prop 1 for graph
+Only the privacy constraints of the space's *essential pairs* are written (ElSalamouny et al. 2013 Prop 1 for graph
 metrics, where they are the edges; :meth:`MetricSpace.essential_pairs` for any metric), each in both
 orientations and for every output column. The LP optimum is checked against the theory in the tests:
-Σμ for d-regular priors where a tight-constraints mechanism exists (seed 000 Thm 2, Thm 4), the
-Table 1 / Table 2 values of seed 001, and the truncated geometric mechanism on a line (seed 002 Thm 10).
+Σμ for d-regular priors where a tight-constraints mechanism exists (ElSalamouny et al. 2014 Thm 2, Thm 4), the
+Table 1 / Table 2 values of Alvim et al. 2015, and the truncated geometric mechanism on a line (Chatzikokolakis et al. 2013 Thm 10).
 
 This module is the front door, :func:`optimal_mechanism`. The LP's model and its result are
 :mod:`.lp_model`, its solvers :mod:`.lp_solve` (with :mod:`.lp_engine` and :mod:`.decomposition`), the
@@ -72,9 +72,9 @@ def optimal_mechanism(
         \quad\text{s.t.}\quad H[y, w] \ge 0,\quad \sum_w H[y, w] = 1,\quad
         H[y, w] \le e^{\varepsilon d(y, y')} H[y', w]
 
-    (or minimizes Σ π_y l[y, w] H[y, w] for a loss). The utility model is seed 000 §3.4 (binary gain,
-    eq. (2)–(3)), seed 001 §6 (gain functions, Def 22, Prop 23) and seed 002 §4.2 (expected loss under
-    an optimal remap, Def 7). Privacy on the space's essential pairs implies it on all pairs (seed 004
+    (or minimizes Σ π_y l[y, w] H[y, w] for a loss). The utility model is ElSalamouny et al. 2014 §3.4 (binary gain,
+    eq. (2)–(3)), Alvim et al. 2015 §6 (gain functions, Def 22, Prop 23) and Chatzikokolakis et al. 2013 §4.2 (expected loss under
+    an optimal remap, Def 7). Privacy on the space's essential pairs implies it on all pairs (ElSalamouny et al. 2013
     Prop 1; :meth:`MetricSpace.essential_pairs`), so only those constraints are ever needed.
 
     Every answer carries a **bracket** on the true optimum OPT: ``value`` is the utility of the
@@ -93,8 +93,8 @@ def optimal_mechanism(
         Privacy level ε ≥ 0; the mechanism is ε·d-private.
     gain : array_like (n, k), optional
         ``gain[y, w]``: the gain of guessing w when the secret is y. Default (with ``loss`` also None):
-        the binary gain g_b(y, w) = [y = w] on W = Y (seed 000 §3.4), for which the value is the
-        posterior Bayes vulnerability (seed 001 Prop 24).
+        the binary gain g_b(y, w) = [y = w] on W = Y (ElSalamouny et al. 2014 §3.4), for which the value is the
+        posterior Bayes vulnerability (Alvim et al. 2015 Prop 24).
     loss : array_like (n, k), optional
         ``loss[y, w]``: the loss of guessing w when the secret is y (e.g. the distance matrix);
         the expected loss is minimized. Give at most one of ``gain`` and ``loss``.
@@ -117,12 +117,12 @@ def optimal_mechanism(
         pairs are the edges), else "dantzig-wolfe" — except on a
         line (equally spaced points, metric c·|i − j|, guesses = points, a loss monotone in |y − w|,
         the binary gain included), where it is "truncated-geometric": the truncated geometric
-        mechanism with its optimal remap, optimal for every prior by seed 002 Thm 8 (Ghosh et al.), with
+        mechanism with its optimal remap, optimal for every prior by Chatzikokolakis et al. 2013 Thm 8 (Ghosh et al.), with
         ``bound`` = ``value`` on the strength of that theorem (``count:1000`` in 0.1 s, where the LP
         did not finish in 300 s). For the binary gain, where the decomposition or constraint generation
-        would run, auto returns the tent LP's channel (method "tent-lp": seed 000's tight-constraints
+        would run, auto returns the tent LP's channel (method "tent-lp": ElSalamouny et al. 2014's tight-constraints
         columns with the row sums relaxed) when its certified gain is within ``gap`` of the tent bound —
-        the case of a prior in the region where tight-constraints is optimal (seed 000 Thm 4).
+        the case of a prior in the region where tight-constraints is optimal (ElSalamouny et al. 2014 Thm 4).
     gap : float
         Relative gap (bound − value)/|bound| at which Dantzig–Wolfe or constraint generation stops
         (default 1e−7).
@@ -195,13 +195,13 @@ def optimal_mechanism(
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.4
        (utility), Thm 4 (where tight-constraints is optimal).
-    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Prop 1 (constraints on
        adjacent answers).
-    .. [3] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [3] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), Thm 8 (the truncated geometric is
        universally optimal on a line).
     """

@@ -1,10 +1,10 @@
 """The planar Laplace mechanism (geo-indistinguishability): a sampler on ℝ² and its exact grid channel.
 
-The mechanism reports x0 + N with N of density D_ε(x0)(x) = ε²/(2π) e^{−ε‖x − x0‖} (seed 002 §6.2,
+The mechanism reports x0 + N with N of density D_ε(x0)(x) = ε²/(2π) e^{−ε‖x − x0‖} (Chatzikokolakis et al. 2013 §6.2,
 "Geolocation", and §4.1; Andrés, Bordenabe, Chatzikokolakis, Palamidessi, *Geo-indistinguishability*,
-CCS 2013, cited by seed 000 §7.2 as [9]). For any x0, x0', x the densities satisfy
+CCS 2013, cited by ElSalamouny et al. 2014 §7.2 as [9]). For any x0, x0', x the densities satisfy
 D(x0)(x) ≤ e^{ε‖x0 − x0'‖} D(x0')(x), so the mechanism is ε·d₂-private (ε-geo-indistinguishable,
-seed 000 §3.3).
+ElSalamouny et al. 2014 §3.3).
 
 In polar coordinates around x0 the angle θ is uniform on [0, 2π) and the radius has density
 ε² r e^{−εr} (a Gamma(2, 1/ε) law) with CDF C_ε(r) = 1 − (1 + εr) e^{−εr}; its inverse is
@@ -19,7 +19,7 @@ float sampler survives only in the tests, as their negative control.
 
 On a finite grid the mechanism is discretized and truncated: the noisy point is remapped to the
 nearest cell of the grid, so cell z receives the mass of its square (side ``step``) for interior z,
-and of that square extended to infinity outward for boundary z (seed 000 §7.2). Integrating the
+and of that square extended to infinity outward for boundary z (ElSalamouny et al. 2014 §7.2). Integrating the
 pointwise ε-private density over any region keeps the ratio bound, and the remap is post-processing,
 so the exact channel is ε·d₂-private between cell centres without any adjustment of ε.
 """
@@ -66,7 +66,7 @@ def planar_laplace_radius(p, *, epsilon: float) -> np.ndarray:
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), §6.2.
     """
     e = check_epsilon(epsilon)
@@ -105,7 +105,7 @@ def planar_laplace_lattice(epsilon: float, lattice: float | None = None):
 
 def planar_laplace_sample(points, *, epsilon: float, rng=None, lattice: float | None = None) -> np.ndarray:
     r"""Add planar Laplace noise to each location without floating-point leaks: the exact discrete
-    planar Laplace on the lattice ΛZ² (seed 002 §6.2 on a lattice).
+    planar Laplace on the lattice ΛZ² (Chatzikokolakis et al. 2013 §6.2 on a lattice).
 
     Each point is first rounded to the nearest point x̄ of ΛZ² (Λ a power of two, so x̄ and every output
     are exact doubles), then x̄ + ΛZ is released with P(Z = z) ∝ exp(−ε‖Λz‖₂) exactly
@@ -138,9 +138,9 @@ def planar_laplace_sample(points, *, epsilon: float, rng=None, lattice: float | 
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), §6.2 (geolocation).
-    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.3.
     """
     from ..sampling import as_generator
@@ -279,7 +279,7 @@ def planar_laplace_grid(space: GridSpace, *, epsilon: float, adjust: str = "none
 
     Entry [x, z] is the probability that the continuous planar Laplace centred at cell x's centre lands
     in the region remapped to cell z: z's square of side ``step`` for interior z, extended to infinity
-    outward for boundary z (seed 000 §7.2, the comparison of Fig 7; seed 002 §6.2). Masses are computed
+    outward for boundary z (ElSalamouny et al. 2014 §7.2, the comparison of Fig 7; Chatzikokolakis et al. 2013 §6.2). Masses are computed
     by deterministic Gauss–Legendre quadrature of one-dimensional edge integrals (the region's mass is a
     signed sum over its edges of triangle masses (1/2π)∫F(R(θ))dθ, F(R) = 1 − e^{−R}(1 + R)); no Monte
     Carlo. Interior masses depend only on the offset between cells, and boundary masses only on the
@@ -297,12 +297,12 @@ def planar_laplace_grid(space: GridSpace, *, epsilon: float, adjust: str = "none
         (integration of a pointwise ε-private density, then post-processing), so no adjustment is due.
         ``"ccs"``: integrate at the ε' of :func:`ccs_adjusted_epsilon` (u = step, r_max = the grid's
         diameter, δθ = the sampler's angular resolution) — the channel of the CCS 2013 *sampled*
-        mechanism, which needs ε' < ε because it draws angles with finite precision. Seed 000 §7.2 says
+        mechanism, which needs ε' < ε because it draws angles with finite precision. ElSalamouny et al. 2014 §7.2 says
         the discretized, truncated mechanism is private "for a slightly adjusted ε"; for double
         precision the adjustment is below 1e-12·ε, invisible in Fig 7.
 
         Which one the papers used: the adjustment belongs to CCS 2013's *sampling* algorithm. For a
-        channel *matrix* (what Fig 7 of seed 000 compares) the authors' own code — ``libqif``
+        channel *matrix* (what Fig 7 of ElSalamouny et al. 2014 compares) the authors' own code — ``libqif``
         (github.com/chatziko/libqif, ``src/planar_laplace.cpp``) and a stand-alone C++ program (found by
         code search, repository not identified) whose main loop is exactly Fig 7's sweep (ε = 0.4 …
         1.3 by 0.02, 100×100 grid, step 1, uniform prior, tight-constraints vs planar Laplace) —
@@ -327,9 +327,9 @@ def planar_laplace_grid(space: GridSpace, *, epsilon: float, adjust: str = "none
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.2, Fig 7.
-    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [2] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), §6.2.
     """
     if not isinstance(space, GridSpace):
@@ -390,16 +390,16 @@ def planar_laplace_channel(space: GridSpace, *, epsilon: float, adjust: str = "n
     """The planar Laplace mechanism on a grid, as a :class:`~dprivacy.mechanisms.base.DenseMechanism`
     (the channel of :func:`planar_laplace_grid`).
 
-    Private by construction: the continuous planar Laplace mechanism is ε·d₂-private (seed 002 §6.2;
+    Private by construction: the continuous planar Laplace mechanism is ε·d₂-private (Chatzikokolakis et al. 2013 §6.2;
     Andrés et al. CCS 2013) and snapping its report to the nearest cell is post-processing. The stored
     matrix is computed by quadrature; its largest relative error is in ``details``.
     See :func:`planar_laplace_grid` for the construction, the meaning of ``adjust`` and the error bound.
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.2, Fig 7.
-    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [2] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), §6.2.
     """
     from .base import built, built_from_log
@@ -409,7 +409,7 @@ def planar_laplace_channel(space: GridSpace, *, epsilon: float, adjust: str = "n
     # has zeros beside positive entries and is not private as stored, although the mechanism is
     make = built if g.log_matrix is None else built_from_log
     return make(g.channel.matrix if g.log_matrix is None else g.log_matrix, space, epsilon=epsilon, name="planar-laplace",
-                 reason=("planar Laplace at ε' = {:.12g} (ε·d₂-private, seed 002 §6.2) snapped to the nearest cell "
+                 reason=("planar Laplace at ε' = {:.12g} (ε·d₂-private, Chatzikokolakis et al. 2013 §6.2) snapped to the nearest cell "
                          "(post-processing); matrix by quadrature, estimated relative error ≤ {:.2g}").format(g.epsilon_used, g.max_rel_error),
                  details={"quadrature_max_abs_error": g.max_abs_error, "quadrature_max_rel_error": g.max_rel_error})
 
@@ -435,7 +435,7 @@ def grid_lattice(epsilon: float, step: float):
 class PlanarLaplaceGridMechanism(Mechanism):
     r"""The planar Laplace mechanism on a grid, snapped to the nearest cell, held implicitly.
 
-    Secret cell y reports the cell nearest to y's centre + N (seed 002 §6.2; seed 000 §7.2: truncation by
+    Secret cell y reports the cell nearest to y's centre + N (Chatzikokolakis et al. 2013 §6.2; ElSalamouny et al. 2014 §7.2: truncation by
     remapping to the nearest cell, clamped to the grid). **Sampling is exact and leak-free**: N is the
     discrete planar Laplace on the lattice (step/K)Z² (K odd, about 2^10 lattice steps per noise scale
     1/ε), P(N = v) ∝ e^{−ε'‖v‖}, drawn with integer-exact decisions (:mod:`dprivacy.sampling.planar`);
@@ -449,9 +449,9 @@ class PlanarLaplaceGridMechanism(Mechanism):
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.2.
-    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [2] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), §6.2.
     """
 
@@ -465,8 +465,8 @@ class PlanarLaplaceGridMechanism(Mechanism):
         self.lattice_k, self.lattice_sampler = k, lat
         self.epsilon_used = lat.epsilon
         reason = (f"exact discrete planar Laplace on the lattice (step/{k})Z² at ε' = {lat.epsilon:.17g} ≤ ε (exactly "
-                  "ε'·d₂-private between cell centres, which are lattice points; seed 002 §6.2 on a lattice), snapped to "
-                  "the nearest cell (post-processing, seed 000 §7.2); sampled with integer-exact decisions, every cell "
+                  "ε'·d₂-private between cell centres, which are lattice points; Chatzikokolakis et al. 2013 §6.2 on a lattice), snapped to "
+                  "the nearest cell (post-processing, ElSalamouny et al. 2014 §7.2); sampled with integer-exact decisions, every cell "
                   "reachable from every secret")
         Mechanism.__init__(self, space, epsilon=e, name="planar-laplace-grid", certificate=by_construction(epsilon=e, reason=reason),
                            n_outputs=space.n, details={"epsilon_used": lat.epsilon, "adjust": adjust, "lattice_per_cell": k})
@@ -558,9 +558,9 @@ def planar_laplace_grid_mechanism(space: GridSpace, *, epsilon: float, adjust: s
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.2.
-    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [2] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), §6.2.
     """
     return PlanarLaplaceGridMechanism(space, epsilon=epsilon, adjust=adjust)

@@ -1,5 +1,5 @@
 r"""The privacy cone K = {r ≥ 0 : r(a) ≤ e^{εd(a,b)} r(b) for all a, b}: every column of an ε·d-private channel
-lies in it (seed 000 Def 1), and the Dantzig–Wolfe decomposition (:mod:`.decomposition`) prices rays of it.
+lies in it (ElSalamouny et al. 2014 Def 1), and the Dantzig–Wolfe decomposition (:mod:`.decomposition`) prices rays of it.
 
 Here: the factors e^{εd}; the largest vector of K below a ray and the smallest above it (both in K by the
 triangle inequality), which repair a priced ray into K; the lattice of rays e^{−ελk} of path metrics (lines
@@ -107,7 +107,7 @@ def snap_to_lattice(r: np.ndarray, epsilon: float, step: float) -> np.ndarray:
 
 
 def tent_inverse(space: MetricSpace, epsilon: float, tents: np.ndarray):
-    r"""The inverse of the tent matrix T = e^{−εd} (seed 000's privacy-constraints matrix Φ, Def 3)
+    r"""The inverse of the tent matrix T = e^{−εd} (ElSalamouny et al. 2014's privacy-constraints matrix Φ, Def 3)
     when it is sparse, else None.
 
     On a line T is the covariance of a sampled Ornstein–Uhlenbeck process and its inverse is tridiagonal
@@ -121,7 +121,7 @@ def tent_inverse(space: MetricSpace, epsilon: float, tents: np.ndarray):
 
     References
     ----------
-    seed 000 (000_455db39b8f235120.txt) Def 3 (Φ, φ_yy' = e^{−d(y, y')}).
+    ElSalamouny et al. 2014 (ElSalamouny et al. 2014) Def 3 (Φ, φ_yy' = e^{−d(y, y')}).
     """
     import scipy.sparse as sp
 

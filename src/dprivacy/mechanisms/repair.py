@@ -48,7 +48,7 @@ def certified_repair(h, space: MetricSpace, *, epsilon: float, rounds: int = 6,
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1.
     """
     h = np.asarray(h, dtype=np.float64)
@@ -158,7 +158,7 @@ def private_lift(h, space: MetricSpace, *, epsilon: float) -> np.ndarray:
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1.
     """
     h = np.asarray(h, dtype=np.float64)

@@ -3,7 +3,7 @@ r"""Optimal mechanisms on larger spaces: the linear program with privacy constra
 Reference: N. E. Bordenabe, K. Chatzikokolakis, C. Palamidessi, *Optimal geo-indistinguishable
 mechanisms for location privacy*, CCS 2014 (arXiv:1402.5029), section "Reducing the number of
 constraints" (cited below as **CCS 2014, spanner theorem**; the paper is not among
-``/work/shared/papers``, so no result number is given).
+the five papers of the bibliography, so no result number is given).
 
 The LP of :mod:`dprivacy.mechanisms.optimal` writes one privacy constraint per ordered essential pair
 and output. On a Euclidean grid almost every pair is essential (every offset with coprime
@@ -280,7 +280,7 @@ def optimal_mechanism_spanner(
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 1, §7.2
        (the privacy constraints the spanner relaxes).
     """

@@ -1,7 +1,7 @@
-r"""The tent LP, for the binary gain: seed 000's tight-constraints columns (Def 6) with the row sums relaxed
+r"""The tent LP, for the binary gain: ElSalamouny et al. 2014's tight-constraints columns (Def 6) with the row sums relaxed
 to ≤ 1. Its dual gives a bound on the optimal mechanism's gain, and its primal, repaired, a private channel:
 a quick bracket that the LP's engines start from (:mod:`.lp_solve`), and the answer itself where the prior
-is ε·d-regular and the tight-constraints mechanism is optimal (seed 000 Thm 4).
+is ε·d-regular and the tight-constraints mechanism is optimal (ElSalamouny et al. 2014 Thm 4).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def _tent_bracket(ctx: _Context, *, time_limit: float | None = None, share: floa
     (privacy between y and w), so with t_w = H[w, w] its rows summing to 1 give Σ_w e^{−εd(y,w)} t_w ≤ 1:
     the tent LP's optimum is ≥ OPT, and so is Σ μ for any dual-feasible μ ≥ 0 (Φᵀμ ≥ π), which is what
     is returned (the solver's duals scaled up until feasible, so the bound does not rest on its
-    tolerance). These are seed 000's tight-constraints columns (Def 6) with the row sums relaxed to ≤ 1.
+    tolerance). These are ElSalamouny et al. 2014's tight-constraints columns (Def 6) with the row sums relaxed to ≤ 1.
     Lower bound: the columns t_w e^{−εd(·, w)} (private: tents), rows renormalised and repaired by
     :func:`certified_repair`, then checked exactly by the caller.
 

@@ -1,16 +1,16 @@
 """The tight-constraints mechanism and the test of its existence.
 
-A mechanism H : Y → Y is *tight-constraints* for the metric ε·d (seed 000 Def 6; seed 004 Def 7) when
+A mechanism H : Y → Y is *tight-constraints* for the metric ε·d (ElSalamouny et al. 2014 Def 6; ElSalamouny et al. 2013 Def 7) when
 every privacy constraint towards a diagonal entry is tight:
 
     h_{y y'} = e^{−ε d(y, y')} h_{y' y'}   for all y, y'.
 
-Writing z = diag(H), the rows of such an H sum to one iff Φ z = 1 with Φ = exp(−ε d) (seed 000 Prop 7,
+Writing z = diag(H), the rows of such an H sum to one iff Φ z = 1 with Φ = exp(−ε d) (ElSalamouny et al. 2014 Prop 7,
 the diagonal characterization), so the tight-constraints mechanisms are exactly H = Φ diag(z) for the
-*non-negative* solutions z of Φ z = 1. One exists iff the uniform prior is ε·d-regular (seed 000
-Prop 8; seed 004 Lemma 4); when it exists it is ε·d-private (Prop 6) and optimal for the binary gain
+*non-negative* solutions z of Φ z = 1. One exists iff the uniform prior is ε·d-regular (ElSalamouny et al. 2014
+Prop 8; ElSalamouny et al. 2013 Lemma 4); when it exists it is ε·d-private (Prop 6) and optimal for the binary gain
 for every ε·d-regular prior at once (Thm 4, Cor 3). On a ball-size symmetric space z is constant
-(Prop 9). Φ may be singular (seed 004 App. B: the cube with antipodal edges at e^{−ε} = 1/3); then
+(Prop 9). Φ may be singular (ElSalamouny et al. 2013 App. B: the cube with antipodal edges at e^{−ε} = 1/3); then
 the solutions form an affine space and we look for a non-negative one with a linear program.
 
 Existence is a question about the *signs* of a computed vector, so each answer says how sure it is:
@@ -54,7 +54,7 @@ class TightConstraintsResult(TightResult):
     epsilon : float
         The ε of the metric ε·d.
     z : ndarray, shape (n,)
-        The diagonal: the computed solution of Φ z = 1 (seed 000 Prop 7). When Φ is singular, the
+        The diagonal: the computed solution of Φ z = 1 (ElSalamouny et al. 2014 Prop 7). When Φ is singular, the
         non-negative solution found (or, if none, the solution whose smallest entry is largest); when
         Φz = 1 is inconsistent, the least-squares solution.
     channel : Channel or None
@@ -104,7 +104,7 @@ class TightConstraintsResult(TightResult):
     @property
     def mechanism(self):
         """The tight-constraints mechanism as a :class:`~dprivacy.mechanisms.base.DenseMechanism` (None
-        when it does not exist), private by seed 000 Prop 6 (z ≥ 0 on a metric)."""
+        when it does not exist), private by ElSalamouny et al. 2014 Prop 6 (z ≥ 0 on a metric)."""
         if not self.exists or self.channel is None:
             return None
         m = self.__dict__.get("_mechanism")
@@ -117,7 +117,7 @@ class TightConstraintsResult(TightResult):
                    "estimated": "verified numerically with a condition estimate"}.get(self.certainty, "verified numerically")
             cert = PrivacyCertificate(True, self.epsilon, "theorem",
                                       f"z ≥ 0 ({how}); a tight-constraints mechanism with z ≥ 0 on a metric is ε·d-private "
-                                      "(seed 000 Prop 6); its constraints towards the diagonal are tight (Def 6)",
+                                      "(ElSalamouny et al. 2014 Prop 6); its constraints towards the diagonal are tight (Def 6)",
                                       smallest_epsilon=self.epsilon, rigorous=rigorous)
             log_h = None
             if self.space is not None and (self.channel.matrix < np.finfo(np.float64).tiny).any():
@@ -143,9 +143,9 @@ class TightConstraintsResult(TightResult):
 def tight_constraints(space: MetricSpace, *, epsilon: float, method: str = "auto", progress=None) -> TightResult:
     r"""The tight-constraints mechanism for ε·d on ``space``, or why there is none.
 
-    Solves Φ z = 1 with Φ_{yy'} = e^{−ε d(y,y')} (seed 000 Prop 7) and, when z ≥ 0, returns the
-    mechanism H = Φ diag(z), i.e. H[y, y'] = e^{−ε d(y,y')} z_{y'} (seed 000 Def 6, Eq. 12). It exists
-    iff the uniform prior is ε·d-regular (seed 000 Prop 8), and it is then ε·d-private (Prop 6) and
+    Solves Φ z = 1 with Φ_{yy'} = e^{−ε d(y,y')} (ElSalamouny et al. 2014 Prop 7) and, when z ≥ 0, returns the
+    mechanism H = Φ diag(z), i.e. H[y, y'] = e^{−ε d(y,y')} z_{y'} (ElSalamouny et al. 2014 Def 6, Eq. 12). It exists
+    iff the uniform prior is ε·d-regular (ElSalamouny et al. 2014 Prop 8), and it is then ε·d-private (Prop 6) and
     optimal for every ε·d-regular prior (Thm 4).
 
     Parameters
@@ -186,10 +186,10 @@ def tight_constraints(space: MetricSpace, *, epsilon: float, method: str = "auto
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 6, Prop 6,
        Prop 7, Thm 4, Prop 8, Cor 3, Prop 9.
-    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Def 7, Prop 7, Lemma 3,
        Thm 3.
     """
@@ -299,9 +299,9 @@ def path_structure(space: MetricSpace):
     * ``("line", s, k)``: points equally spaced on a line with d = s·|k_i − k_j| (counting queries,
       ``line:N``, ``count:U``). Φ is the Kac–Murdock–Szegő matrix [α^{|k_i−k_j|}], α = e^{−εs}, whose
       inverse is tridiagonal; Φz = 1 has the solution z = (1−α)/(1+α) inside and 1/(1+α) at the two ends,
-      the diagonal of the truncated geometric mechanism (seed 000 §6.1; seed 002 Fig 2 (iv)).
+      the diagonal of the truncated geometric mechanism (ElSalamouny et al. 2014 §6.1; Chatzikokolakis et al. 2013 Fig 2 (iv)).
     * ``("manhattan", grid)``: a Manhattan grid, where e^{−ε(|Δx|+|Δy|)} = e^{−ε|Δx|} e^{−ε|Δy|} makes
-      Φ = Φ_rows ⊗ Φ_cols and z = z_rows ⊗ z_cols (seed 000 §6: regularity of the uniform prior).
+      Φ = Φ_rows ⊗ Φ_cols and z = z_rows ⊗ z_cols (ElSalamouny et al. 2014 §6: regularity of the uniform prior).
 
     In both cases z > 0 for every ε > 0, so the tight-constraints mechanism exists for every ε > 0 and
     the threshold ε* is 0. Returns None for other spaces.
@@ -369,9 +369,9 @@ def _path_closed_form(space: MetricSpace, path, e: float) -> TightConstraintsRes
 
 
 def ball_size_symmetric_tight(space: MetricSpace, *, epsilon: float) -> TightConstraintsResult:
-    r"""The tight-constraints mechanism of a ball-size symmetric space, in closed form (seed 000 Prop 9).
+    r"""The tight-constraints mechanism of a ball-size symmetric space, in closed form (ElSalamouny et al. 2014 Prop 9).
 
-    A space is ball-size symmetric (seed 000 Def 7) when every point sees the same number n_r of points
+    A space is ball-size symmetric (ElSalamouny et al. 2014 Def 7) when every point sees the same number n_r of points
     at each distance r. Then every row of Φ sums to s = Σ_r n_r e^{−ε r}, so the constant vector
     z = 1/s solves Φ z = 1 and
 
@@ -380,7 +380,7 @@ def ball_size_symmetric_tight(space: MetricSpace, *, epsilon: float) -> TightCon
     which exists for every ε > 0. (The paper's statement prints e^{+d}; the derivation above it, and
     Def 6, give e^{−d}.) Distance-regular and vertex-transitive graphs are ball-size symmetric; on a
     clique this is randomized response. Whether Φ is singular (then there are other tight-constraints
-    mechanisms, seed 004 App. B) is examined with the shared factorization of
+    mechanisms, ElSalamouny et al. 2013 App. B) is examined with the shared factorization of
     :mod:`dprivacy._kernels.phi_solve` up to its ``EXAMINE_LIMIT`` points (``nullity``, as the
     regularity tester reports it); above, ``nullity`` is None (not examined).
 
@@ -396,12 +396,12 @@ def ball_size_symmetric_tight(space: MetricSpace, *, epsilon: float) -> TightCon
     profile = _ball_profile(space)
     if profile is None:
         why = distance_counts(space, rtol=SYMMETRY_RTOL).reason or "the row sums of d differ"
-        raise ValueError(f"space {space.name!r} is not ball-size symmetric (seed 000 Def 7): {why}")
+        raise ValueError(f"space {space.name!r} is not ball-size symmetric (ElSalamouny et al. 2014 Def 7): {why}")
     return _closed_form(space, space.distances, profile, e)
 
 
 # ---------------------------------------------------------------------------------------------
-# Ball-size symmetry (seed 000 Def 7, Prop 9)
+# Ball-size symmetry (ElSalamouny et al. 2014 Def 7, Prop 9)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -441,7 +441,7 @@ def _closed_form(space: MetricSpace, d: np.ndarray, profile, e: float) -> TightC
         nullity, condition = fac.nullity, fac.condition
     reason = (
         f"exists: the space is ball-size symmetric, so z is constant = 1/Σ_r n_r e^(−εr) = {1 / s:.6g} "
-        f"(seed 000 Prop 9); {_ps.describe_singular(nullity)}"
+        f"(ElSalamouny et al. 2014 Prop 9); {_ps.describe_singular(nullity)}"
     )
     return TightConstraintsResult(
         exists=True, epsilon=e, z=z, channel=Channel._trusted(h, space.labels, space.labels),

@@ -1,32 +1,32 @@
 """Queries on databases and the metric spaces they induce on their answers.
 
-A database of u individuals with values in a finite universe V is a tuple x ∈ V^u (seed 001 §3; seed 000
+A database of u individuals with values in a finite universe V is a tuple x ∈ V^u (Alvim et al. 2015 §3; ElSalamouny et al. 2014
 §3.2). Two databases are adjacent, x ~ x', when they differ in the value of exactly one individual; the
 graph distance of ~ is the Hamming distance d_h, and ε-differential privacy is ε·d_h-privacy. A query
-f : V^u → Y composed with a noise channel H : Y → Z gives the *oblivious* mechanism H∘f (seed 000 §3.1).
+f : V^u → Y composed with a noise channel H : Y → Z gives the *oblivious* mechanism H∘f (ElSalamouny et al. 2014 §3.1).
 
 The query carries the adjacency of databases to its answers, the *induced graph*
 
-    y ~_f y'  iff  x ~ x' for some x ∈ f⁻¹(y), x' ∈ f⁻¹(y')        (seed 000 §3.2; seed 001 Def 25)
+    y ~_f y'  iff  x ~ x' for some x ∈ f⁻¹(y), x' ∈ f⁻¹(y')        (ElSalamouny et al. 2014 §3.2; Alvim et al. 2015 Def 25)
 
 and every f is uniformly 1-sensitive wrt d_h and the graph metric d_{~f}, so H is ε·d_{~f}-private iff
-H∘f is ε·d_h-private (seed 000 Cor 1, from Thm 1 = seed 002 Thm 6).
+H∘f is ε·d_h-private (ElSalamouny et al. 2014 Cor 1, from Thm 1 = Chatzikokolakis et al. 2013 Thm 6).
 
 This package gives (modules :mod:`.databases`, :mod:`.induced`, :mod:`.sensitivity`)
 
 * :func:`universe` — the enumerated databases V^u with their Hamming, Manhattan (d_1, normalized d̃_1)
-  and maximum (d_∞) metrics (seed 002 §5–6), optionally with a null value ∅ for absent individuals;
+  and maximum (d_∞) metrics (Chatzikokolakis et al. 2013 §5–6), optionally with a null value ∅ for absent individuals;
 * vectorized queries on the (N, u) array of databases: :func:`count`, :func:`total` (sum),
   :func:`average`, :func:`percentile`, :func:`kcount`, :func:`most_frequent`;
 * :func:`induced_graph` / :func:`induced_space` — ~_f and d_{~f} by enumeration, without per-pair
   Python loops;
 * closed forms that never enumerate: :func:`count_space`, :func:`sum_space`, :func:`kcount_space`
-  (seed 000 §7.1);
-* :func:`sensitivity` (seed 002 Def 4) and :func:`is_uniformly_sensitive` (seed 002 Def 5 = seed 000
+  (ElSalamouny et al. 2014 §7.1);
+* :func:`sensitivity` (Chatzikokolakis et al. 2013 Def 4) and :func:`is_uniformly_sensitive` (Chatzikokolakis et al. 2013 Def 5 = ElSalamouny et al. 2014
   Def 2), and :func:`oblivious` for H∘f.
 
 Conventions. Databases are numeric arrays of shape (N, u); an absent individual (the null value ∅ of
-seed 002 §2) is ``NaN``. Queries return one answer per database, as an array of shape (N,) or (N, k).
+Chatzikokolakis et al. 2013 §2) is ``NaN``. Queries return one answer per database, as an array of shape (N,) or (N, k).
 The *labels* of an answer space are the distinct answers in ``np.unique`` order: ascending numbers, or
 tuples in lexicographic order (see :func:`answer_index`).
 """

@@ -1,5 +1,5 @@
-"""Databases V^u and the queries on them, vectorized on the (N, u) array of databases (seed 001 §3;
-seed 002 §5): count, sum, average, percentile, k-count, most frequent."""
+"""Databases V^u and the queries on them, vectorized on the (N, u) array of databases (Alvim et al. 2015 §3;
+Chatzikokolakis et al. 2013 §5): count, sum, average, percentile, k-count, most frequent."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class Universe:
     ``values``, and ``len(values)`` for the null value ∅ when ``null`` is True), read as the base-S
     digits of i with the first individual most significant (S = number of symbols). This is the
     order of :func:`dprivacy.spaces.hamming`, so row i of the Hamming metric is database i. With a null
-    value the all-null database (the last one) is excluded, as in seed 002 §5 ("we exclude the empty
+    value the all-null database (the last one) is excluded, as in Chatzikokolakis et al. 2013 §5 ("we exclude the empty
     database so that the queries can be always defined").
 
     Attributes
@@ -133,7 +133,7 @@ class Universe:
         return self._pairs_by_symbol(np.stack([a, b], axis=1))
 
     def hamming(self) -> MetricSpace:
-        """The Hamming metric d_h on the databases (seed 000 §3.2), via :func:`dprivacy.spaces.hamming`.
+        """The Hamming metric d_h on the databases (ElSalamouny et al. 2014 §3.2), via :func:`dprivacy.spaces.hamming`.
 
         Labels are the databases as tuples of values (``None`` for ∅); the essential pairs are the
         adjacent pairs. With a null value the all-null database is removed; the Hamming distance of the
@@ -150,7 +150,7 @@ class Universe:
         return self._hamming
 
     def _value_metric(self) -> np.ndarray:
-        """d_V on the symbols: |a − b| between values, and d_V(∅, a) = d_V(V) (seed 002 §5)."""
+        """d_V on the symbols: |a − b| between values, and d_V(∅, a) = d_V(V) (Chatzikokolakis et al. 2013 §5)."""
         v = self.values.astype(np.float64)
         d = np.abs(v[:, None] - v[None, :])
         if not self.null:
@@ -171,9 +171,9 @@ class Universe:
         return float(v.max() - v.min())
 
     def manhattan(self, *, normalized: bool = False) -> MetricSpace:
-        """The Manhattan metric d_1(x, x') = Σ_i d_V(x[i], x'[i]) (seed 002 §5.1–5.2).
+        """The Manhattan metric d_1(x, x') = Σ_i d_V(x[i], x'[i]) (Chatzikokolakis et al. 2013 §5.1–5.2).
 
-        With ``normalized`` it is d̃_1 = d_1 / d_V(V), with d_V(V) the diameter of the values (seed 002
+        With ``normalized`` it is d̃_1 = d_1 / d_V(V), with d_V(V) the diameter of the values (Chatzikokolakis et al. 2013
         §5.1). Essential pairs are known structurally: databases differing in one individual whose two
         values are an essential pair of d_V (adjacent values on the line, or ∅ and any value); a pair
         differing in several individuals is implied by changing one individual at a time.
@@ -196,7 +196,7 @@ class Universe:
         return MetricSpace(d, labels=self.labels, name=name, essential_pairs=pairs, validate=False)
 
     def chebyshev(self) -> MetricSpace:
-        """The maximum metric d_∞(x, x') = max_i d_V(x[i], x'[i]) (seed 002 §6.1, smart meters).
+        """The maximum metric d_∞(x, x') = max_i d_V(x[i], x'[i]) (Chatzikokolakis et al. 2013 §6.1, smart meters).
 
         No essential pairs are given (with uneven values or a null value they have no simple form), so
         checks on this space examine every pair.
@@ -210,7 +210,7 @@ class Universe:
 
 
 def universe(u: int, v, *, null: bool = False) -> Universe:
-    """Enumerate all databases V^u (seed 000 §3.2; seed 001 §3).
+    """Enumerate all databases V^u (ElSalamouny et al. 2014 §3.2; Alvim et al. 2015 §3).
 
     Parameters
     ----------
@@ -220,8 +220,8 @@ def universe(u: int, v, *, null: bool = False) -> Universe:
         An int v means V = {0, …, v−1}; a sequence gives the values themselves (distinct, finite,
         kept in the given order, which fixes the enumeration order).
     null : bool
-        Add the null value ∅ (absent individual, seed 002 §2), stored as NaN; the all-null database is
-        excluded (seed 002 §5).
+        Add the null value ∅ (absent individual, Chatzikokolakis et al. 2013 §2), stored as NaN; the all-null database is
+        excluded (Chatzikokolakis et al. 2013 §5).
 
     Raises
     ------
@@ -231,9 +231,9 @@ def universe(u: int, v, *, null: bool = False) -> Universe:
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), §3.
-    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.2.
     """
     u = check_positive_int(u, name="u")
@@ -349,21 +349,21 @@ def count(databases, predicate: Predicate = None) -> np.ndarray:
     Returns
     -------
     ndarray of int, shape (N,)
-        Answers in {0, …, u}; the induced graph is the line (seed 000 Fig 1; :func:`count_space`).
+        Answers in {0, …, u}; the induced graph is the line (ElSalamouny et al. 2014 Fig 1; :func:`count_space`).
     """
     x = _as_databases(databases)
     return _holds(x, predicate, _present(x)).sum(axis=1)
 
 
 def total(databases) -> np.ndarray:
-    """Sum query: Σ_i x[i] over the present individuals (∅ contributes nothing). Seed 000 §7.1,
-    seed 002 §5. Returns an (N,) array (int for integer databases).
+    """Sum query: Σ_i x[i] over the present individuals (∅ contributes nothing). ElSalamouny et al. 2014 §7.1,
+    Chatzikokolakis et al. 2013 §5. Returns an (N,) array (int for integer databases).
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.1.
-    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [2] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), §5, Prop 5.
     """
     x = _as_databases(databases)
@@ -376,7 +376,7 @@ _ROUNDINGS = ("nearest", "floor", "ceil")
 
 
 def average(databases, *, step: float | None = None, rounding: str = "nearest") -> np.ndarray:
-    """Average query: a = (Σ_i x[i]) / m over the m present individuals (seed 002 §5, "avg").
+    """Average query: a = (Σ_i x[i]) / m over the m present individuals (Chatzikokolakis et al. 2013 §5, "avg").
 
     Parameters
     ----------
@@ -384,7 +384,7 @@ def average(databases, *, step: float | None = None, rounding: str = "nearest") 
     step : float, optional
         Report the average on the grid q·ℤ with q = ``step`` (e.g. the spacing of the values
         q[0..k], so that answers lie in the input set q[0..k] of the truncated geometric mechanism,
-        seed 002 Thm 10). Default: the exact mean.
+        Chatzikokolakis et al. 2013 Thm 10). Default: the exact mean.
     rounding : {"nearest", "floor", "ceil"}
         How the mean is put on the grid: nearest with ties rounded up (q·⌊a/q + 1/2⌋), or q·⌊a/q⌋,
         or q·⌈a/q⌉. a/q is first rounded to 9 decimals so that float error in the mean cannot move
@@ -398,13 +398,13 @@ def average(databases, *, step: float | None = None, rounding: str = "nearest") 
 
     Notes
     -----
-    Which reading of "avg" is meant matters for seed 002 Thm 12–13: the exact mean on q[0..k]_∅ is
+    Which reading of "avg" is meant matters for Chatzikokolakis et al. 2013 Thm 12–13: the exact mean on q[0..k]_∅ is
     *not* uniformly 1-sensitive wrt d_1, d_ℝ or d_∞, d_ℝ (e.g. u = 2, V = {0,1,2}_∅: no 1-expansive
     step joins the answers 0 and 1/2), while the mean rounded onto q[0..k] is (checked by the tests).
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), §5, Prop 5, Thm 11–13.
     """
     x = _as_databases(databases)
@@ -441,7 +441,7 @@ def _rank_table(p, u: int) -> np.ndarray:
 
 
 def percentile(databases, p: float) -> np.ndarray:
-    """p-percentile query (seed 002 §5, "p-perc"), by the nearest-rank rule.
+    """p-percentile query (Chatzikokolakis et al. 2013 §5, "p-perc"), by the nearest-rank rule.
 
     With the m present values sorted, x_(1) ≤ … ≤ x_(m), the answer is the order statistic x_(k) with
 
@@ -454,7 +454,7 @@ def percentile(databases, p: float) -> np.ndarray:
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), §5, Prop 5, Thm 11–13.
     """
     x = _as_databases(databases)
@@ -466,7 +466,7 @@ def percentile(databases, p: float) -> np.ndarray:
 
 
 def kcount(databases, predicates: Sequence[Predicate]) -> np.ndarray:
-    """k counting queries at once (seed 000 §7.1, "2-count"): column j counts the individuals whose
+    """k counting queries at once (ElSalamouny et al. 2014 §7.1, "2-count"): column j counts the individuals whose
     value satisfies ``predicates[j]`` (each as in :func:`count`).
 
     Returns an int array of shape (N, k); answers are labelled by tuples. The induced graph is the
@@ -476,7 +476,7 @@ def kcount(databases, predicates: Sequence[Predicate]) -> np.ndarray:
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.1.
     """
     x = _as_databases(databases)
@@ -500,7 +500,7 @@ def independent_predicates(k: int) -> list[frozenset]:
 
 
 def most_frequent(databases, candidates: Sequence | None = None) -> np.ndarray:
-    """Most frequent value ("argmax city", seed 001 Example 30).
+    """Most frequent value ("argmax city", Alvim et al. 2015 Example 30).
 
     The answer is the candidate held by the most individuals. Ties — including the case where no
     individual holds any candidate — go to the candidate listed first in ``candidates`` (default: the
@@ -511,7 +511,7 @@ def most_frequent(databases, candidates: Sequence | None = None) -> np.ndarray:
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Example 30.
     """
     x = _as_databases(databases)

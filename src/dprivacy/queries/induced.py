@@ -1,5 +1,5 @@
-"""Answers as points of a metric space: the graph a query induces on its answers (seed 000 §3.2;
-seed 001 Def 25), the answer line, and the closed forms of seed 000 §7.1 that never enumerate."""
+"""Answers as points of a metric space: the graph a query induces on its answers (ElSalamouny et al. 2014 §3.2;
+Alvim et al. 2015 Def 25), the answer line, and the closed forms of ElSalamouny et al. 2014 §7.1 that never enumerate."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def answer_index(answers, labels: Sequence | None = None) -> tuple[np.ndarray, l
 
 @dataclass(frozen=True)
 class InducedGraph:
-    """The induced graph ~_f of a query on its answers (seed 000 §3.2; seed 001 Def 25).
+    """The induced graph ~_f of a query on its answers (ElSalamouny et al. 2014 §3.2; Alvim et al. 2015 Def 25).
 
     Attributes
     ----------
@@ -84,11 +84,11 @@ class InducedGraph:
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.2.
-    .. [2] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [2] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), Def 25.
-    .. [3] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+    .. [3] ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Def 3.
     """
 
@@ -149,7 +149,7 @@ def _database_pairs(adjacency, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def induced_graph(answers, adjacency) -> InducedGraph:
-    """The induced graph y ~_f y' iff x ~ x' for some x ∈ f⁻¹(y), x' ∈ f⁻¹(y') (seed 000 §3.2).
+    """The induced graph y ~_f y' iff x ~ x' for some x ∈ f⁻¹(y), x' ∈ f⁻¹(y') (ElSalamouny et al. 2014 §3.2).
 
     Parameters
     ----------
@@ -165,9 +165,9 @@ def induced_graph(answers, adjacency) -> InducedGraph:
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.2.
-    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Def 3 (adjacent query
        results).
     """
@@ -182,7 +182,7 @@ def induced_graph(answers, adjacency) -> InducedGraph:
 
 
 def induced_space(answers, adjacency, *, name: str | None = None) -> MetricSpace:
-    """The answers under the graph metric d_{~f} of the induced graph (seed 000 §3.2, Cor 1).
+    """The answers under the graph metric d_{~f} of the induced graph (ElSalamouny et al. 2014 §3.2, Cor 1).
 
     Labels are the distinct answers in ``np.unique`` order (:func:`answer_index` gives each database's
     answer index in this order); the essential pairs are the edges of ~_f. Answers in different
@@ -190,7 +190,7 @@ def induced_space(answers, adjacency, *, name: str | None = None) -> MetricSpace
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.2, Cor 1.
     """
     g = induced_graph(answers, adjacency)
@@ -199,15 +199,15 @@ def induced_space(answers, adjacency, *, name: str | None = None) -> MetricSpace
 
 
 def answer_line(answers, *, name: str | None = None) -> MetricSpace:
-    """Numeric answers under the usual distance d_ℝ(y, y') = |y − y'| (seed 002 §2).
+    """Numeric answers under the usual distance d_ℝ(y, y') = |y − y'| (Chatzikokolakis et al. 2013 §2).
 
     Labels are the distinct answers in ascending order; essential pairs are consecutive answers. This
-    is the answer metric of seed 002 Thm 10–13 (not a graph metric unless answers are consecutive
+    is the answer metric of Chatzikokolakis et al. 2013 Thm 10–13 (not a graph metric unless answers are consecutive
     integers).
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), §2, Thm 10–13.
     """
     a = _as_answers(answers)
@@ -222,19 +222,19 @@ def answer_line(answers, *, name: str | None = None) -> MetricSpace:
 
 
 # ---------------------------------------------------------------------------------------------
-# Closed forms (seed 000 §7.1): no enumeration
+# Closed forms (ElSalamouny et al. 2014 §7.1): no enumeration
 # ---------------------------------------------------------------------------------------------
 
 
 def count_space(u: int) -> MetricSpace:
     """Answers {0, …, u} of a counting query on u individuals: the line, adjacent iff |i − j| = 1
-    (seed 000 §3.2 Fig 1; seed 002 Thm 8). Labels 0..u; essential pairs = the u edges.
+    (ElSalamouny et al. 2014 §3.2 Fig 1; Chatzikokolakis et al. 2013 Thm 8). Labels 0..u; essential pairs = the u edges.
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.2.
-    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [2] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), Thm 8.
     """
     u = check_positive_int(u, name="u")
@@ -242,7 +242,7 @@ def count_space(u: int) -> MetricSpace:
 
 
 def sum_space(u: int, v: int) -> MetricSpace:
-    """Answers of a sum query on u individuals with values 0..v (seed 000 §7.1).
+    """Answers of a sum query on u individuals with values 0..v (ElSalamouny et al. 2014 §7.1).
 
     The answers are {0, …, u·v}; changing one individual's value changes the sum by at most v, and by
     any amount up to v from any database that allows it, so i ~_f j iff 0 < |i − j| ≤ v and
@@ -255,14 +255,14 @@ def sum_space(u: int, v: int) -> MetricSpace:
 
     Notes
     -----
-    This follows seed 000 §7.1 ("each having an integer value between 0 and v"): v + 1 values. If the
+    This follows ElSalamouny et al. 2014 §7.1 ("each having an integer value between 0 and v"): v + 1 values. If the
     values are read as 1..v instead, the answers are {u, …, u·v} and i ~_f j iff |i − j| ≤ v − 1:
     the same graph as ``sum_space(u, v - 1)`` with labels shifted by u. In :func:`universe` terms,
     ``sum_space(u, v)`` is the induced space of ``total(universe(u, v + 1))``.
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.1 (sum
        query).
     """
@@ -272,7 +272,7 @@ def sum_space(u: int, v: int) -> MetricSpace:
 
 
 def kcount_space(u: int, k: int) -> MetricSpace:
-    """Answers of k counting queries on u individuals (seed 000 §7.1, "2-count" for k = 2).
+    """Answers of k counting queries on u individuals (ElSalamouny et al. 2014 §7.1, "2-count" for k = 2).
 
     The answers are {0, …, u}^k, labelled by tuples in lexicographic order; changing one individual
     changes each count by at most 1, so answers are adjacent iff every coordinate differs by at most 1
@@ -281,7 +281,7 @@ def kcount_space(u: int, k: int) -> MetricSpace:
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.1 (2-count
        query).
     """

@@ -1,4 +1,4 @@
-"""Sensitivity and uniform sensitivity of a query (seed 002 Def 4, Def 5, Thm 6; seed 000 Def 2, Thm 1)
+"""Sensitivity and uniform sensitivity of a query (Chatzikokolakis et al. 2013 Def 4, Def 5, Thm 6; ElSalamouny et al. 2014 Def 2, Thm 1)
 and the oblivious mechanism H∘f."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from .induced import RTOL, answer_index
 
 
 # ---------------------------------------------------------------------------------------------
-# Sensitivity and uniform sensitivity (seed 002 Def 4, Def 5, Thm 6; seed 000 Def 2, Thm 1)
+# Sensitivity and uniform sensitivity (Chatzikokolakis et al. 2013 Def 4, Def 5, Thm 6; ElSalamouny et al. 2014 Def 2, Thm 1)
 # ---------------------------------------------------------------------------------------------
 
 #: Pairs processed per chunk (bounds temporaries).
@@ -46,7 +46,7 @@ def _ratios(ay, I, J, dX, dY):
 
 def sensitivity(answers, space_X: MetricSpace, space_Y: MetricSpace) -> float:
     """The sensitivity of f wrt d_X, d_Y: the smallest Δ with d_Y(f(x), f(x')) ≤ Δ·d_X(x, x') for all x,
-    x' (seed 002 Def 4).
+    x' (Chatzikokolakis et al. 2013 Def 4).
 
     Parameters
     ----------
@@ -65,7 +65,7 @@ def sensitivity(answers, space_X: MetricSpace, space_Y: MetricSpace) -> float:
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), Def 4.
     """
     ay, I, J = _prepare(answers, space_X, space_Y)
@@ -80,7 +80,7 @@ def sensitivity(answers, space_X: MetricSpace, space_Y: MetricSpace) -> float:
 
 @dataclass(frozen=True)
 class UniformSensitivity:
-    """Outcome of :func:`is_uniformly_sensitive` (seed 002 Def 5; seed 000 Def 2).
+    """Outcome of :func:`is_uniformly_sensitive` (Chatzikokolakis et al. 2013 Def 5; ElSalamouny et al. 2014 Def 2).
 
     Attributes
     ----------
@@ -89,7 +89,7 @@ class UniformSensitivity:
     delta : float
         The Δ examined (the sensitivity unless one was given).
     sensitivity : float
-        The sensitivity of f (seed 002 Def 4).
+        The sensitivity of f (Chatzikokolakis et al. 2013 Def 4).
     witness : tuple of two ints or None
         When ``ok`` is False: a pair of answer indices (points of space_Y) with no tight
         Δ-expansive chain between them, or, when f is not even Δ-sensitive, a pair of database
@@ -103,9 +103,9 @@ class UniformSensitivity:
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), Def 5.
-    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 2.
     """
 
@@ -122,12 +122,12 @@ class UniformSensitivity:
 
 
 def is_uniformly_sensitive(answers, space_X: MetricSpace, space_Y: MetricSpace, *, delta: float | None = None, rtol: float = RTOL) -> UniformSensitivity:
-    """Whether f is uniformly Δ-sensitive wrt d_X, d_Y (seed 002 Def 5 = seed 000 Def 2).
+    """Whether f is uniformly Δ-sensitive wrt d_X, d_Y (Chatzikokolakis et al. 2013 Def 5 = ElSalamouny et al. 2014 Def 2).
 
     f is uniformly Δ-sensitive iff it is Δ-sensitive and between every two answers y, y' ∈ Y there is a
     tight chain y = y_1, …, y_n = y' (Σ d_Y(y_i, y_{i+1}) = d_Y(y, y')) whose steps are Δ-expansive:
     d_Y(y_i, y_{i+1}) = Δ·d_X(x, x') for some x ∈ f⁻¹(y_i), x' ∈ f⁻¹(y_{i+1}). Then H is d_Y-private
-    iff H∘f is Δ·d_X-private (seed 002 Thm 6; seed 000 Thm 1).
+    iff H∘f is Δ·d_X-private (Chatzikokolakis et al. 2013 Thm 6; ElSalamouny et al. 2014 Thm 1).
 
     Decision procedure. Every chain has length ≥ d_Y(y, y') (triangle inequality), so a tight
     Δ-expansive chain exists iff the shortest path from y to y' in the graph of Δ-expansive pairs,
@@ -148,9 +148,9 @@ def is_uniformly_sensitive(answers, space_X: MetricSpace, space_Y: MetricSpace, 
 
     References
     ----------
-    .. [1] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [1] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), Def 5, Thm 6.
-    .. [2] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), Def 2, Thm 1.
     """
     ay, I, J = _prepare(answers, space_X, space_Y)
@@ -218,7 +218,7 @@ def is_uniformly_sensitive(answers, space_X: MetricSpace, space_Y: MetricSpace, 
 
 
 def oblivious(channel, answers_index) -> Channel:
-    """The oblivious mechanism H∘f on databases: row x is row f(x) of H (seed 000 §3.1; seed 002 §2).
+    """The oblivious mechanism H∘f on databases: row x is row f(x) of H (ElSalamouny et al. 2014 §3.1; Chatzikokolakis et al. 2013 §2).
 
     Parameters
     ----------
@@ -230,10 +230,10 @@ def oblivious(channel, answers_index) -> Channel:
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.2, Thm 1,
        Cor 1.
-    .. [2] ``004_1b6b4e800ded7b68.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
+    .. [2] ElSalamouny, Chatzikokolakis, Palamidessi, *A differentially
        private mechanism of optimal utility for a region of priors* (POST 2013), Lemma 1, Prop 1.
     """
     h = channel if isinstance(channel, Channel) else Channel(channel)

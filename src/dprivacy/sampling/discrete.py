@@ -2,9 +2,9 @@ r"""Exact samplers for the discrete Laplace (two-sided geometric) distribution, 
 
 Reference: C. Canonne, G. Kamath, T. Steinke, *The Discrete Gaussian for Differential Privacy*,
 NeurIPS 2020 (arXiv:2004.00010), Algorithm 1 (Bernoulli(exp(−γ))) and Algorithm 2 (discrete Laplace);
-cited as **CKS 2020**. The paper is not among ``/work/shared/papers``.
+cited as **CKS 2020**. The paper is not among the five papers of the bibliography.
 
-The two-sided geometric mechanism (seed 002 Fig 2 (iv); universally optimal for counting queries) adds
+The two-sided geometric mechanism (Chatzikokolakis et al. 2013 Fig 2 (iv); universally optimal for counting queries) adds
 K with P(K = k) ∝ α^{|k|}, α = e^{−ε/Δ}. Drawn as the difference of two floating-point geometric
 variates (numpy's inversion), its probabilities are only as exact as float64 logarithms. Here every
 step is a comparison of uniformly drawn *integers* (numpy's bounded integers are exact: Lemire's

@@ -6,7 +6,7 @@ r"""The exact discrete planar Laplace on a lattice: no floating-point value deci
 
 Centred at a lattice point x, P(x + ΛZ = y) = e^{−ε‖y − x‖}/N with N independent of x (translation
 invariance), so for lattice points x, x' and every y: P(y | x) ≤ e^{ε‖x − x'‖} P(y | x') — exactly
-ε·d₂-private (seed 002 §6.2's planar Laplace with the Lebesgue measure replaced by counting measure on
+ε·d₂-private (Chatzikokolakis et al. 2013 §6.2's planar Laplace with the Lebesgue measure replaced by counting measure on
 the lattice). Every lattice point has positive probability from every lattice input, so no output
 singles out an input (Mironov, CCS 2012). ε is the float the caller gives and Λ a power of two, so
 a' = ε·Λ is an exact dyadic rational: the delivered ε is ε itself, with no rounding.

@@ -1,12 +1,12 @@
 """Finite (extended) metric spaces: the secrets a mechanism protects.
 
-A metric space (Y, d) is the domain of d-privacy (seed 000 Def 1; seed 002 §3, where d may take the
+A metric space (Y, d) is the domain of d-privacy (ElSalamouny et al. 2014 Def 1; Chatzikokolakis et al. 2013 §3, where d may take the
 value ∞: an *extended* metric). It is held as a dense distance matrix, or, for grids, in a structured
 form whose dense matrix is built only on request (a million-cell grid never is).
 
 Besides the distances, a space may know its *essential pairs*: the pairs (y, y') whose distance is not
 the sum of distances through a third point. Privacy constraints on the essential pairs imply all the
-others (seed 004 Prop 1 for graph metrics: adjacent pairs suffice; the same argument works for any
+others (ElSalamouny et al. 2013 Prop 1 for graph metrics: adjacent pairs suffice; the same argument works for any
 metric, since e^{d(y,y'')} = e^{d(y,y')} e^{d(y',y'')} along a tight chain). Graph metrics know theirs
 (the edges); other spaces compute them once, on request.
 

@@ -51,7 +51,7 @@ class MetricSpace:
     ----------
     distances : array_like, shape (n, n)
         The metric d. Must be square, symmetric, with a zero diagonal and positive off-diagonal entries;
-        ``np.inf`` is allowed (an extended metric, seed 002 §3: points at infinite distance may be told
+        ``np.inf`` is allowed (an extended metric, Chatzikokolakis et al. 2013 §3: points at infinite distance may be told
         apart freely). NaN is refused.
     labels : sequence, optional
         One label per point (default ``0..n-1``).
@@ -72,10 +72,10 @@ class MetricSpace:
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.1 (finite
        metric spaces (Y, d_Y)).
-    .. [2] ``002_3df4dd999d47c651.txt``: Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
+    .. [2] Chatzikokolakis, Andrés, Bordenabe, Palamidessi, *Broadening the
        scope of differential privacy using metrics* (PETS 2013), §3 (extended metrics).
     """
 
@@ -162,7 +162,7 @@ class MetricSpace:
 
     @property
     def is_extended(self) -> bool:
-        """True when some distance is infinite (seed 002 §3)."""
+        """True when some distance is infinite (Chatzikokolakis et al. 2013 §3)."""
         return bool(np.isinf(self.distances).any())
 
     def __repr__(self) -> str:
@@ -208,7 +208,7 @@ class MetricSpace:
         (``rtol = 0``): a pair is skipped only when the computed d(i,k) + d(k,j) ≤ d(i,j), so the chain's
         constraints imply the pair's without any slack (a pair implied only up to rounding is kept;
         with rtol > 0 a check could miss an excess of ε·rtol·d). Privacy on the essential pairs therefore
-        implies privacy on all pairs (seed 004 Prop 1 generalized from graph edges to any metric).
+        implies privacy on all pairs (ElSalamouny et al. 2013 Prop 1 generalized from graph edges to any metric).
         Known structurally for graph metrics, lines and grids; otherwise computed once in O(n^3) and cached.
         """
         if rtol:  # a loose comparison is never cached: the cache serves the privacy checks
@@ -292,7 +292,7 @@ def _compute_essential_pairs(d: np.ndarray, rtol: float) -> tuple[np.ndarray, np
 
 def from_matrix(distances, *, labels=None, name=None, check_triangle: bool = True) -> MetricSpace:
     """A metric space from an explicit distance matrix (validated, including the triangle inequality:
-    the privacy of the exponential and tight-constraints mechanisms rests on it, seed 000 Prop 6).
+    the privacy of the exponential and tight-constraints mechanisms rests on it, ElSalamouny et al. 2014 Prop 6).
     ``check_triangle=False`` skips that O(n³) check for a matrix known to be a metric."""
     return MetricSpace(distances, labels=labels, name=name, check_triangle=check_triangle)
 
@@ -320,7 +320,7 @@ def clique(n: int, *, distance: float = 1.0, name: str | None = None) -> MetricS
 
 
 def from_graph(graph, *, nodes: Sequence | None = None, weight: str | None = None, name: str | None = None) -> MetricSpace:
-    """The shortest-path metric of a graph (seed 000 §3.2: the metric d_~ of an adjacency relation).
+    """The shortest-path metric of a graph (ElSalamouny et al. 2014 §3.2: the metric d_~ of an adjacency relation).
 
     Parameters
     ----------
@@ -335,7 +335,7 @@ def from_graph(graph, *, nodes: Sequence | None = None, weight: str | None = Non
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.2 (the
        graph metric d_~).
     """
@@ -396,12 +396,12 @@ def ring(n: int, *, name: str | None = None) -> MetricSpace:
 def hamming(u: int, v: int, *, name: str | None = None) -> MetricSpace:
     """Databases V^u of u individuals with v possible values each, under the Hamming distance.
 
-    Standard ε-differential privacy is ε·d_h-privacy on this space (seed 000 §3.2). Points are the v^u
+    Standard ε-differential privacy is ε·d_h-privacy on this space (ElSalamouny et al. 2014 §3.2). Points are the v^u
     tuples in lexicographic order; labels are the tuples.
 
     References
     ----------
-    .. [1] ``001_c2128648fe62df4d.txt``: Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
+    .. [1] Alvim, Andrés, Chatzikokolakis, Degano, Palamidessi, *On the
        information leakage of differentially-private mechanisms* (J. Computer Security, 2015), §5.1, Prop
        13, Prop 14.
     """

@@ -24,7 +24,7 @@ class GridSpace(MetricSpace):
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §3.3, §7.2.
     """
 
@@ -133,7 +133,7 @@ class GridSpace(MetricSpace):
 
 class SumLineSpace(MetricSpace):
     """The answers 0..n−1 of a sum query whose one-row change moves the answer by at most Δ: answers
-    adjacent iff 0 < |i − j| ≤ Δ, so d(i, j) = ⌈|i − j| / Δ⌉ (the graph metric of seed 000 §7.1).
+    adjacent iff 0 < |i − j| ≤ Δ, so d(i, j) = ⌈|i − j| / Δ⌉ (the graph metric of ElSalamouny et al. 2014 §7.1).
 
     Held as (n, Δ); the dense distance matrix is built on first use and refused when it would not fit, as
     for :class:`GridSpace`. d depends on |i − j| only, so Φ = e^{−ε d} is a symmetric Toeplitz matrix and
@@ -142,7 +142,7 @@ class SumLineSpace(MetricSpace):
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.1 (sum
        query).
     """
@@ -195,11 +195,11 @@ class SumLineSpace(MetricSpace):
 
 
 def grid(width: int, height: int, *, metric: str = "euclidean", step: float = 1.0, name: str | None = None) -> GridSpace:
-    """A W×H grid of locations (seed 000 §7.2): see :class:`GridSpace`.
+    """A W×H grid of locations (ElSalamouny et al. 2014 §7.2): see :class:`GridSpace`.
 
     References
     ----------
-    .. [1] ``000_455db39b8f235120.txt``: ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
+    .. [1] ElSalamouny, Chatzikokolakis, Palamidessi, *Generalized
        differential privacy: regions of priors that admit robust optimal mechanisms* (2014), §7.2 (the
        geo-indistinguishability case study).
     """
