@@ -71,7 +71,7 @@ def test_prop8_holds_by_construction_on_dense_spaces(space, eps):
     assert r.certainty == t.certainty or (n == 1 and r.method == "corner")
     if not t.singular and t.certainty != "exact" and n > 1:
         np.testing.assert_array_equal(r.mu, t.z * (1.0 / n))
-        assert r.margin == t.margin
+        assert r.margin == pytest.approx(t.margin, rel=1e-12)  # (two routes, rounded apart by an ulp)
 
 
 @pytest.mark.parametrize("eps_kind", ["lo", "hi"])

@@ -42,7 +42,7 @@ MIN_SCALED_DISTANCE = 1e-290
 def check_scaled_epsilon(scaled: float, *, what: str) -> None:
     """Refuse ε·d (``scaled``, the smallest one a construction uses) below :data:`MIN_SCALED_DISTANCE`: the masses of
     order ε·d are subnormal there and the channel is not private as computed (a Laplace channel at ε = 5e-324 had
-    NaN columns, at 1e-315 it failed its check: review)."""
+    NaN columns, at 1e-315 it failed its check)."""
     if 0 < scaled < MIN_SCALED_DISTANCE or scaled == 0:
         raise ValueError(f"{what}: ε times the smallest distance is {scaled:.3g}, below {MIN_SCALED_DISTANCE:g}: float64 "
                          "cannot carry ε·d that small")

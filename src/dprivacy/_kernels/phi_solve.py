@@ -416,8 +416,12 @@ class PhiFactor:
         else:
             eta = ESTIMATE_SAFETY / (self.rcond * self.anorm) if self.rcond > 0 else np.inf
             bounds = np.broadcast_to(eta * slack.max(axis=0), slack.shape).copy()
+        # back to B's scale: the product X·scale is rounded once more (scale is a column's largest entry, not a power
+        # of two), so each bound grows by that rounding, u·|X·scale|, and is itself rounded up
+        X = X * scale
+        bounds = bounds * scale * (1 + 2 * _U) + _U * np.abs(X)
         margins = np.array([margin_of(X[:, j], bounds[:, j]) for j in range(k)])
-        return X * scale, bounds * scale, margins, rn * scale
+        return X, bounds, margins, rn * scale
 
     # -- one right-hand side, any Φ ------------------------------------------------------------
     def solve(self, b: np.ndarray | None = None, *, exact_fallback: bool = True, sum_range: bool = False) -> PhiSolution:

@@ -96,7 +96,7 @@ def _main(argv=None) -> int:
             pass
         return EXIT_PIPE
     except FloatingPointError as exc:
-        # numpy's own words ("overflow encountered in multiply") named neither the value nor the range (review)
+        # numpy's own words ("overflow encountered in multiply") named neither the value nor the range
         print(f"{_prefix(args)}a computation left the float64 range ({exc}): the inputs are too large or too small "
               "for it — use an ε and distances whose product ε·d stays well within 1e-300..1e300 (planar Laplace squares "
               "ε: within 1e150)", file=sys.stderr)

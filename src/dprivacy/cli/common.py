@@ -180,10 +180,9 @@ class _SolveStatus:
     """Progress of a long solve on stderr: a rich status line on a terminal; otherwise (with --json too: the JSON
     is on stdout) a plain line after the first 5 s and then every 30 s, so that a long run is never silent. With
     ``heartbeat`` (seconds) a timer thread checks for the plain line too: a solver's first report can
-    take longer than that (one round of the decomposition on 50×50 Manhattan is about 30 s). Only for
-    solves in this process: a solve in a forked child (:func:`~dprivacy.data.interruptible.call_in_child`,
-    whose polling loop calls :meth:`tick`) must not be forked from a process with a thread that may
-    hold the stderr lock."""
+    take longer than that (one round of the decomposition on 50×50 Manhattan is about 30 s). A solve in a
+    child process (:func:`~dprivacy.data.interruptible.call_in_child`, forked from the fork server, not from
+    this process) has its polling loop call :meth:`tick`."""
 
     def __init__(self, show_tty: bool, plain: bool, what: str, heartbeat: float | None = None, loss: bool = False):
         import threading

@@ -180,7 +180,7 @@ def _check_scale(space, eps: float) -> None:
     small = eps * least
     if 0 < least < np.inf and small < MIN_SCALED_DISTANCE:
         # below it the channels' smallest entries (a Laplace cell's mass ε·d/2) are subnormal or 0: a Laplace channel
-        # at ε = 5e-324 had NaN columns and was called private, at 1e-315 exists but not private (review)
+        # at ε = 5e-324 had NaN columns and was called private, at 1e-315 exists but not private
         raise CliError(f"--epsilon {eps:g} times the smallest distance of {space.name} ({least:g}) is "
                        f"{small:.3g}, below {MIN_SCALED_DISTANCE:g}: float64 cannot carry ε·d that small; expected "
                        f"--epsilon at least {MIN_SCALED_DISTANCE / least:.3g} here")

@@ -58,7 +58,7 @@ def cmd_obfuscate(args) -> int:
 def cmd_evaluate(args) -> int:
     from ..api import OptionError, evaluate
 
-    status = _SolveStatus(not args.json and sys.stderr.isatty(), True, "evaluating")
+    status = _SolveStatus(not args.json and sys.stderr.isatty(), True, "evaluating", heartbeat=1.0)
     try:
         rep = evaluate(args.original, args.released, lat=args.lat, lon=args.lon, key=args.key, coords=args.coords,
                        cell=args.cell, region=args.region, prior=args.prior, prior_from=args.prior_from, sweep=args.sweep,

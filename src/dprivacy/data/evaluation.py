@@ -15,7 +15,7 @@ the population faces):
 A continuous planar Laplace release is measured through its grid analogue (``planar-laplace-grid``: the
 noise added to the true point's cell centre, the output snapped to the cells). That is neither a bound nor
 the exact figure for the continuous release, whose noise starts from the true point itself: where the
-points lie within their cells moves the figures either way (a review measured, on the world cities at
+points lie within their cells moves the figures either way (measured on the world cities at
 100 km cells and 0.1 per km, a vulnerability of 0.79 by Monte Carlo where the analogue gives 0.97, and an
 adversary's error of 22 km where it gives 2.6 km). A remapped release (``--remap``) is post-processing of
 K: its vulnerability is at most K's and its adversary's error at least K's.
@@ -225,7 +225,7 @@ def evaluate_release(original, released, *, lat=None, lon=None, key=None, coords
             out["sweep"] = rows
             out["sweep_unit"] = unit
         res["grid"] = out
-    # the map shows true points beside released ones: a figure for the data owner, and it says so (review: the
+    # the map shows true points beside released ones: a figure for the data owner, and it says so (the
     # natural attachment to a release carried 1,500 true locations unmarked): the PNG in its own title (it can
     # travel alone), the page once at its top (its embedded figure is drawn without the mark)
     title = f"{Path(released).name} against {Path(original).name}"

@@ -182,7 +182,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
             times = reader.read(batch.column(time_column), row)
             time_type = times.type
             if per == "hour" and pa.types.is_date(times.type):
-                # (checked in pass 2 it came after noise was drawn: review)
+                # (checked in pass 2 it came after noise was drawn)
                 raise ValueError(f"the time column (type {times.type}) holds dates without times: periods per hour need "
                                  "times (use --per day)")
         x, bad = _values(batch, column, row, skip_invalid)
@@ -242,7 +242,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
                 if progress is not None:
                     progress(done)
             # the file must be the one pass 1 counted: a meter log appended to between the passes released 5,000,000
-            # readings at the ε/n of 4,000,000 (d∞ ε 1.25 stated as 1) and skipped the whole-number check (review)
+            # readings at the ε/n of 4,000,000 (d∞ ε 1.25 stated as 1) and skipped the whole-number check
             if done != n_valid or _snapshot(input_path) != before:
                 raise ValueError(f"{input_path} changed while it was read ({n_valid:,} valid readings counted, {done:,} read the "
                                  "second time): release a file that is not being written to (copy it first); nothing written")

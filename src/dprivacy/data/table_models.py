@@ -238,8 +238,8 @@ class QueryResult:
 
 def _json_key(key):
     """A group key for strict JSON: a non-finite float is named as a string ("NaN", "Infinity", "-Infinity"),
-    since JSON has no such numbers and jsonable's null would give NaN, ±inf and NULL keys one label (a review
-    found three answers keyed null)."""
+    since JSON has no such numbers and jsonable's null would give NaN, ±inf and NULL keys one label (three answers
+    keyed null)."""
     if isinstance(key, float) and not math.isfinite(key):
         return "NaN" if key != key else ("Infinity" if key > 0 else "-Infinity")
     return key

@@ -52,7 +52,7 @@ def _relation(path: str, *, text=None, header: bool = True) -> str:
     types that depend on public data only: ``text=None`` (standard ε-DP, every column protected) reads every
     column as text; ``text`` = the protected columns reads those as text and infers the others from every row
     of the file (``sample_size=-1``). The sniffer's guesses from the rows themselves made the release depend on
-    one row beyond Δ (review): one 'x' among integers turned a numeric --where into a text comparison for every
+    one row beyond Δ: one 'x' among integers turned a numeric --where into a text comparison for every
     row (108 against 0), a row '12/13/2020' set the date format of the whole column, and a row starting with '#'
     was dropped as a comment. Casts in the queries (``_as_type``) decide what is a number."""
     low = path.lower()
@@ -215,7 +215,7 @@ def _declare_keys(con, keys, group_by: str, type_: str) -> None:
     bad = con.execute("SELECT k FROM dp_keys WHERE g IS NULL ORDER BY i LIMIT 1").fetchone()
     if bad is not None:
         raise ValueError(f"--keys: {bad[0]!r} is not a value of {group_by!r}, whose type is {type_}")
-    # a key the cast changes is refused, not answered under another value (review: 1.5 became 2 in an integer
+    # a key the cast changes is refused, not answered under another value (1.5 became 2 in an integer
     # column, '2020-01-01 23:59:59' the date 2020-01-01, 1.105 the decimal 1.11)
     same = None
     if _is_numeric(type_):

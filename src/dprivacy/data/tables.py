@@ -136,7 +136,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     if prior is not None and mechanism not in ("optimal", "tight-constraints"):
         raise ValueError(f"--prior is used only by --mechanism optimal and tight-constraints; --mechanism {mechanism} ignores it "
                          "(drop --prior)")
-    if os.path.isdir(table):  # (DuckDB's message named a disabled file system operation: review)
+    if os.path.isdir(table):  # (DuckDB's message named a disabled file system operation)
         raise ValueError(f"{table} is a folder: query reads one CSV or Parquet file (combine a folder of parts, e.g. the "
                          "Dask engine's output, into one file first)")
     check_table_file(table)
@@ -145,7 +145,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     table = os.path.abspath(table)
     if any(ch in table for ch in "*?[]{}"):
         # DuckDB reads such a name as a file pattern (it said "sniff_csv does not operate on more than one file yet",
-        # or named another file: review)
+        # or named another file)
         raise ValueError(f"{table}: a file name with *, ?, [ ], {{ }} is read by DuckDB as a pattern of file names: rename "
                          "or link the file without them")
     if query.kind not in ("count", "kcount") and bounds is None:
@@ -214,7 +214,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         raise _unreadable(table, exc, owner) from None
     if group_by is not None and group_by in (query.column, *query.columns):
         # the keys are released exactly (treated as public): grouping by the column the query aggregates would
-        # publish its distinct values (a review got every sale amount, the maximum included)
+        # publish its distinct values (a caller could get every sale amount, the maximum included)
         raise ValueError(f"--group-by {group_by!r}: the group keys are released exactly (treated as public), so a query "
                          f"cannot group by the column it aggregates ({query.name}); group by a public column")
     if keys is not None and group_by is None:
@@ -253,11 +253,11 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
         checks.append(f"count(*) FILTER (WHERE {col} IS NOT NULL AND ({val} IS NULL OR isnan({val})))")
         checks.append(f"count(*) FILTER (WHERE {col} IS NULL)")
         # on the values as they are, not clamped to --bounds: clamped, the refusal counted the fractional values
-        # strictly inside bounds the asker chose, for free (--bounds 41,42 told how many values lie in (41, 42): review)
+        # strictly inside bounds the asker chose, for free (--bounds 41,42 told how many values lie in (41, 42))
         fraction = f"NOT ({bad}) AND {val} <> round({val})"
         checks.append(f"count(*) FILTER (WHERE {fraction})" if unit is None else "0")
     elif query.kind == "kcount":
-        # a flag: true/false, or 0/1 in a numeric column (a 2 was counted as true: review); the rest is invalid
+        # a flag: true/false, or 0/1 in a numeric column (a 2 was counted as true); the rest is invalid
         flag_ok = {c: f"({_as_type(_quote(c), types[c], 'BOOLEAN')} IS NOT NULL"
                       + (f" AND {_quote(c)} IN (0, 1))" if _is_numeric(types[c]) else ")") for c in query.columns}
         bad = " OR ".join(f"NOT coalesce({flag_ok[c]}, false)" for c in query.columns)
@@ -293,7 +293,7 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     invalid = wrong + empty
     # A refusal says which column and which kind of value, checked on the whole column whatever --where and --bounds
     # select, so that it is the same for every query on the column; the number and the first row are exact counts
-    # of the data, for the owner only (an analyst read the number of discounted orders from one: review).
+    # of the data, for the owner only (an analyst read the number of discounted orders from one).
     if invalid and not skip_invalid:
         what = f"column {query.column!r}" if query.column else "columns " + ", ".join(map(repr, query.columns))
         expect = "numbers" if query.column else "true/false or 0/1 values"
@@ -486,7 +486,7 @@ def release_answers(rows, plan: AnswerPlan, *, table: str, query: Query, privacy
                      f"release with probabilities within a factor e^(ε·d)")
         if unit is not None:
             # the mechanism sees the values rounded to the unit: rounding moves two values at distance 0.02 units to
-            # 1 unit apart, and a review measured e^1 between such tables (3,000 draws): say so
+            # 1 unit apart, and e^1 is measured between such tables (3,000 draws): say so
             extra = {"d1": "d + k", "normalized-d1": f"d + k·{u:g}/(HI − LO)", "dinf": "d + 1"}[privacy]
             guarantee += (f", d measured on the values rounded to multiples of --unit {u:g} (what the mechanism sees); "
                           f"between the values as given, rounding adds up to one unit per changed row: the factor is "
