@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from .common import JSON_HELP, CliError, _ascii_float, _emit, examples, _SolveStatus
@@ -30,7 +31,7 @@ def cmd_query(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"{res.query} on {args.table} (ε = {eps:g}, {res.privacy}; {res.mechanism})")
+    t = Table(title=f"{res.query} on {os.path.basename(args.table)} (ε = {eps:g}, {res.privacy}; {res.mechanism})")
     with_prior = any(a.expected_abs_error_under_prior is not None for a in res.answers)
     with_bounds = res.bounds is not None and args.owner
     cols = ["group", "noisy answer", "expected |error| (any true answer)", f"within ± (prob. {res.answers[0].confidence:.0%})"]

@@ -206,8 +206,8 @@ def add_parsers(sub) -> None:
     c = sub.add_parser("check", help="check that a channel matrix is ε·d-private on a space (exit 0: private, 1: not private, 2: bad input)",
                        **examples("is the saved channel 1·d-private on a line of 6 points? (exit status 0: yes, 1: no)",
                                   "dprivacy check channel.npy line:6 --epsilon 1",
-                                  "the same, with the tightest pair of inputs, as JSON",
-                                  "dprivacy check channel.npy line:6 --epsilon 1 --json"))
+                                  "the smallest ε and its tightest pair of inputs (the full sweep), as JSON",
+                                  "dprivacy check channel.npy line:6 --epsilon 1 --smallest --json"))
     c.add_argument("matrix", metavar="MATRIX.npy", help="the channel: an n×k row-stochastic matrix (.npy, .csv or .txt), one "
                    "row per secret")
     c.add_argument("space", metavar="SPACE", help=SPEC_HELP)
