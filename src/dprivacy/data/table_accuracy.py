@@ -96,12 +96,13 @@ def remap_accuracy(rows: np.ndarray, remap: np.ndarray, *, confidence: float = 0
     return float(per_a.max()), int(ok[0]) if ok.size else n, per_a
 
 
-def _answer_prior(prior, size: int, lo: int, hi: int) -> np.ndarray:
-    """The prior on the answers lo..hi: ``"uniform"``, an array, or a .npy/.csv/.txt file of ``size`` weights."""
+def _answer_prior(prior, size: int, lo: int, hi: int):
+    """(π, note): the prior on the answers lo..hi from ``"uniform"``, an array, or a .npy/.csv/.txt file of ``size``
+    weights, and the sentence saying how its weights were normalised (None when they summed to 1)."""
     if prior is None:
         raise ValueError("--mechanism optimal needs --prior: 'uniform' or a file of weights on the answers "
                          f"{lo}..{hi} ({size} values)")
     from ..spaces import read_prior
 
     # (the one reader of --prior: n weights in one row or one column, normalised)
-    return read_prior(prior, size, name="--prior" if isinstance(prior, str) else "prior", per=f"one per answer {lo}..{hi}")[0]
+    return read_prior(prior, size, name="--prior" if isinstance(prior, str) else "prior", per=f"one per answer {lo}..{hi}")

@@ -53,7 +53,7 @@ def _tight_sum(table, query, rows, src, *, eps, eps_answer, factor, delta, lo_a,
         answers.append(GroupAnswer(grp, _on_grid(lo_a + o, step), int(n_clamped), mean * step, t * step, confidence))
     optimality = ""
     if prior is not None:
-        pi = _answer_prior(prior, n, lo_a, hi_a)
+        pi, _ = _answer_prior(prior, n, lo_a, hi_a)
         reg = regularity_sum_line(n, dlt, pi, epsilon=eps_answer)
         verdict = {"exists": "is in", "absent": "is NOT in", "undecided": "could not be placed in or outside"}[reg.status]
         optimality = (f"the prior {verdict} the region of ε·d-regular priors ({reg.certainty}, {reg.certificate}; "

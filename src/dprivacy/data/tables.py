@@ -426,7 +426,7 @@ def release_answers(rows, plan: AnswerPlan, *, table: str, query: Query, privacy
         if size > OPTIMAL_MAX_ANSWERS:
             raise ValueError(f"--mechanism optimal: the answers range over {size:,} values, over the {OPTIMAL_MAX_ANSWERS:,} "
                              "on which the remap is computed; use the truncated geometric (auto)")
-        pi = _answer_prior(prior, size, lo_a, hi_a)
+        pi, prior_note = _answer_prior(prior, size, lo_a, hi_a)
         chan = truncated_geometric_rows(alpha, lo_a, hi_a)
         remap, prior_err = bayes_remap_abs(chan, pi)
         mean, t, _ = remap_accuracy(chan, remap, confidence=confidence)
@@ -434,7 +434,7 @@ def release_answers(rows, plan: AnswerPlan, *, table: str, query: Query, privacy
         accuracy = ("'E|error| under the prior' averages the remapped answer's |error| over the prior's answers: it is only "
                     "as true as the prior (a true answer the prior deems unlikely can be far off every time); 'expected "
                     "|error|' and 'within ±' are the worst case over every true answer in the range, computed exactly "
-                    "from the channel: the figures to quote")
+                    "from the channel: the figures to quote" + (f"; {prior_note}" if prior_note else ""))
     answers = []
     for row, kk in zip(rows, noise):
         grp, vals, n_clamped = row[0], row[1:-1], row[-1]
