@@ -142,3 +142,13 @@ def test_series_refusals_are_the_command_lines(tmp_path, kwargs, options):
     with pytest.raises(ValueError) as exc:
         dp.release_series(df, **kwargs)
     assert api_message(exc.value, "the DataFrame") == cli_message(err, "m.parquet")
+
+
+@pytest.mark.parametrize("cell", ["secret-ssn-123", 2**70])
+def test_a_frame_without_an_arrow_form_is_refused_without_quoting_a_value(cell):
+    """Arrow's own message quoted the cell that did not convert ('Could not convert 'secret-ssn-123' ...'): a person's
+    value in a refusal, free of ε. The refusal names the column at most."""
+    df = pd.DataFrame({"age": [1, 2, cell], "g": list("abc")})
+    with pytest.raises(ValueError) as exc:
+        dp.query(df, "percentile:age:50", epsilon=1, bounds=(0, 100))
+    assert str(cell) not in str(exc.value) and "cannot be converted to Arrow" in str(exc.value)

@@ -73,3 +73,19 @@ def test_a_seeded_series_release_says_so_in_the_file_itself(tmp_path):
     release_series(src, tmp_path / "r.parquet", column="v", time_column="t", epsilon=1.0)
     assert b"NOT for release" in pq.read_schema(tmp_path / "s.parquet").metadata[b"dprivacy:notice"]
     assert pq.read_schema(tmp_path / "r.parquet").metadata is None
+
+
+@pytest.mark.parametrize("where", ["early", "late"])
+def test_where_one_fractional_reading_sits_does_not_decide_the_release(tmp_path, where):
+    """The CSV reader guesses a column's type from its first block: with the readings read as typed, one 12.5 among
+    whole numbers was released when it came early and refused when it came after the first 16 MiB, so a d1 neighbour
+    (12 in its place) decided release vs refusal at no cost in ε. The readings are read as text and parsed per batch."""
+    n = 1_500_000
+    kwh = np.full(n, "7", dtype=object)
+    kwh[5 if where == "early" else n - 5] = "12.5"
+    path = tmp_path / "m.csv"
+    with open(path, "w") as f:
+        f.write("time,kwh\n")
+        f.writelines(f"{i:014d},{v}\n" for i, v in enumerate(kwh))  # 27 MB: past the reader's first block
+    rep = release_series(path, tmp_path / "out.csv", column="kwh", epsilon=1.0, unit=0.5, rng=1)
+    assert rep.readings == n

@@ -68,6 +68,17 @@ def label(kind: str) -> str:
 # -------------------------------------------------------------------------------------------------
 
 
+def _unconvertible(what: str, exc: Exception) -> str:
+    """The refusal of a frame that has no Arrow form: the column, never the cell. Arrow's own message quotes the value
+    that did not convert (a person's value, free of ε), and which error comes first depends on particular rows."""
+    import re
+
+    m = re.search(r"[Cc]onversion failed for column (.+?) with type", str(exc))
+    where = f"column {m.group(1)!r}" if m else "a column"
+    return (f"{what} cannot be converted to Arrow: {where} holds values with no common Arrow type (numbers and text in "
+            "an object column, or integers beyond 64 bits); give it one type (e.g. .astype(str) or pd.to_numeric(..., errors='coerce'))")
+
+
 def _pandas_to_arrow(df, what: str):
     """The frame as an Arrow table, without pandas' schema metadata. A RangeIndex is left out (it is the row
     position); any other index becomes columns (its levels' names, or ``__index_level_N__``) that the data layer
@@ -82,8 +93,8 @@ def _pandas_to_arrow(df, what: str):
         raise ValueError(f"{what} has a column named {bad!r} ({type(bad).__name__}): column names must be strings")
     try:
         table = pa.Table.from_pandas(df, preserve_index=None)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-        raise ValueError(f"{what} cannot be converted to Arrow: {str(exc).splitlines()[0]}") from None
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError, TypeError) as exc:
+        raise ValueError(_unconvertible(what, exc)) from None
     return table.replace_schema_metadata(None)
 
 
@@ -104,7 +115,7 @@ def to_arrow(data, kind: str):
         try:
             return data.to_arrow().replace_schema_metadata(None)
         except Exception as exc:  # an Object column has no Arrow form
-            raise ValueError(f"{label(kind)} cannot be converted to Arrow: {str(exc).splitlines()[0]}") from None
+            raise ValueError(_unconvertible(label(kind), exc)) from None
     return _pandas_to_arrow(data, label(kind))
 
 

@@ -86,6 +86,15 @@ def _values(batch, column: str, first_row: int, skip_invalid: bool):
     col = batch.column(column)
     if pa.types.is_null(col.type):
         return np.full(batch.num_rows, np.nan), np.ones(batch.num_rows, dtype=bool)
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        # a CSV's reading column is read as text (the reader's type guess from the first block would make a
+        # refusal depend on where one reading sits): numbers are cast as a whole, row by row only if one is not
+        try:
+            x = np.asarray(pc.fill_null(pc.cast(pc.utf8_trim_whitespace(col), pa.float64()), float("nan"))
+                           .to_numpy(zero_copy_only=False), dtype=np.float64)
+            return x, ~np.isfinite(x)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
     if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_decimal(col.type)):
         out = np.full(batch.num_rows, np.nan)
         for k, v in enumerate(col.to_pylist()):
@@ -160,6 +169,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     check_sidecar(input_path, output_path, force=force)
     # with --time-format a CSV's time column is read as the text it is (the CSV reader's own guesses left aside)
     as_text = (time_column,) if time_format is not None and time_column is not None else ()
+    as_text = (*as_text, column)  # (the readings: parsed per batch, whatever the first block of the file holds)
 
     schema, _ = read_batches(input_path, text_columns=as_text)
     names = list(schema.names)
