@@ -58,9 +58,9 @@ def obfuscate_dask_frame(ddf, *, shuffle: bool, **common):
 
     import dask
     import dask.dataframe as dd
-    import numpy as np
 
-    from ..data.locations import add_counts, prepare_obfuscation, record_sampling, rejection_note
+    from ..data.dask_engine import merge_part_results
+    from ..data.locations import prepare_obfuscation, record_sampling, rejection_note
     from .frames import add_row_numbers, scratch, write_parquet
     from .points import location_result, points_table
 
@@ -92,22 +92,7 @@ def obfuscate_dask_frame(ddf, *, shuffle: bool, **common):
              for i, part in enumerate(ddf.to_delayed())]
     done = dask.persist(*tasks)
     stats = dask.compute(*[dask.delayed(operator.getitem)(t, 1) for t in done])
-    counts: dict = {}
-    for r in stats:
-        add_counts(counts, r["counts"])
-        report.rows_read += r["rows_read"]
-        report.rows_written += r["rows_written"]
-        report.rows_rejected += r["rows_rejected"]
-        report.first_rejected = report.first_rejected or r["first_rejected"]
-    if report.rows_read == 0:
-        raise ValueError(f"{name} has no rows to obfuscate")
-    if report.rows_written == 0:
-        raise ValueError(f"none of the {report.rows_read:,} rows of {name} could be released ({report.rows_rejected} "
-                         f"rejected, the first: {report.first_rejected})")
-    if ob.key is not None:
-        keys = np.sort(np.concatenate([r["keys"] for r in stats if r["keys"] is not None]))
-        if (keys[1:] == keys[:-1]).any():
-            raise ValueError(f"key column {ob.key!r} has repeated values; keyed noise needs unique keys")
+    counts = merge_part_results(report, ob, stats, name)
     rejection_note(report)
     record_sampling(report, ob.release, counts)
     report.notes.append(f"Dask DataFrame: {len(tasks)} partitions, each released in one task")
@@ -305,23 +290,12 @@ def query_dask_frame(ddf, q, *, epsilon, bounds, where, group_by, privacy, rng, 
 def _check_values(q, wrong: int, empty: int, fractions: int, skip_invalid: bool, owner: bool) -> None:
     """run_query's refusals of invalid and fractional values, on the whole table (the first row is not named: a Dask
     DataFrame has no file order to name it by)."""
+    from ..data.tables import fractional_values_message, invalid_values_message
+
     if (wrong or empty) and not skip_invalid:
-        what = f"column {q.column!r}" if q.column else "columns " + ", ".join(map(repr, q.columns))
-        expect = "numbers" if q.column else "true/false or 0/1 values"
-        if q.column:
-            parts = ([f"{wrong if owner else ''} non-numeric".strip()] if wrong else []) + \
-                ([f"{empty if owner else ''} empty".strip()] if empty else [])
-            found = f"{what} has {' and '.join(parts)} value(s) in the table (checked whatever --where selects)"
-        else:
-            found = (f"{what}: {wrong if owner else 'some'} row(s) of the table have a missing or non-boolean value "
-                     "(checked whatever --where selects)")
-        raise ValueError(f"{found} (expected {expect}); --skip-invalid leaves them out as null values and counts them"
-                         + ("" if owner else " (--owner: how many, and the first row)"))
+        raise ValueError(invalid_values_message(q, wrong, empty, owner))
     if fractions:
-        raise ValueError(f"column {q.column!r} has {str(fractions) + ' ' if owner else ''}value(s) in the table (checked "
-                         "whatever --where and --bounds select) that are not whole numbers: the answers are computed on "
-                         "a grid of whole units; give --unit, the values' resolution (e.g. --unit 0.01, or --unit 1 to "
-                         "round them to whole numbers)")
+        raise ValueError(fractional_values_message(q, fractions, owner))
 
 
 class _Quiet:

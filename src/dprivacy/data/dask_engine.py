@@ -206,11 +206,9 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
     ``obfuscate_file`` (no ``user``/``budget``: a user's reports are counted in file order, which
     parallel tasks do not have). ``shuffle``: the rows released in a uniform random order over all parts
     (module docstring), in two stages of tasks; ``progress(done, total)`` counts the tasks of both."""
-    import numpy as np
-
     from .commit import commit_new, fresh_temp_name, release_commit
     from .io import check_input_file, check_sidecar, commit_sidecar, file_format, removed_unless_completed
-    from .locations import add_counts, prepare_obfuscation
+    from .locations import prepare_obfuscation
 
     try:
         import dask
@@ -305,22 +303,7 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
             _shutdown(client, cluster, quiet=interrupted, started=_clusters() - known)
             if not interrupted:  # after Ctrl-C the process is ending: Dask's loggers stay silent to the end
                 _restore_loggers(saved_levels)
-        counts: dict = {}
-        for r in results:
-            add_counts(counts, r["counts"])
-            report.rows_read += r["rows_read"]
-            report.rows_written += r["rows_written"]
-            report.rows_rejected += r["rows_rejected"]
-            report.first_rejected = report.first_rejected or r["first_rejected"]
-        if report.rows_read == 0:
-            raise ValueError(f"{inp} has no rows to obfuscate")
-        if report.rows_written == 0:
-            raise ValueError(f"none of the {report.rows_read:,} rows of {inp} could be released ({report.rows_rejected} "
-                             f"rejected, the first: {report.first_rejected})")
-        if ob.key is not None:
-            keys = np.sort(np.concatenate([r["keys"] for r in results if r["keys"] is not None]))
-            if (keys[1:] == keys[:-1]).any():
-                raise ValueError(f"key column {ob.key!r} has repeated values; keyed noise needs unique keys")
+        counts = merge_part_results(report, ob, results, inp)
         # from the move to the sidecar other runs into this folder wait and so does a signal, so a release is never
         # paired with another run's sidecar; the old release goes after the sidecar
         held.enter_context(release_commit(out))
@@ -447,3 +430,29 @@ def _umask() -> int:
     m = os.umask(0)
     os.umask(m)
     return m
+
+
+def merge_part_results(report, ob, results, name) -> dict:
+    """Add the parts' counts to ``report`` (rows read, written, rejected, the first rejected) and return the sampler's
+    counts; refuse an input with no rows or no releasable row, and keyed noise whose keys repeat across parts."""
+    import numpy as np
+
+    from .locations import add_counts
+
+    counts: dict = {}
+    for r in results:
+        add_counts(counts, r["counts"])
+        report.rows_read += r["rows_read"]
+        report.rows_written += r["rows_written"]
+        report.rows_rejected += r["rows_rejected"]
+        report.first_rejected = report.first_rejected or r["first_rejected"]
+    if report.rows_read == 0:
+        raise ValueError(f"{name} has no rows to obfuscate")
+    if report.rows_written == 0:
+        raise ValueError(f"none of the {report.rows_read:,} rows of {name} could be released ({report.rows_rejected} "
+                         f"rejected, the first: {report.first_rejected})")
+    if ob.key is not None:
+        keys = np.sort(np.concatenate([r["keys"] for r in results if r["keys"] is not None]))
+        if (keys[1:] == keys[:-1]).any():
+            raise ValueError(f"key column {ob.key!r} has repeated values; keyed noise needs unique keys")
+    return counts

@@ -295,24 +295,11 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     # select, so that it is the same for every query on the column; the number and the first row are exact counts
     # of the data, for the owner only (an analyst read the number of discounted orders from one).
     if invalid and not skip_invalid:
-        what = f"column {query.column!r}" if query.column else "columns " + ", ".join(map(repr, query.columns))
-        expect = "numbers" if query.column else "true/false or 0/1 values"
-        first = _first_bad_row(con, rel, bad) if owner else ""
-        if query.column:
-            parts = ([f"{wrong if owner else ''} non-numeric".strip()] if wrong else []) + \
-                ([f"{empty if owner else ''} empty".strip()] if empty else [])
-            found = f"{what} has {' and '.join(parts)} value(s) in the table (checked whatever --where selects)"
-        else:
-            found = (f"{what}: {wrong if owner else 'some'} row(s) of the table have a missing or non-boolean value "
-                     "(checked whatever --where selects)")
-        raise ValueError(f"{found} (expected {expect}){first}; --skip-invalid leaves them out as null values and counts them"
-                         + ("" if owner else " (--owner: how many, and the first row)"))
+        raise ValueError(invalid_values_message(query, wrong, empty, owner,
+                                                _first_bad_row(con, rel, bad) if owner else ""))
     if fractions:
-        first = _first_bad_row(con, rel, fraction) if owner else ""
-        raise ValueError(f"column {query.column!r} has {str(fractions) + ' ' if owner else ''}value(s) in the table (checked "
-                         f"whatever --where and --bounds select) that are not whole numbers{first}: "
-                         "the answers are computed on a grid of whole units; give --unit, the values' resolution "
-                         "(e.g. --unit 0.01, or --unit 1 to round them to whole numbers)")
+        raise ValueError(fractional_values_message(query, fractions, owner,
+                                                   _first_bad_row(con, rel, fraction) if owner else ""))
     plan = answer_plan(query, privacy, bounds, u, mechanism=mechanism, epsilon=eps, total=total, selected=selected,
                        skip_invalid=skip_invalid, group_by=group_by, n_groups=n_groups)
     # The answers: one aggregate pass, the selection as a FILTER, one row per group key of the whole table.
@@ -513,3 +500,28 @@ def release_answers(rows, plan: AnswerPlan, *, table: str, query: Query, privacy
     if privacy in VALUE_METRICS:
         res.protected_column, res.public_columns = query.column, list(public_cols)
     return res
+
+
+def invalid_values_message(query, wrong: int, empty: int, owner: bool, first: str = "") -> str:
+    """The refusal of a table whose column holds non-numeric or empty values (of a kcount's columns, non-boolean
+    ones), checked on the whole table whatever --where selects: the counts and the first row only for the owner."""
+    what = f"column {query.column!r}" if query.column else "columns " + ", ".join(map(repr, query.columns))
+    expect = "numbers" if query.column else "true/false or 0/1 values"
+    if query.column:
+        parts = ([f"{wrong if owner else ''} non-numeric".strip()] if wrong else []) + \
+            ([f"{empty if owner else ''} empty".strip()] if empty else [])
+        found = f"{what} has {' and '.join(parts)} value(s) in the table (checked whatever --where selects)"
+    else:
+        found = (f"{what}: {wrong if owner else 'some'} row(s) of the table have a missing or non-boolean value "
+                 "(checked whatever --where selects)")
+    return (f"{found} (expected {expect}){first}; --skip-invalid leaves them out as null values and counts them"
+            + ("" if owner else " (--owner: how many, and the first row)"))
+
+
+def fractional_values_message(query, fractions: int, owner: bool, first: str = "") -> str:
+    """The refusal of a column with values that are not whole numbers of the unit (the count and the first row only
+    for the owner)."""
+    return (f"column {query.column!r} has {str(fractions) + ' ' if owner else ''}value(s) in the table (checked "
+            f"whatever --where and --bounds select) that are not whole numbers{first}: "
+            "the answers are computed on a grid of whole units; give --unit, the values' resolution "
+            "(e.g. --unit 0.01, or --unit 1 to round them to whole numbers)")
