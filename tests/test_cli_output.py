@@ -328,3 +328,11 @@ def test_evaluate_s_optimal_sweep_carries_each_gap_and_whether_it_was_reached(ca
     assert "optimal" not in json.loads(out)["grid"]["at_release"]  # planar-laplace-grid: no gap
     code, out, _ = run_process(*argv)
     assert code == 0 and out.count("not optimal: gap") == sum(r.get("optimal") is False for r in rows)
+
+
+def test_a_guarantee_that_starts_with_a_symbol_keeps_it():
+    """series' guarantee starts with ε: capitalised, it read 'Ε·d₁-private' (a capital Greek epsilon)."""
+    from dprivacy.cli.summary import guarantee_sentence
+
+    assert guarantee_sentence("ε·d₁-private with ε = 1: at most a factor e^(ε·t)").startswith("ε·d₁")
+    assert guarantee_sentence("for x, x': P(y|x) ≤ exp(ε·d)").startswith("For x")

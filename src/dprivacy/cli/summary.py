@@ -74,7 +74,8 @@ def guarantee_sentence(text: str) -> str:
         for clause in _split(sentence, "; "):
             if "e^(" in clause or "exp(" in clause:
                 clause = clause.rstrip(".; ")
-                return clause[0].upper() + clause[1:] + "."
+                # (a leading ε, δ or π is a symbol, not a word: only a Latin letter takes a capital)
+                return (clause[0].upper() if clause[0].isascii() else clause[0]) + clause[1:] + "."
     return first_sentence(text)
 
 

@@ -73,7 +73,7 @@ def sentence(text: str) -> str:
     text = str(text).strip()
     if not text:
         return text
-    if text[0].isalpha() and text[0].islower() and not text.startswith(("e^", "d_")):
+    if text[0].isascii() and text[0].islower() and not text.startswith(("e^", "d_")):  # (ε, π: symbols)
         text = text[0].upper() + text[1:]
     if text[-1] in ".!?…" or (text[-1] in ")`'\"”" and text[-2:-1] in (".", "!", "?")):
         return text
