@@ -8,13 +8,16 @@ versions) and Superstore (``SampleSuperstore.csv.gz`` of bokeh-sampledata); synt
 
 Every timed row runs the peer and dprivacy alternately, ``--repeats`` times each (interleaved), and keeps the
 minimum; the ratio is printed. Accuracy rows report the mean |error| over ``--reps`` releases at the same ε and
-bounds, all in release mode (fresh randomness). The neighbouring relation is one row replaced with the row count
+bounds, all in release mode (fresh randomness), with its standard error, and — where each tool's noise law gives it
+(counts, sums, means) — the expected |error| of each by its own law (dprivacy's stated accuracy, OpenDP's
+``summarize()``, diffprivlib's laws from its source), which has no sampling error: at 200 releases a Laplace's mean
+|error| has a standard error of 7% of itself, and the smaller of two peers' noisy means is biased low. The neighbouring relation is one row replaced with the row count
 public for dprivacy and OpenDP (``unit_of(changes=1)``, lengths invariant); diffprivlib's tools are defined for
 one row added or removed, and its per-group counts are given ε/2 each so that one replaced row (which can move
 between two groups) is covered as for the others. Times measured while other work shares the machine are noisy:
 the ratios within one run are what counts.
 
-    python benchmarks/bench_peers.py [--reps 200] [--repeats 3] [--skip-heavy]
+    python benchmarks/bench_peers.py [--reps 200] [--repeats 3] [--skip-heavy] [--only-accuracy]
 
 Writes benchmarks/results_peers.json and the section of benchmarks/RESULTS.md between the markers
 ``<!-- bench_peers begin -->`` and ``<!-- bench_peers end -->`` (appended when they are absent).
@@ -67,6 +70,41 @@ def _dp_answer(path, spec, eps, **kw):
     return [a.noisy for a in r.answers]
 
 
+def _dp_law(path, spec, eps, **kw):
+    """dprivacy's own E|error| of the release (the exact worst case over the answer range, averaged over groups);
+    None where it is stated in ranks only (the exponential mechanism)."""
+    from dprivacy.data.tables import parse_query, run_query
+
+    r = run_query(str(path), parse_query(spec), epsilon=eps, rng=0, **kw)
+    errs = [a.expected_abs_error for a in r.answers]
+    return None if any(e != e for e in errs) else float(np.mean(errs))
+
+
+def _geometric_abs(scale: float) -> float:
+    """E|K| of the two-sided geometric (integer Laplace) P(K = k) ∝ exp(−|k|/scale): 2α/(1 − α²), α = e^{−1/scale}."""
+    a = np.exp(-1.0 / scale)
+    return float(2 * a / (1 - a * a))
+
+
+def _odp_law(summary, n: int):
+    """OpenDP's E|error| from its own summary of the query (distribution and scale): a float Laplace of scale b has
+    E|K| = b, an integer Laplace the two-sided geometric's; a mean is its noisy sum over the public length (scale 0);
+    None for anything else (the exponential mechanism of a quantile)."""
+    rows = summary.to_dicts()
+    noisy = [r for r in rows if r["scale"] and r["scale"] > 0]
+    if len(noisy) != 1:
+        return None
+    r = noisy[0]
+    if r["distribution"] == "Float Laplace":
+        e = float(r["scale"])
+    elif r["distribution"] == "Integer Laplace":
+        e = _geometric_abs(float(r["scale"]))
+    else:
+        return None
+    lengths = [q for q in rows if q["aggregate"] == "Length"]
+    return e / n if lengths and r["aggregate"] == "Sum" else e
+
+
 def accuracy_rows(tables: dict, reps: int) -> list[dict]:
     """Mean |error| of count, count by group, bounded sum and mean (ε = 1), and of the median (ε = 0.1 and 1)."""
     import diffprivlib.tools as dpl
@@ -76,13 +114,14 @@ def accuracy_rows(tables: dict, reps: int) -> list[dict]:
     dp.enable_features("contrib")
     rows = []
 
-    def odp(df, eps, build, by=None):
+    def odp(df, eps, build, by=None, summary=False):
         margins = [dp.polars.Margin(by=[], invariant="lengths", max_length=len(df))]
         if by:
             margins.append(dp.polars.Margin(by=[by], invariant="keys"))
         ctx = dp.Context.compositor(data=df.lazy(), privacy_unit=dp.unit_of(changes=1),
                                     privacy_loss=dp.loss_of(epsilon=eps), split_evenly_over=1, margins=margins)
-        return build(ctx.query()).release().collect()
+        q = build(ctx.query())
+        return q.summarize() if summary else q.release().collect()
 
     for name, t in tables.items():
         df = pl.read_parquet(t["parquet"])
@@ -104,6 +143,27 @@ def accuracy_rows(tables: dict, reps: int) -> list[dict]:
             "bounded mean": lambda eps: _dp_answer(t["parquet"], f"avg:{col}", eps, bounds=(lo, hi), unit=unit)[0],
         }
         mask = (df[wcol] == wval).to_numpy()
+        n = len(df)
+        odp_build = {
+            "count": (lambda q: q.filter(pl.col(wcol) == wval).select(dp.len()), None),
+            "count by group": (lambda q: q.group_by(gcol).agg(dp.len()), gcol),
+            "bounded sum": (lambda q: q.select(pl.col(col).fill_null(0).dp.sum(bounds=(lo, hi))), None),
+            "bounded mean": (lambda q: q.select(pl.col(col).fill_null(0).dp.mean(bounds=(lo, hi))), None),
+        }
+        # each tool's E|error| by its own noise law at ε = 1 (no sampling error): dprivacy's stated accuracy, OpenDP's
+        # summary, diffprivlib's laws from its source (count_nonzero: a geometric of sensitivity 1; sum: a Laplace of
+        # scale (U − L)/ε; mean: (U − L)/(n·ε); both truncated to the answer range, far from the truth here)
+        law = {
+            "count": {"dprivacy": _dp_law(t["parquet"], "count", 1.0, where=where), "diffprivlib": _geometric_abs(1.0)},
+            "count by group": {"dprivacy": _dp_law(t["parquet"], "count", 1.0, group_by=gcol, keys=keys),
+                               "diffprivlib": _geometric_abs(2.0)},
+            "bounded sum": {"dprivacy": _dp_law(t["parquet"], f"sum:{col}", 1.0, bounds=(lo, hi), unit=unit),
+                            "diffprivlib": (hi - lo) / 1.0},
+            "bounded mean": {"dprivacy": _dp_law(t["parquet"], f"avg:{col}", 1.0, bounds=(lo, hi), unit=unit),
+                             "diffprivlib": (hi - lo) / (n * 1.0)},
+        }
+        for task, (build, by) in odp_build.items():
+            law[task]["OpenDP"] = _odp_law(odp(df, 1.0, build, by=by, summary=True), n)
         peers = {
             "diffprivlib": {
                 "count": lambda eps: dpl.count_nonzero(mask, epsilon=eps),
@@ -123,7 +183,7 @@ def accuracy_rows(tables: dict, reps: int) -> list[dict]:
         }
         for task in ("count", "count by group", "bounded sum", "bounded mean"):
             rows.append(_accuracy(f"{task} ({name})", 1.0, truth[task], ours[task],
-                                  {p: f[task] for p, f in peers.items()}, reps))
+                                  {p: f[task] for p, f in peers.items()}, reps, law=law[task]))
         # the median: diffprivlib's median, OpenDP's with the --unit lattice as candidates, dprivacy's default
         med = float(np.median(np.clip(x, lo, hi)))
         step = t["candidate_step"]
@@ -144,19 +204,30 @@ def _odp_groups(frame, gcol, keys):
     return np.array([float(got.get(k, 0)) for k in keys])
 
 
-def _accuracy(task, eps, truth, ours, peers: dict, reps: int, note: str = "") -> dict:
-    """Mean |error| (averaged over groups for grouped answers) over ``reps`` releases of each, interleaved."""
+def _accuracy(task, eps, truth, ours, peers: dict, reps: int, note: str = "", law: dict | None = None) -> dict:
+    """Mean |error| (averaged over groups for grouped answers) over ``reps`` releases of each, interleaved, with its
+    standard error; and, where every tool's noise law gives it (``law``), the expected |error| without sampling error.
+
+    The measured ratio to the *best* peer is biased upwards when the tools are equally accurate: the smaller of two
+    noisy means is too small on average (by about 0.56 standard errors for two equal ones), and at 200 releases a
+    Laplace's mean |error| has a standard error of 7% of itself. The ratio by the noise laws has neither."""
     errs = {"dprivacy": [], **{p: [] for p in peers}}
     for _ in range(reps):
         for p, f in peers.items():
             errs[p].append(float(np.mean(np.abs(np.asarray(f(eps), dtype=float) - truth))))
         errs["dprivacy"].append(float(np.mean(np.abs(np.asarray(ours(eps), dtype=float) - truth))))
     mean = {k: float(np.mean(v)) for k, v in errs.items()}
+    se = {k: float(np.std(v, ddof=1) / np.sqrt(len(v))) for k, v in errs.items()}
     best_peer = min(mean[p] for p in peers)
-    row = {"task": task, "epsilon": eps, "mean_abs_error": mean, "reps": reps,
+    row = {"task": task, "epsilon": eps, "mean_abs_error": mean, "standard_error": se, "reps": reps,
            "dprivacy_over_best_peer": mean["dprivacy"] / best_peer if best_peer > 0 else float("inf"), "note": note}
-    print(f"{task:60s} ε={eps:<4g} " + "  ".join(f"{k} {v:.4g}" for k, v in mean.items())
-          + f"   dprivacy / best peer = {row['dprivacy_over_best_peer']:.2f}", flush=True)
+    if law and all(law.get(k) is not None for k in mean):
+        row["expected_abs_error_by_law"] = {k: float(law[k]) for k in mean}
+        row["law_dprivacy_over_best_peer"] = law["dprivacy"] / min(law[p] for p in peers)
+    print(f"{task:60s} ε={eps:<4g} " + "  ".join(f"{k} {v:.4g} ± {se[k]:.2g}" for k, v in mean.items())
+          + f"   dprivacy / best peer = {row['dprivacy_over_best_peer']:.2f}"
+          + (f"   by the laws {row['law_dprivacy_over_best_peer']:.3f}" if "law_dprivacy_over_best_peer" in row else ""),
+          flush=True)
     return row
 
 
@@ -338,12 +409,20 @@ def write_markdown(out: dict, path: Path) -> None:
              + (f" (the accuracy rows are from an earlier run, {out['accuracy_run']})" if out.get("accuracy_run") else "")
              + (f"; only the obfuscate rows were measured in this run, the other timed rows are from {out['other_timed_run']}"
                 if out.get("other_timed_run") else "")
+             + (f"; only the accuracy rows were measured in this run (load average {out['load_average'][0]:.2f} at its "
+                f"start, {out['load_average_after'][0]:.2f} at its end), the timed rows are from {out['timed_run']}"
+                if out.get("timed_run") else "")
              + ". The machine was shared with other work: ratios within the run are what counts.", "",
-             "| task | ε | mean abs error | dprivacy / best peer |", "|---|---|---|---|"]
+             "| task | ε | mean abs error ± standard error | dprivacy / best peer | E\\|error\\| by each tool's noise law "
+             "| dprivacy / best peer, by the laws |", "|---|---|---|---|---|---|"]
     for r in out["accuracy"]:
-        errs = ", ".join(f"{k} {v:.4g}" for k, v in r["mean_abs_error"].items())
+        se = r.get("standard_error", {})
+        errs = ", ".join(f"{k} {v:.4g}" + (f" ± {se[k]:.2g}" if k in se else "") for k, v in r["mean_abs_error"].items())
+        law = r.get("expected_abs_error_by_law")
+        laws = ", ".join(f"{k} {v:.4g}" for k, v in law.items()) if law else "—"
+        ratio = f"{r['law_dprivacy_over_best_peer']:.3f}" if law else "—"
         lines.append(f"| {r['task']}{' (' + r['note'] + ')' if r['note'] else ''} | {r['epsilon']:g} | {errs} | "
-                     f"{r['dprivacy_over_best_peer']:.2f} |")
+                     f"{r['dprivacy_over_best_peer']:.2f} | {laws} | {ratio} |")
     lines += ["", "| task | seconds / peak RSS | best peer's time / dprivacy's |", "|---|---|---|"]
     for r in out["timed"]:
         res = ", ".join(f"{k} {v['seconds']:.3g} s" + (f" / {v['peak_rss_mib']:.0f} MiB" if v["peak_rss_mib"] else "")
@@ -369,6 +448,8 @@ def main() -> None:
     ap.add_argument("--skip-heavy", action="store_true", help="skip the 10⁷-row, location and 100×100 rows")
     ap.add_argument("--only-obfuscate", action="store_true", help="measure the obfuscate rows only; every other row "
                     "is kept from the previous run's results_peers.json (labelled with that run)")
+    ap.add_argument("--only-accuracy", action="store_true", help="measure the accuracy rows only; every timed row is "
+                    "kept from the previous run's results_peers.json (labelled with that run)")
     ap.add_argument("--skip-accuracy", action="store_true", help="keep the accuracy rows of the previous run's "
                     "results_peers.json (labelled with that run) and measure the timed rows only")
     args = ap.parse_args()
@@ -395,6 +476,18 @@ def main() -> None:
                            "value": ("Sales", 0.0, 2000.0, 0.01), "group": "Region", "keys": list(REGIONS),
                            "where_col": "Region", "where_val": "West", "candidate_step": 0.1},
         }
+        if args.only_accuracy:
+            prev = json.loads((HERE / "results_peers.json").read_text())
+            out["timed"], out["repeats"] = prev["timed"], prev["repeats"]
+            out["timed_run"] = prev.get("timed_run") or (
+                f"{prev['date']}: {prev['command']}" + (f"; its obfuscate rows only, the others from "
+                                                        f"{prev['other_timed_run']}" if prev.get("other_timed_run") else ""))
+            out["load_average"] = os.getloadavg()
+            out["accuracy"] = accuracy_rows(tables, args.reps)
+            out["load_average_after"] = os.getloadavg()
+            (HERE / "results_peers.json").write_text(json.dumps(out, indent=1, default=float))
+            write_markdown(out, HERE / "RESULTS.md")
+            return
         if args.only_obfuscate:
             prev = json.loads((HERE / "results_peers.json").read_text())
             run = prev.get("accuracy_run") or f"{prev['date']}: {prev['command']}"

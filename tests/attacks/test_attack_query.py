@@ -58,13 +58,19 @@ pytest.importorskip("duckdb")
 
 from dprivacy import measures, queries  # noqa: E402
 from dprivacy.channels import Channel  # noqa: E402
+from dprivacy.data.table_staircase import staircase_rows  # noqa: E402
 from dprivacy.data.tables import parse_query, run_query, truncated_geometric_rows  # noqa: E402
 from test_tables import _superstore  # noqa: E402
 from test_tables_privacy import _cli, _csv, _data  # noqa: E402
 
 
 def _tg(result) -> np.ndarray:
+    """The channel the release was drawn from: the truncated geometric, or (a sum or average under d_h) the staircase
+    noise cut at the ends of the answer range."""
     lo, hi = result.answer_range
+    if result.staircase:
+        st = result.staircase
+        return staircase_rows(st["delta"], st["r"], st["b"], lo, hi)
     return truncated_geometric_rows(result.noise_alpha, lo, hi)
 
 

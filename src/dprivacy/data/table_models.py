@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 QUERY_KINDS = ("count", "kcount", "sum", "avg", "percentile")
 PRIVACY_MODELS = ("standard", "normalized-d1", "d1", "dinf")
-MECHANISMS = ("auto", "truncated-geometric", "geometric", "tight-constraints", "optimal", "exponential")
+MECHANISMS = ("auto", "truncated-geometric", "geometric", "tight-constraints", "optimal", "exponential", "staircase")
 VALUE_METRICS = ("normalized-d1", "d1", "dinf")
 
 #: Largest answer range on which ``--mechanism optimal`` computes its remap and exact accuracy.
@@ -227,6 +227,9 @@ class QueryResult:
     #: (--where, --group-by); the budget ledger refuses a later query that mixes the two up
     protected_column: str | None = None
     public_columns: list = field(default_factory=list)
+    #: staircase noise (a sum or average under standard): Δ and r in grid steps, b = e^{−ε_a}, and its E|K| in the
+    #: answer's units; empty for the other mechanisms
+    staircase: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         from ..results import jsonable
@@ -316,6 +319,8 @@ class AnswerPlan:
     u: float
     #: a percentile under standard answered by the exponential mechanism on ranks (table_percentile)
     ranks: bool = False
+    #: a sum or average under standard answered with staircase noise (table_staircase.Staircase), else None
+    staircase: object = None
 
 
 def answer_plan(query: Query, privacy: str, bounds, u: float, *, mechanism: str, epsilon: float, total: int,
@@ -350,8 +355,18 @@ def answer_plan(query: Query, privacy: str, bounds, u: float, *, mechanism: str,
     ranks = query.kind == "percentile" and privacy == "standard" and mechanism in ("auto", "exponential")
     if ranks:
         check_collection_size(total, n_groups, bounds[0], bounds[1], query.name)
+    # a sum or average under d_h: the staircase noise where its E|error| is below the geometric's (auto), or by name
+    stair = None
+    if mechanism == "staircase" and not (privacy == "standard" and query.kind in ("sum", "avg")):
+        raise ValueError(f"--mechanism staircase is for sum and avg under --privacy standard (its noise protects a shift of the "
+                         f"answer by up to Δ at ε, as ε-DP asks, but not small shifts at ε·d/Δ, as the metrics on values "
+                         f"ask); {query.name} under {privacy} gets the truncated geometric (--mechanism auto)")
+    if mechanism in ("auto", "staircase") and privacy == "standard" and query.kind in ("sum", "avg"):
+        from .table_staircase import staircase_parameters
+
+        stair = staircase_parameters(eps_answer, delta, force=mechanism == "staircase")
     return AnswerPlan(eps, delta, theorem, optimal_thm, sum_graph, factor, composition, eps_answer, lo_a, hi_a, step,
-                      total, u, ranks)
+                      total, u, ranks, stair)
 
 
 #: Largest number of (group, value, count) rows the collection may return, by its public bound min(N, G·M):

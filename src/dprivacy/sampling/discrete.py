@@ -1,4 +1,5 @@
-r"""Exact samplers for the discrete Laplace (two-sided geometric) distribution, in integer arithmetic.
+r"""Exact samplers for the discrete Laplace (two-sided geometric) and discrete staircase distributions, in integer
+arithmetic.
 
 Reference: C. Canonne, G. Kamath, T. Steinke, *The Discrete Gaussian for Differential Privacy*,
 NeurIPS 2020 (arXiv:2004.00010), Algorithm 1 (Bernoulli(exp(−γ))) and Algorithm 2 (discrete Laplace);
@@ -145,3 +146,81 @@ def two_sided_geometric(size: int, epsilon: float, sensitivity: float, generator
     """``size`` exact draws of the two-sided geometric noise for ε and sensitivity Δ, and its parameters."""
     params = geometric_parameters(epsilon, sensitivity)
     return discrete_laplace(size, params.s, params.t, generator), params
+
+
+def geometric(size: int, s: int, t: int, generator: np.random.Generator) -> np.ndarray:
+    r"""``size`` independent draws of the one-sided geometric G with P(G = g) = (1 − e^{−s/t})·e^{−g·s/t}, g ≥ 0
+    (CKS 2020, Algorithm 2 without its sign): X = U + t·V as in :func:`discrete_laplace`, G = ⌊X/s⌋."""
+    s, t = int(s), int(t)
+    if s <= 0 or t <= 0 or t >= 1 << 62:
+        raise ValueError(f"geometric needs positive integers s, t < 2^62; got s={s}, t={t}")
+    out = np.empty(size, dtype=np.uint64)
+    pending = np.arange(size)
+    su, tu = np.uint64(s), np.uint64(t)
+    while pending.size:
+        u = generator.integers(0, t, size=pending.size, dtype=np.uint64)
+        keep = bernoulli_exp(u, t, generator)
+        idx, u = pending[keep], u[keep]
+        v = _geometric_count(idx.size, generator)
+        if idx.size and int(v.max()) >= (1 << 63) // t - 1:
+            raise OverflowError("geometric: a geometric count too large for 64-bit arithmetic")
+        out[idx] = (u + tu * v) // su
+        pending = pending[~keep]
+    return out
+
+
+def bernoulli_exp_ratio(size: int, s: int, t: int, generator: np.random.Generator) -> np.ndarray:
+    """``size`` independent Bernoulli(e^{−s/t}) draws for any s/t ≥ 0: e^{−s/t} = (e^{−1})^{⌊s/t⌋}·e^{−(s mod t)/t},
+    the product of independent draws of :func:`bernoulli_exp` (CKS 2020, Algorithm 1), each made only while the
+    previous ones all came out 1."""
+    s, t = int(s), int(t)
+    if s < 0 or t <= 0:
+        raise ValueError(f"bernoulli_exp_ratio needs s ≥ 0 and t > 0; got s={s}, t={t}")
+    out = bernoulli_exp(np.full(size, s % t, dtype=np.uint64), t, generator)
+    alive = np.flatnonzero(out)
+    for _ in range(s // t):
+        if not alive.size:
+            break
+        ok = bernoulli_exp(np.ones(alive.size, dtype=np.uint64), 1, generator)
+        out[alive[~ok]] = False
+        alive = alive[ok]
+    return out
+
+
+def staircase(size: int, delta: int, r: int, s: int, t: int, generator: np.random.Generator) -> np.ndarray:
+    r"""``size`` independent draws of the discrete staircase noise K of Geng and Viswanath (2016), exactly, with
+    b = e^{−s/t}: for |k| = g·Δ + j (g ≥ 0, 0 ≤ j < Δ), P(K = k) ∝ b^g if j < r and b^{g+1} otherwise.
+
+    The magnitude is M = G·Δ + J with G one-sided geometric of ratio b (:func:`geometric`) and J independent of it,
+    P(J = j) ∝ 1 for j < r and b for r ≤ j < Δ, drawn by rejection: J uniform on 0..Δ−1 (exact bounded integers),
+    kept if J < r, else kept with probability b (:func:`bernoulli_exp_ratio`), so a round keeps a draw with
+    probability (r + (Δ − r)·b)/Δ. A fair sign, rejecting (−, 0) so that 0 is not counted twice, as in
+    :func:`discrete_laplace`. Returns int64, or Python integers (object array) where G·Δ + J would not fit 63 bits.
+    """
+    delta, r = int(delta), int(r)
+    if not 1 <= r <= delta:
+        raise ValueError(f"staircase needs 1 ≤ r ≤ Δ; got r={r}, Δ={delta}")
+    g_out = np.zeros(size, dtype=np.uint64)
+    j_out = np.zeros(size, dtype=np.int64)
+    neg = np.zeros(size, dtype=bool)
+    pending = np.arange(size)
+    while pending.size:
+        g = geometric(pending.size, s, t, generator)
+        j = np.empty(pending.size, dtype=np.int64)
+        todo = np.arange(pending.size)
+        while todo.size:
+            u = generator.integers(0, delta, size=todo.size, dtype=np.int64)
+            keep = u < r
+            outer = np.flatnonzero(~keep)
+            keep[outer] = bernoulli_exp_ratio(outer.size, s, t, generator)
+            j[todo[keep]] = u[keep]
+            todo = todo[~keep]
+        sign = generator.integers(0, 2, size=pending.size, dtype=np.int8) == 1
+        ok = ~(sign & (g == 0) & (j == 0))
+        g_out[pending[ok]], j_out[pending[ok]], neg[pending[ok]] = g[ok], j[ok], sign[ok]
+        pending = pending[~ok]
+    if size and int(g_out.max()) < ((1 << 63) - delta) // delta:
+        m = g_out.astype(np.int64) * np.int64(delta) + j_out
+    else:
+        m = g_out.astype(object) * delta + j_out.astype(object)
+    return np.where(neg, -m, m)
