@@ -59,12 +59,13 @@ def taylor_forward(lat: np.ndarray, lon: np.ndarray, east: np.ndarray, north: np
     out = np.empty(n), np.empty(n), np.empty(n)
     for a in range(0, n, TAYLOR_CHUNK):
         b = min(a + TAYLOR_CHUNK, n)
-        for o, v in zip(out, _taylor_chunk(lat[a:b], lon[a:b], east[a:b], north[a:b])):
+        for o, v in zip(out, taylor_chunk(lat[a:b], lon[a:b], east[a:b], north[a:b])):
             o[a:b] = v
     return out
 
 
-def _taylor_chunk(lat, lon, e, n):
+def taylor_chunk(lat, lon, e, n):
+    """:func:`taylor_forward` on arrays of at most a few :data:`TAYLOR_CHUNK` points (no chunking)."""
     d1, d2 = _D1, _D2
     phi = np.radians(lat)
     s, c = np.sin(phi), np.cos(phi)

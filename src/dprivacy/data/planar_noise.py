@@ -286,26 +286,49 @@ def released_cells(lat: np.ndarray, lon: np.ndarray, east: np.ndarray, north: np
     (:func:`~dprivacy.data.geodesic.geodesic_forward`, at the azimuth and distance of (east, north)) for the others
     (about 2·10⁻⁵ of the points at ε = 1/km) and beyond :data:`~dprivacy.data.geodesic.TAYLOR_MAX_M`. The cells are
     therefore those of GeographicLib's points, as :func:`displace` computes them; ``threads`` is its thread count."""
-    from .geodesic import MIN_CURVATURE_RADIUS_M, TAYLOR_MAX_M, taylor_error, taylor_forward
+    from .geodesic import TAYLOR_CHUNK, taylor_chunk
 
-    lat2, lon2, p2 = taylor_forward(lat, lon, east, north)
-    lon2 = (lon2 + 180.0) % 360.0 - 180.0
-    _, _, mult, cap = _lattice(lat2, lon2, step)
-    band = taylor_error(east, north) + GEODESIC_ERROR_M
+    n = np.size(lat)
+    i, j = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    unsure = []
+    for a in range(0, n, TAYLOR_CHUNK):  # (chunks whose temporaries stay in the cache)
+        b = min(a + TAYLOR_CHUNK, n)
+        i[a:b], j[a:b], k = _sure_cells(lat[a:b], lon[a:b], east[a:b], north[a:b], step, taylor_chunk)
+        unsure.append(k + a)
+    k = np.concatenate(unsure) if unsure else np.zeros(0, dtype=np.int64)
+    if k.size:  # each row's cells depend on that row only (output_lattice), so these can be computed apart
+        e, n_ = east[k], north[k]
+        lo, la = geodesic_forward(lon[k], lat[k], np.degrees(np.arctan2(e, n_)), np.hypot(e, n_), threads=threads)
+        i[k], j[k] = output_lattice(la, (lo + 180.0) % 360.0 - 180.0, step)
+    return i, j
+
+
+def _sure_cells(lat, lon, east, north, step, taylor_chunk):
+    """(i, j, unsure) for one chunk of :func:`released_cells`: the cells of the Taylor end points and the positions
+    of the points whose cell is not certain (the end point within its error band of a cell boundary, or beyond
+    TAYLOR_MAX_M)."""
+    from .geodesic import MIN_CURVATURE_RADIUS_M, TAYLOR_MAX_M, taylor_error
+
+    lat2, lon2, p2 = taylor_chunk(lat, lon, east, north)
+    out = (lon2 >= 180.0) | (lon2 < -180.0)
+    if out.any():
+        lon2[out] = (lon2[out] + 180.0) % 360.0 - 180.0
+    i, j, mult, cap = _lattice(lat2, lon2, step)
+    band = taylor_error(east, north)
+    band += GEODESIC_ERROR_M
     t = lat2 / step
-    lat_margin = (0.5 - np.abs(t - np.rint(t))) * (math.radians(step) * MIN_CURVATURE_RADIUS_M)
+    t -= np.rint(t)
+    np.abs(t, out=t)
+    lat_short = (0.5 - t) * (math.radians(step) * MIN_CURVATURE_RADIUS_M) <= band
     u = lon2 / (step * mult)
-    lon_margin = (0.5 - np.abs(u - np.rint(u))) * (np.radians(step * mult) * p2)
-    lon_unsure = ~(lon_margin > band)
+    u -= np.rint(u)
+    np.abs(u, out=u)
+    lon_short = (0.5 - u) * (np.radians(step * mult) * p2) <= band
     if cap is not None:  # (a pole's cell has one longitude)
-        lon_unsure &= ~cap
-    unsure = ~(lat_margin > band) | lon_unsure | ~(east * east + north * north <= TAYLOR_MAX_M * TAYLOR_MAX_M)
-    k = np.flatnonzero(unsure)
-    if k.size:
-        e, n = east[k], north[k]
-        lo, la = geodesic_forward(lon[k], lat[k], np.degrees(np.arctan2(e, n)), np.hypot(e, n), threads=threads)
-        lat2[k], lon2[k] = la, (lo + 180.0) % 360.0 - 180.0
-    return output_lattice(lat2, lon2, step)
+        lon_short &= ~cap
+    unsure = lat_short | lon_short
+    unsure |= ~(east * east + north * north <= TAYLOR_MAX_M * TAYLOR_MAX_M)  # (and NaN)
+    return i, j, np.flatnonzero(unsure)
 
 
 def displace(lat: np.ndarray, lon: np.ndarray, r: np.ndarray, az: np.ndarray, *, precision: float = DEFAULT_PRECISION_DEG,
