@@ -142,6 +142,17 @@ def test_the_exact_sampler_draws_the_staircase_law():
     assert stats.chisquare(obs, expected(pmf(10, st.r + 2, st.b, support))).pvalue < 1e-4
 
 
+def test_an_epsilon_so_large_that_e_to_the_minus_epsilon_underflows(tmp_path):
+    """ε_a = 10⁴ on Δ = 20: b = e^{−ε_a} is 0.0 in floating point; the release is exact (no noise but with probability
+    below e^{−10⁴}) and its stated accuracy 0."""
+    st = staircase_parameters(1e4, 20)
+    assert st.b == 0.0 and st.expected_abs == 0.0 and staircase_accuracy(st, 0, 200) == (0.0, 0)
+    assert (staircase(50, st.delta, st.r, st.s, st.t, np.random.default_rng(0)) == 0).all()
+    t = _csv(tmp_path / "t.csv", "v", [1, 2, 3])
+    r = run_query(t, parse_query("sum:v"), epsilon=1e4, bounds=(0, 20), rng=1)
+    assert r.answers[0].noisy == 6 and r.answers[0].expected_abs_error == 0.0
+
+
 def test_the_sampler_takes_a_large_epsilon_and_huge_blocks():
     st = staircase_parameters(7.5, 64)  # s/t > 1: Bernoulli(e^{−s/t}) as a product of draws
     x = staircase(20_000, st.delta, st.r, st.s, st.t, np.random.default_rng(1))

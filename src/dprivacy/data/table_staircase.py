@@ -40,6 +40,11 @@ import numpy as np
 MAX_ROUNDS = 64
 
 
+def _one_minus(b: float) -> float:
+    """1 − b to full relative precision (b = e^{−ε} may be near 1, or underflow to 0 at a very large ε)."""
+    return -math.expm1(math.log(b)) if b > 0.5 else 1.0 - b
+
+
 @dataclass(frozen=True)
 class Staircase:
     """The staircase noise of an answer: Δ and r in steps of the answer grid, b = e^{−s/t} with s/t ≤ ε_a."""
@@ -57,7 +62,7 @@ class Staircase:
 
 def expected_abs(delta: int, r, b: float, one_minus_b: float | None = None):
     """E|K| of the staircase noise (``r`` a number or an array), in closed form (module docstring)."""
-    x = -math.expm1(math.log(b)) if one_minus_b is None else one_minus_b
+    x = _one_minus(b) if one_minus_b is None else one_minus_b
     r = np.asarray(r, dtype=float)
     c = r + (delta - r) * b
     d = r * (r - 1) / 2 + b * (delta * (delta - 1.0) - r * (r - 1)) / 2
@@ -124,7 +129,7 @@ def pmf(delta: int, r: int, b, k) -> np.ndarray | list:
         a = (1 - b) / (2 * r + 2 * (delta - r) * b - (1 - b))
         return [a * b ** (abs(int(v)) // delta + (0 if abs(int(v)) % delta < r else 1)) for v in k]
     m = np.abs(np.asarray(k, dtype=np.int64))
-    x = -math.expm1(math.log(b))
+    x = _one_minus(b)
     a = x / (2 * r + 2 * (delta - r) * b - x)
     return a * np.power(b, (m // delta + (m % delta >= r)).astype(float))
 
@@ -134,7 +139,7 @@ def tail(delta: int, r: int, b: float, m) -> np.ndarray:
     a·b^g·(Σ_{j0 ≤ j < Δ} c_j + b·W), c_j = 1 (j < r) or b, W = (r + (Δ − r)·b)/(1 − b); for m ≤ 0,
     1 − P(K ≥ 1 − m) (K is symmetric)."""
     m = np.asarray(m, dtype=np.int64)
-    x = -math.expm1(math.log(b))
+    x = _one_minus(b)
     a = x / (2 * r + 2 * (delta - r) * b - x)
     w = (r + (delta - r) * b) / x
     pos = np.where(m >= 1, m, 1 - m)
@@ -211,6 +216,6 @@ def staircase_note(st: Staircase, eps_answer: float, delta: float) -> str:
     return (f"the noise is the staircase of Geng and Viswanath 2016 (P(K = k) falls by e^(−ε_a) every Δ = {st.delta:g} "
             f"steps, flat over the first r = {st.r} of each block): a shift of the answer by up to Δ changes each "
             f"release's probability by at most e^(ε_a), which is what ε-DP asks here, and its E|K| = {st.expected_abs:.6g} "
-            f"steps is {st.expected_abs / geo:.3f}× the two-sided geometric's ({geo:.6g}), which also protects small "
-            f"shifts d at ε_a·d/Δ; the staircase minimises E|K| among noise-adding ε-DP mechanisms (Geng and Viswanath "
-            f"2016), it is not universally optimal")
+            f"steps is " + (f"{st.expected_abs / geo:.3f}× " if geo > 0 else "to be compared with ")
+            + f"the two-sided geometric's ({geo:.6g}), which also protects small shifts d at ε_a·d/Δ; the staircase "
+            "minimises E|K| among noise-adding ε-DP mechanisms (Geng and Viswanath 2016), it is not universally optimal")
