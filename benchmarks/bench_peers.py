@@ -8,16 +8,16 @@ versions) and Superstore (``SampleSuperstore.csv.gz`` of bokeh-sampledata); synt
 
 Every timed row runs the peer and dprivacy alternately, ``--repeats`` times each (interleaved), and keeps the
 minimum; the ratio is printed. Accuracy rows report the mean |error| over ``--reps`` releases at the same ε and
-bounds, all in release mode (fresh randomness), with its standard error, and — where each tool's noise law gives it
-(counts, sums, means) — the expected |error| of each by its own law (dprivacy's stated accuracy, OpenDP's
-``summarize()``, diffprivlib's laws from its source), which has no sampling error: at 200 releases a Laplace's mean
+bounds, all in release mode (fresh randomness), with its standard error, and the expected |error| of each tool by
+its own noise law (dprivacy's stated accuracy, OpenDP's ``summarize()``, diffprivlib's laws from its source; for the
+median, each tool's exponential mechanism computed from the data), which has no sampling error: at 200 releases a Laplace's mean
 |error| has a standard error of 7% of itself, and the smaller of two peers' noisy means is biased low. The neighbouring relation is one row replaced with the row count
 public for dprivacy and OpenDP (``unit_of(changes=1)``, lengths invariant); diffprivlib's tools are defined for
 one row added or removed, and its per-group counts are given ε/2 each so that one replaced row (which can move
 between two groups) is covered as for the others. Times measured while other work shares the machine are noisy:
 the ratios within one run are what counts.
 
-    python benchmarks/bench_peers.py [--reps 200] [--repeats 3] [--skip-heavy] [--only-accuracy]
+    python benchmarks/bench_peers.py [--reps 200] [--repeats 3] [--skip-heavy] [--only-accuracy] [--laws-only]
 
 Writes benchmarks/results_peers.json and the section of benchmarks/RESULTS.md between the markers
 ``<!-- bench_peers begin -->`` and ``<!-- bench_peers end -->`` (appended when they are absent).
@@ -113,6 +113,7 @@ def accuracy_rows(tables: dict, reps: int) -> list[dict]:
 
     dp.enable_features("contrib")
     rows = []
+    laws = accuracy_laws(tables)
 
     def odp(df, eps, build, by=None, summary=False):
         margins = [dp.polars.Margin(by=[], invariant="lengths", max_length=len(df))]
@@ -143,27 +144,6 @@ def accuracy_rows(tables: dict, reps: int) -> list[dict]:
             "bounded mean": lambda eps: _dp_answer(t["parquet"], f"avg:{col}", eps, bounds=(lo, hi), unit=unit)[0],
         }
         mask = (df[wcol] == wval).to_numpy()
-        n = len(df)
-        odp_build = {
-            "count": (lambda q: q.filter(pl.col(wcol) == wval).select(dp.len()), None),
-            "count by group": (lambda q: q.group_by(gcol).agg(dp.len()), gcol),
-            "bounded sum": (lambda q: q.select(pl.col(col).fill_null(0).dp.sum(bounds=(lo, hi))), None),
-            "bounded mean": (lambda q: q.select(pl.col(col).fill_null(0).dp.mean(bounds=(lo, hi))), None),
-        }
-        # each tool's E|error| by its own noise law at ε = 1 (no sampling error): dprivacy's stated accuracy, OpenDP's
-        # summary, diffprivlib's laws from its source (count_nonzero: a geometric of sensitivity 1; sum: a Laplace of
-        # scale (U − L)/ε; mean: (U − L)/(n·ε); both truncated to the answer range, far from the truth here)
-        law = {
-            "count": {"dprivacy": _dp_law(t["parquet"], "count", 1.0, where=where), "diffprivlib": _geometric_abs(1.0)},
-            "count by group": {"dprivacy": _dp_law(t["parquet"], "count", 1.0, group_by=gcol, keys=keys),
-                               "diffprivlib": _geometric_abs(2.0)},
-            "bounded sum": {"dprivacy": _dp_law(t["parquet"], f"sum:{col}", 1.0, bounds=(lo, hi), unit=unit),
-                            "diffprivlib": (hi - lo) / 1.0},
-            "bounded mean": {"dprivacy": _dp_law(t["parquet"], f"avg:{col}", 1.0, bounds=(lo, hi), unit=unit),
-                             "diffprivlib": (hi - lo) / (n * 1.0)},
-        }
-        for task, (build, by) in odp_build.items():
-            law[task]["OpenDP"] = _odp_law(odp(df, 1.0, build, by=by, summary=True), n)
         peers = {
             "diffprivlib": {
                 "count": lambda eps: dpl.count_nonzero(mask, epsilon=eps),
@@ -183,7 +163,7 @@ def accuracy_rows(tables: dict, reps: int) -> list[dict]:
         }
         for task in ("count", "count by group", "bounded sum", "bounded mean"):
             rows.append(_accuracy(f"{task} ({name})", 1.0, truth[task], ours[task],
-                                  {p: f[task] for p, f in peers.items()}, reps, law=law[task]))
+                                  {p: f[task] for p, f in peers.items()}, reps, law=laws[f"{task} ({name})", 1.0]))
         # the median: diffprivlib's median, OpenDP's with the --unit lattice as candidates, dprivacy's default
         med = float(np.median(np.clip(x, lo, hi)))
         step = t["candidate_step"]
@@ -195,8 +175,90 @@ def accuracy_rows(tables: dict, reps: int) -> list[dict]:
                 {"diffprivlib": lambda e: dpl.median(x, epsilon=e, bounds=(lo, hi)),
                  "OpenDP": lambda e: float(odp(df, e, lambda q: q.select(
                      pl.col(col).fill_null(0).dp.median(candidates=cand)))[0, 0])}, reps,
-                note=f"OpenDP candidates every {step:g}"))
+                note=f"OpenDP candidates every {step:g}", law=laws[f"median ({name} {col}, bounds {lo:g}..{hi:g})", eps]))
     return rows
+
+
+def accuracy_laws(tables: dict) -> dict:
+    """Each tool's E|error| by its own noise law, for every accuracy row: {(task, ε): {tool: E|error|}}. No release is
+    drawn: dprivacy's stated accuracy, OpenDP's ``summarize()``, diffprivlib's laws from its source (count_nonzero: a
+    geometric of sensitivity 1; sum: a Laplace of scale (U − L)/ε; mean: (U − L)/(n·ε), both truncated to the answer
+    range, far from the truth here), and for the median the exponential mechanisms' distributions computed from the
+    data (:func:`_median_laws`)."""
+    import opendp.prelude as dp
+    import polars as pl
+
+    dp.enable_features("contrib")
+    laws = {}
+    for name, t in tables.items():
+        df = pl.read_parquet(t["parquet"])
+        col, lo, hi, unit = t["value"]
+        gcol, keys, wcol, wval = t["group"], t["keys"], t["where_col"], t["where_val"]
+        n, where = len(df), f"{wcol} = '{wval}'"
+        law = {
+            "count": {"dprivacy": _dp_law(t["parquet"], "count", 1.0, where=where), "diffprivlib": _geometric_abs(1.0)},
+            "count by group": {"dprivacy": _dp_law(t["parquet"], "count", 1.0, group_by=gcol, keys=keys),
+                               "diffprivlib": _geometric_abs(2.0)},
+            "bounded sum": {"dprivacy": _dp_law(t["parquet"], f"sum:{col}", 1.0, bounds=(lo, hi), unit=unit),
+                            "diffprivlib": (hi - lo) / 1.0},
+            "bounded mean": {"dprivacy": _dp_law(t["parquet"], f"avg:{col}", 1.0, bounds=(lo, hi), unit=unit),
+                             "diffprivlib": (hi - lo) / (n * 1.0)},
+        }
+        odp_build = {
+            "count": (lambda q: q.filter(pl.col(wcol) == wval).select(dp.len()), None),
+            "count by group": (lambda q: q.group_by(gcol).agg(dp.len()), gcol),
+            "bounded sum": (lambda q: q.select(pl.col(col).fill_null(0).dp.sum(bounds=(lo, hi))), None),
+            "bounded mean": (lambda q: q.select(pl.col(col).fill_null(0).dp.mean(bounds=(lo, hi))), None),
+        }
+        for task, (build, by) in odp_build.items():
+            margins = [dp.polars.Margin(by=[], invariant="lengths", max_length=n)]
+            if by:
+                margins.append(dp.polars.Margin(by=[by], invariant="keys"))
+            ctx = dp.Context.compositor(data=df.lazy(), privacy_unit=dp.unit_of(changes=1),
+                                        privacy_loss=dp.loss_of(epsilon=1.0), split_evenly_over=1, margins=margins)
+            law[task]["OpenDP"] = _odp_law(build(ctx.query()).summarize(), n)
+            laws[f"{task} ({name})", 1.0] = law[task]
+        x = df[col].fill_null(0).to_numpy().astype(float)
+        step = t["candidate_step"]
+        cand = np.round(np.arange(lo, hi + step / 2, step), 6)
+        for eps in (0.1, 1.0):
+            laws[f"median ({name} {col}, bounds {lo:g}..{hi:g})", eps] = _median_laws(x, lo, hi, unit, cand, eps)
+    return laws
+
+
+def _exponential_abs(values: np.ndarray, candidates: np.ndarray, med: float, eps: float) -> float:
+    """E|c − med| of the exponential mechanism choosing c among ``candidates`` with probability
+    ∝ exp(−ε·|#{x < c} − #{x > c}|/4): OpenDP's median (its score |#{x < c} − #{x > c}|, checked with
+    make_quantile_score_candidates, has sensitivity 2 under one row replaced, hence the scale 4/ε its summary states)
+    and dprivacy's (exp(−ε·s/2) with s = |#{x < c} − #{x > c}|/2, on its --unit lattice)."""
+    xs = np.sort(values)
+    lt = np.searchsorted(xs, candidates, side="left")
+    gt = xs.size - np.searchsorted(xs, candidates, side="right")
+    s = -eps * np.abs(lt - gt) / 4.0
+    p = np.exp(s - s.max())
+    return float((p * np.abs(candidates - med)).sum() / p.sum())
+
+
+def _median_laws(x: np.ndarray, lo: float, hi: float, unit: float, cand: np.ndarray, eps: float) -> dict:
+    """E|error| of each tool's median at ε, exactly from the data (the truth: the median of the clamped values).
+    dprivacy: the values clamped and rounded to the --unit lattice as it reads them (half away from zero), every
+    lattice point a candidate; OpenDP: its candidates; diffprivlib: an interval between consecutive sorted clamped
+    values (the bounds added) chosen with probability ∝ its length · exp(−ε·|i − n/2|/2), then a uniform point in it."""
+    c = np.clip(x, lo, hi)
+    med = float(np.median(c))
+    v = c / unit
+    grid = np.sign(v) * np.floor(np.abs(v) + 0.5)
+    lattice = np.arange(round(lo / unit), round(hi / unit) + 1, dtype=float)
+    ours = _exponential_abs(grid, lattice, med / unit, eps) * unit
+    odp = _exponential_abs(x, cand, med, eps)
+    ends = np.sort(np.append(c, [lo, hi]))
+    a, b = ends[:-1], ends[1:]
+    i = np.arange(a.size)
+    logw = -eps * np.abs(i - c.size / 2) / 2
+    w = (b - a) * np.exp(logw - logw.max())
+    inside = np.where(b > a, ((med - a) ** 2 + (b - med) ** 2) / (2 * np.where(b > a, b - a, 1)), 0.0)
+    e = np.where(med <= a, (a + b) / 2 - med, np.where(med >= b, med - (a + b) / 2, inside))
+    return {"dprivacy": ours, "diffprivlib": float((w * e).sum() / w.sum()), "OpenDP": odp}
 
 
 def _odp_groups(frame, gcol, keys):
@@ -414,6 +476,7 @@ def write_markdown(out: dict, path: Path) -> None:
              + (f"; only the accuracy rows were measured in this run (load average {out['load_average'][0]:.2f} at its "
                 f"start, {out['load_average_after'][0]:.2f} at its end), the timed rows are from {out['timed_run']}"
                 if out.get("timed_run") else "")
+             + (f"; the E|error| by the noise laws computed {out['laws_computed']}" if out.get("laws_computed") else "")
              + ". The machine was shared with other work: ratios within the run are what counts.", "",
              "| task | ε | mean abs error ± standard error | dprivacy / best peer | E\\|error\\| by each tool's noise law "
              "| dprivacy / best peer, by the laws |", "|---|---|---|---|---|---|"]
@@ -452,6 +515,8 @@ def main() -> None:
                     "is kept from the previous run's results_peers.json (labelled with that run)")
     ap.add_argument("--only-accuracy", action="store_true", help="measure the accuracy rows only; every timed row is "
                     "kept from the previous run's results_peers.json (labelled with that run)")
+    ap.add_argument("--laws-only", action="store_true", help="recompute the accuracy rows' E|error| by each tool's noise "
+                    "law (no release drawn) in the previous run's results_peers.json, keeping its measured rows")
     ap.add_argument("--skip-accuracy", action="store_true", help="keep the accuracy rows of the previous run's "
                     "results_peers.json (labelled with that run) and measure the timed rows only")
     args = ap.parse_args()
@@ -478,6 +543,21 @@ def main() -> None:
                            "value": ("Sales", 0.0, 2000.0, 0.01), "group": "Region", "keys": list(REGIONS),
                            "where_col": "Region", "where_val": "West", "candidate_step": 0.1},
         }
+        if args.laws_only:
+            prev = json.loads((HERE / "results_peers.json").read_text())
+            laws = accuracy_laws(tables)
+            for r in prev["accuracy"]:
+                law = laws[r["task"], r["epsilon"]]
+                r.pop("expected_abs_error_by_law", None)
+                r.pop("law_dprivacy_over_best_peer", None)
+                if all(law.get(k) is not None for k in r["mean_abs_error"]):
+                    r["expected_abs_error_by_law"] = {k: float(law[k]) for k in r["mean_abs_error"]}
+                    peers = [k for k in r["mean_abs_error"] if k != "dprivacy"]
+                    r["law_dprivacy_over_best_peer"] = law["dprivacy"] / min(law[k] for k in peers)
+            prev["laws_computed"] = f"{time.strftime('%Y-%m-%d')}: python benchmarks/bench_peers.py --laws-only"
+            (HERE / "results_peers.json").write_text(json.dumps(prev, indent=1, default=float))
+            write_markdown(prev, HERE / "RESULTS.md")
+            return
         if args.only_accuracy:
             prev = json.loads((HERE / "results_peers.json").read_text())
             out["timed"], out["repeats"] = prev["timed"], prev["repeats"]
