@@ -277,6 +277,10 @@ def obfuscate_rows(d: Path, sizes, repeats: int) -> list[dict]:
     return rows
 
 
+#: The tasks of :func:`channel_rows` (the beginning of their names).
+CHECK_TASKS = ("is this 40×40 channel private?", "smallest ε of a 40×40 Euclidean channel")
+
+
 def channel_rows(repeats: int) -> list[dict]:
     """40×40 Euclidean grid: a non-private channel judged (early exit), and the smallest ε (full sweep)."""
     import qif
@@ -299,7 +303,7 @@ def channel_rows(repeats: int) -> list[dict]:
     }
     measures.check_privacy(h[:3, :3] / h[:3, :3].sum(1, keepdims=True), spaces.grid(3, 1), epsilon=1.0)  # imports
     for task, (peer, ours) in cases.items():
-        t_peer, t_ours, vals = [], [], {}
+        t_peer, t_ours, vals, load = [], [], {}, os.getloadavg()[0]
         for _ in range(repeats):
             t0 = time.perf_counter()
             vals["libqif"] = peer()
@@ -310,6 +314,7 @@ def channel_rows(repeats: int) -> list[dict]:
         got = {"libqif": {"seconds": min(t_peer), "peak_rss_mib": 0.0, "answer": float(vals["libqif"])},
                "dprivacy": {"seconds": min(t_ours), "peak_rss_mib": 0.0, "answer": float(vals["dprivacy"])}}
         row = _timed_row(task + f" [answers: libqif {vals['libqif']}, dprivacy {vals['dprivacy']}]", got)
+        row["load_average"] = [load, os.getloadavg()[0]]  # the 1-minute load before and after the row
         rows.append(row)
     return rows
 
@@ -336,7 +341,8 @@ def write_markdown(out: dict, path: Path) -> None:
              "alternately, the minimum of " f"{out['repeats']}" " each; accuracy rows: mean |error| over "
              f"{out['reps']} releases each, interleaved"
              + (f" (the accuracy rows are from an earlier run, {out['accuracy_run']})" if out.get("accuracy_run") else "")
-             + (f"; only the obfuscate rows were measured in this run, the other timed rows are from {out['other_timed_run']}"
+             + (f"; only the {out.get('measured_only', 'obfuscate')} rows were measured in this run, the other timed rows "
+                f"are from {out['other_timed_run']}"
                 if out.get("other_timed_run") else "")
              + ". The machine was shared with other work: ratios within the run are what counts.", "",
              "| task | ε | mean abs error | dprivacy / best peer |", "|---|---|---|---|"]
@@ -369,6 +375,8 @@ def main() -> None:
     ap.add_argument("--skip-heavy", action="store_true", help="skip the 10⁷-row, location and 100×100 rows")
     ap.add_argument("--only-obfuscate", action="store_true", help="measure the obfuscate rows only; every other row "
                     "is kept from the previous run's results_peers.json (labelled with that run)")
+    ap.add_argument("--only-check", action="store_true", help="measure the two privacy-check rows (against libqif) "
+                    "only; every other row is kept from the previous run's results_peers.json (labelled with its run)")
     ap.add_argument("--skip-accuracy", action="store_true", help="keep the accuracy rows of the previous run's "
                     "results_peers.json (labelled with that run) and measure the timed rows only")
     args = ap.parse_args()
@@ -395,19 +403,27 @@ def main() -> None:
                            "value": ("Sales", 0.0, 2000.0, 0.01), "group": "Region", "keys": list(REGIONS),
                            "where_col": "Region", "where_val": "West", "candidate_step": 0.1},
         }
-        if args.only_obfuscate:
+        if args.only_obfuscate or args.only_check:
             prev = json.loads((HERE / "results_peers.json").read_text())
             run = prev.get("accuracy_run") or f"{prev['date']}: {prev['command']}"
             out["accuracy"], out["reps"], out["accuracy_run"] = prev["accuracy"], prev["reps"], run
-            rows = obfuscate_rows(d, args.points, args.repeats)
-            for r in prev["timed"]:  # the new obfuscate rows where the old ones were
-                if not r["task"].startswith("obfuscate"):
+            if args.only_obfuscate:
+                kind, rows, mine = "obfuscate", obfuscate_rows(d, args.points, args.repeats), ("obfuscate",)
+            else:
+                kind, rows, mine = "privacy-check", channel_rows(args.repeats), CHECK_TASKS
+            for r in prev["timed"]:  # the new rows where the old ones were
+                if not r["task"].startswith(mine):
                     out["timed"].append(r)
                 elif rows:
                     out["timed"] += rows
                     rows = []
             out["timed"] += rows
-            out["other_timed_run"] = prev.get("other_timed_run") or f"{prev['date']}: {prev['command']}"
+            out["measured_only"] = kind
+            earlier = prev.get("other_timed_run") or f"{prev['date']}: {prev['command']}"
+            if prev.get("other_timed_run") and prev.get("measured_only", "obfuscate") != kind:
+                earlier = (f"{prev['date']}: {prev['command']} (its {prev.get('measured_only', 'obfuscate')} rows) and "
+                           f"{prev['other_timed_run']}")
+            out["other_timed_run"] = earlier
             (HERE / "results_peers.json").write_text(json.dumps(out, indent=1, default=float))
             write_markdown(out, HERE / "RESULTS.md")
             return
