@@ -143,7 +143,7 @@ class PrivacyResult(Result):
 
 
 #: log-entries larger in magnitude are checked scaled down to it (:func:`check_privacy_log`), far from
-#: the sentinels above
+#: the sentinels of :mod:`._sweep`
 _LOG_SCALE_ABOVE = 1e296
 
 
