@@ -50,3 +50,35 @@ for argv in ([ "--version"], None):  # in-process (argv given: the caller's allo
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert [w for w in out.stdout.split() if w.isdigit()] == ["0", "1"]
+
+
+def _faults_in_this_process() -> int:
+    import resource
+
+    import numpy as np
+
+    x = np.ones(1 << 17)
+    del x
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(200):
+        a = np.ones(1 << 17)
+        b = a * 2.0
+        del a, b
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_the_dask_engines_workers_keep_batch_arrays_in_the_heap():
+    """Dask gives its workers MALLOC_TRIM_THRESHOLD_=64 KiB, which maps every array of 128 KiB or more afresh; the
+    LocalCluster the engine starts overrides it (dask_engine._worker_environ)."""
+    dask = pytest.importorskip("dask")
+    distributed = pytest.importorskip("distributed")
+    from dprivacy.data.dask_engine import _worker_environ
+
+    if not _faults(True)[0]:
+        pytest.skip("not glibc")
+    with dask.config.set(_worker_environ()), \
+            distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        faults = client.submit(_faults_in_this_process, pure=False).result()
+    assert faults < 5_000
