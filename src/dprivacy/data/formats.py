@@ -20,7 +20,11 @@ GEOJSON_BATCH_ROWS = 1 << 16
 
 def file_format(path) -> str:
     """'csv', 'parquet' or 'geojson' from the file name (``.csv``, ``.csv.gz``, ``.parquet``/``.pq``,
-    ``.geojson``), case-insensitive."""
+    ``.geojson``), case-insensitive; 'arrow' for in-memory data (:mod:`.memory`)."""
+    from .memory import in_memory
+
+    if in_memory(path):
+        return "arrow"
     name = Path(path).name.lower()
     if name.endswith(".csv.gz") or name.endswith(".csv"):
         return "csv"
