@@ -709,7 +709,7 @@ def test_pipeline_raises_a_batch_error_and_leaves_nothing_behind(tmp_path, monke
     n = 2 * BATCH_ROWS + 1000  # three batches
     rng = np.random.default_rng(0)
     pq.write_table(pa.table({"lat": 48 + rng.random(n), "lon": 2 + rng.random(n)}), tmp_path / "i.parquet")
-    real, calls = obf.displace, []
+    real, calls = obf.released_cells, []
 
     def failing(*a, **k):
         calls.append(1)
@@ -717,10 +717,10 @@ def test_pipeline_raises_a_batch_error_and_leaves_nothing_behind(tmp_path, monke
             raise RuntimeError("batch failed")
         return real(*a, **k)
 
-    monkeypatch.setattr(obf, "displace", failing)
+    monkeypatch.setattr(obf, "released_cells", failing)
     with pytest.raises(RuntimeError, match="batch failed"):
         obfuscate_file(tmp_path / "i.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["i.parquet"]
-    monkeypatch.setattr(obf, "displace", real)
+    monkeypatch.setattr(obf, "released_cells", real)
     obfuscate_file(tmp_path / "i.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)  # and the same call works
     assert pq.ParquetFile(tmp_path / "o.parquet").metadata.num_rows == n

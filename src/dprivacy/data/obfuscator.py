@@ -10,8 +10,7 @@ import numpy as np
 
 from .coordinates import SEMICIRCLE_DEG, _as_numbers, describe_bad, validate_coordinates
 from .copies import copy_sample
-from .planar_noise import (DEFAULT_PRECISION_DEG, NOISE_PARTS, _geodesic_forward, displace, output_lattice,
-                           prepare_displacements)
+from .planar_noise import DEFAULT_PRECISION_DEG, NOISE_PARTS, _from_lattice, displace, prepare_displacements, released_cells
 
 
 @dataclass
@@ -129,17 +128,21 @@ class Obfuscator:
             return lambda parallel=False: out
         if stats is not None:
             stats["draws"] = stats.get("draws", 0) + la.size
-        draw = prepare_displacements(la.size, epsilon=self.epsilon_m, generator=generator, threads=self.noise_parts)
+        draw = prepare_displacements(la.size, epsilon=self.epsilon_m, generator=generator, threads=self.noise_parts,
+                                     polar=False)
 
         def finish(parallel=False):
-            r, az = draw(stats=None if stats is None else stats.setdefault("sampler", {}), parallel=parallel)
+            east, north = draw(stats=None if stats is None else stats.setdefault("sampler", {}), parallel=parallel)
             threads = None if parallel else 1
             if self.coords == "semicircles":  # the output lattice is the semicircles' own (2^31 per 180°)
-                lo2, la2 = _geodesic_forward(lo, la, az, r, threads=threads)
-                i, j = output_lattice(la2, (lo2 + 180.0) % 360.0 - 180.0, SEMICIRCLE_DEG)
+                i, j = released_cells(la, lo, east, north, SEMICIRCLE_DEG, threads=threads)
                 nla, nlo = i * SEMICIRCLE_DEG, j * SEMICIRCLE_DEG
-            else:
-                nla, nlo = displace(la, lo, r, az, precision=self.precision, threads=threads)
+            elif self.precision:
+                i, j = released_cells(la, lo, east, north, self.precision, threads=threads)
+                nla, nlo = _from_lattice(i, self.precision), _from_lattice(j, self.precision)
+            else:  # unrounded (tests)
+                nla, nlo = displace(la, lo, np.hypot(east, north), np.degrees(np.arctan2(east, north)), precision=0,
+                                    threads=threads)
             return self._released(batch, nla, nlo)
 
         return finish
