@@ -188,7 +188,7 @@ def test_evaluate_by_key_joins_the_released_rows_and_counts_those_left_out(tmp_p
     assert rep["displacement_m"]["mean"] == pytest.approx(d.mean(), rel=1e-12)
     stray = tmp_path / "c.csv"
     stray.write_text(out.read_text() + f"99,{lat[0]:.17g},{lon[0]:.17g}\n")
-    with pytest.raises(ValueError, match=r"1 key\(s\) of .*c.csv are not in .*a.csv \(e.g. 99\)"):
+    with pytest.raises(ValueError, match=r"1 key\(s\) of .*c.csv are not in .*a.csv \(e.g. '99'\)"):  # (as written)
         evaluate_files(src, stray, key="id")
     assert "rows_not_released" not in evaluate_files(src, src, key="id")
 

@@ -16,6 +16,10 @@ FORMATS = {".csv": "csv", ".gz": "csv", ".parquet": "parquet", ".pq": "parquet",
 BATCH_ROWS = 1 << 18
 #: Features per batch when reading GeoJSON (each is a Python dict until converted: smaller batches).
 GEOJSON_BATCH_ROWS = 1 << 16
+#: Bytes per block of the CSV reader (pyarrow's ``block_size``). A column not read as text gets its type from the
+#: file's first block; the columns whose meaning must not depend on where a row sits (coordinates, record keys, user
+#: ids, readings) are read as text and parsed per batch. Read at each open (tests lower it to reach the second block).
+CSV_BLOCK_BYTES = 1 << 24
 
 
 def file_format(path) -> str:

@@ -28,6 +28,7 @@ from .columns import (  # noqa: F401 (re-exported)
     GEOMETRY_NAMES, LAT_NAMES, LOCATION_ENDS, LOCATION_PARTS, LOCATION_PREFIXES, LOCATION_WORD_STEMS, LOCATION_WORDS,
     LON_NAMES, _located_fields, _looks_located, _words, check_no_other_locations, find_coordinate_columns,
     geometry_columns, geoparquet_geometry_columns, without_input_metadata)
+from . import formats
 from .commit import commit_new, fresh_temp_name
 from .copies import (  # noqa: F401 (re-exported)
     _DEGREES_HEMISPHERE, _DMS, _DMS_HINT, _MERCATOR_R, _NUMBER, COPY_ATOL_DEG, COPY_SAMPLE_ROWS, COPY_SHARE,
@@ -74,7 +75,7 @@ def _read_batches(path, *, batch_rows: int, text_columns=()) -> tuple[object, It
         from pyarrow import csv
 
         try:
-            reader = csv.open_csv(path, read_options=csv.ReadOptions(block_size=1 << 24),
+            reader = csv.open_csv(path, read_options=csv.ReadOptions(block_size=formats.CSV_BLOCK_BYTES),
                                   convert_options=csv.ConvertOptions(column_types={c: pa.string() for c in text_columns}))
         except pa.ArrowInvalid as exc:
             raise ValueError(f"cannot read {path} as CSV: {_csv_problem(exc)}") from None
@@ -146,7 +147,8 @@ def _csv_batches(reader, path):
         for b in reader:
             yield b
     except pa.ArrowInvalid as exc:
-        hint = ("; the column's type was taken from the file's first block (16 MiB), where every value was a number, "
+        block = f"{formats.CSV_BLOCK_BYTES / 2**20:g} MiB"  # (formats: read at each open)
+        hint = (f"; the column's type was taken from the file's first block ({block}), where every value was a number, "
                 "so this one cannot be skipped as a row: correct it" if "conversion error" in str(exc).lower() else "")
         raise ValueError(f"cannot read {path} as CSV: {_csv_problem(exc)}{hint}") from None
     except MemoryError:  # (pyarrow's ArrowMemoryError: memory ran out, the file is fine)
