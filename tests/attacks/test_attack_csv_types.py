@@ -17,6 +17,9 @@ and parsed value by value. Inventory (leak → test):
   → test_a_blank_key_or_user_is_refused_wherever_it_sits
 - evaluate: one 'abc' coordinate or 12a key of the original was read when early and failed the file when late
   → test_evaluate_reads_an_odd_row_the_same_wherever_it_sits
+- the other kept columns (CSV in, Parquet or GeoJSON out): one 'unknown' among integer ages was released when early
+  and failed the file when late; every column of a CSV is now its text
+  → test_where_one_odd_value_of_a_kept_column_sits_does_not_decide_the_release
 
 The reader's block is lowered (``formats.CSV_BLOCK_BYTES``) so that small files have a second block; each test
 checks that the guess would have typed the column otherwise (``_guessed``), so it fails where the guess decides.
@@ -284,3 +287,20 @@ def test_a_text_key_s_record_key_does_not_depend_on_the_other_keys_of_its_batch(
     for k, v in zip(keys, alone):  # a whole number is its integer (as a Parquet integer key); other text is hashed
         want = as_int[k] % 2**64 if k in as_int else int(record_keys(pa.array([k]))[0])
         assert v == want, k
+
+
+# the other kept columns, CSV in, Parquet out: typed by the first block's guess, one 'unknown' among ages was released
+# (the column text) when early and refused the file when late
+@pytest.mark.parametrize("where", ["early", "late"])
+def test_where_one_odd_value_of_a_kept_column_sits_does_not_decide_the_release(tmp_path, small_blocks, where):
+    lat, lon = _points()
+    age = [str(20 + i % 50) for i in range(N)]
+    age[_where(where)] = "unknown"
+    src = tmp_path / "p.csv"
+    _write(src, {"lat": lat, "lon": lon, "age": age})
+    if where == "late":
+        assert pa.types.is_integer(_guessed(src, "age"))
+    rep = obfuscate_file(src, tmp_path / "o.parquet", epsilon=1.0, rng=1)
+    assert rep.rows_written == N
+    out = pq.read_table(tmp_path / "o.parquet")
+    assert out.schema.field("age").type == pa.string() and out.column("age").to_pylist() == age

@@ -104,10 +104,9 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
         # reader guessed from the file's first block (16 MiB), one value (a fraction among integer semicircles, 12a
         # among integer keys or user ids) was a rejected row, or changed every record key or the grouping of the
         # users, when it came early, and refused the whole file after that block; its place decided, at no cost in ε.
-        # Other outputs (Parquet, GeoJSON) keep the inferred types of the other kept columns (numbers stay numbers).
-        own = [c for c in (lat_c, lon_c, key, user) if c is not None and c in schema.names]
-        text = list(schema.names) if file_format(output_path) == "csv" else own
-        schema, batches = read_batches(input_path, text_columns=text)
+        # The other kept columns are their text in every output (Parquet, GeoJSON too): typed by that guess, one
+        # value (unknown among ages) was released when early and refused the file when late.
+        schema, batches = read_batches(input_path, text_columns=list(schema.names))
     for c in (lat_c, lon_c):
         t = schema.field(c).type
         if pa.types.is_dictionary(t):  # read through its values (_as_numbers decodes them)
