@@ -25,6 +25,22 @@ def _read_sidecar(side: Path) -> dict:
         meta = json.loads(side.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValueError(f"the release's sidecar {side} is not valid JSON ({exc})") from None
+    return _checked_sidecar(meta, side)
+
+
+def sidecar_of(released) -> tuple[dict, str]:
+    """(the release's sidecar, checked; how messages name it): the file beside a released file, or the report given
+    with an in-memory release (:class:`~.memory.ArrowInput`'s ``sidecar``)."""
+    from .memory import ArrowInput
+
+    if isinstance(released, ArrowInput):
+        name = f"given with {released}"
+        return (_checked_sidecar(released.sidecar, name) if released.sidecar is not None else {}), name
+    side = Path(str(released) + ".dprivacy.json")
+    return _read_sidecar(side), str(side)
+
+
+def _checked_sidecar(meta, side) -> dict:
     if not isinstance(meta, dict):
         raise ValueError(f"the release's sidecar {side} is not a JSON object")
     e = meta.get("epsilon_per_metre")
@@ -51,6 +67,7 @@ def evaluate_files(original, released, *, lat: str | None = None, lon: str | Non
     from pyproj import Geod
 
     from .io import file_format, find_coordinate_columns, read_batches
+    from .memory import in_memory
 
     def load(path):
         schema, batches = read_batches(path)
@@ -63,8 +80,8 @@ def evaluate_files(original, released, *, lat: str | None = None, lon: str | Non
         t = pa.Table.from_batches(list(batches), schema=schema)
         return t, la, lo
 
-    side = Path(str(released) + ".dprivacy.json")
-    meta = _read_sidecar(side)
+    meta, side = sidecar_of(released)
+    released_file = not in_memory(released)
     if coords is not None and meta.get("coords") and coords != meta["coords"]:
         raise ValueError(f"--coords {coords}, but the release's sidecar {side} says its coordinates are {meta['coords']}")
     coords = coords or meta.get("coords") or "degrees"
@@ -127,8 +144,10 @@ def evaluate_files(original, released, *, lat: str | None = None, lon: str | Non
     if coords != "degrees":
         res["coords"] = coords
     if not meta:
-        res["note"] = (f"no sidecar {side.name} beside the release: its ε and mechanism are unknown, so only the "
-                       "displacement is measured (is it a dprivacy release?)")
+        res["note"] = (f"no sidecar {Path(side).name} beside the release: its ε and mechanism are unknown, so only the "
+                       "displacement is measured (is it a dprivacy release?)" if released_file else
+                       f"no sidecar given with {released}: its ε and mechanism are unknown, so only the displacement is "
+                       "measured (pass the release's result as sidecar=)")
     if meta:
         e = meta.get("epsilon_per_metre")
         if e:

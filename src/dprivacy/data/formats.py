@@ -24,7 +24,11 @@ CSV_BLOCK_BYTES = 1 << 24
 
 def file_format(path) -> str:
     """'csv', 'parquet' or 'geojson' from the file name (``.csv``, ``.csv.gz``, ``.parquet``/``.pq``,
-    ``.geojson``), case-insensitive."""
+    ``.geojson``), case-insensitive; 'arrow' for in-memory data (:mod:`.memory`)."""
+    from .memory import in_memory
+
+    if in_memory(path):
+        return "arrow"
     name = Path(path).name.lower()
     if name.endswith(".csv.gz") or name.endswith(".csv"):
         return "csv"

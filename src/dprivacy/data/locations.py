@@ -87,6 +87,7 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
     from .. import __version__
     from ..sampling import random_source
     from .io import check_no_other_locations, file_format, find_coordinate_columns, read_batches
+    from .memory import display_name
 
     e_m = epsilon_per_metre(epsilon, unit)
     if coords not in COORDS:
@@ -165,7 +166,7 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
         name = release.mechanism.name + (" + distance remap" if release.remap is not None else "")
         guarantee = grid_guarantee(release.grid, epsilon, unit, release.mechanism.name)
     report = ObfuscationReport(
-        Path(input_path).name, Path(output_path).name, name, float(epsilon), unit, e_m, guarantee=guarantee,
+        display_name(input_path), display_name(output_path), name, float(epsilon), unit, e_m, guarantee=guarantee,
         random_source=src.to_dict(), lat_column=lat_c, lon_column=lon_c,
         precision_degrees=(precision if coords == "degrees" else SEMICIRCLE_DEG) if release is None else None,
         version=__version__)
