@@ -2,7 +2,8 @@
 
     python benchmarks/bench_obfuscate_ab.py --points 2000000 --repeats 3 --trees /path/to/old/src src
 
-Each tree is run as ``PYTHONPATH=TREE python -c "from dprivacy.cli import main; main(['obfuscate', ...])"`` on the
+Each tree is run as ``PYTHONPATH=TREE python -c "...; sys.argv = ['dprivacy', 'obfuscate', ...]; main()"`` (as the console
+script runs it) on the
 same synthetic Parquet file as bench_peers' obfuscate row (id, lat, lon, value; ε = 1 per km, release mode); every
 run is its own process (peak RSS from VmHWM). Prints the minimum time and points per second of each, and all times
 (the machine is shared: compare within a run).
@@ -40,8 +41,8 @@ def main() -> None:
                 f"pq.write_table(t.set_column(1, 'lat', pa.array(lat2)).set_column(2, 'lon', pa.array(lon2)), {d + '/b.parquet'!r})")
         codes = {"numpy float baseline": (base, None)}
         for k, tree in enumerate(args.trees):
-            codes[tree] = (f"from dprivacy.cli import main\nmain(['obfuscate', {str(src)!r}, '-o', {d + f'/o{k}.parquet'!r}, "
-                           "'--epsilon', '1', '--force'])", str(Path(tree).resolve()))
+            codes[tree] = (f"import sys\nfrom dprivacy.cli import main\nsys.argv = ['dprivacy', 'obfuscate', {str(src)!r}, '-o', "
+                           f"{d + f'/o{k}.parquet'!r}, '--epsilon', '1', '--force']\nmain()", str(Path(tree).resolve()))
         rss = "\nprint('RSS', [int(x.split()[1]) for x in open('/proc/self/status') if x.startswith('VmHWM')][0])"
         times = {k: [] for k in codes}
         peak = dict.fromkeys(codes, 0)

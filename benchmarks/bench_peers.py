@@ -254,8 +254,10 @@ def obfuscate_rows(d: Path, sizes, repeats: int) -> list[dict]:
         src = d / f"pts-{n}.parquet"
         make_file(src, n)
         codes = {
+            # as the console script runs it (main() reads sys.argv: the command line's own process settings apply)
             "dprivacy": f"import sys\nfrom dprivacy.cli import main\n"
-                        f"main(['obfuscate', {str(src)!r}, '-o', {str(d / 'o.parquet')!r}, '--epsilon', '1', '--force'])",
+                        f"sys.argv = ['dprivacy', 'obfuscate', {str(src)!r}, '-o', {str(d / 'o.parquet')!r}, '--epsilon', '1', "
+                        f"'--force']\nmain()",
             # the naive baseline: float planar Laplace (radius Gamma(2, 1/ε), uniform angle) on a flat-earth step
             "numpy float baseline": f"import numpy as np, pyarrow as pa, pyarrow.parquet as pq\n"
                                     f"t = pq.read_table({str(src)!r})\n"

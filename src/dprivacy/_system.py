@@ -96,6 +96,35 @@ def one_blas_thread_under_a_limit(environ=os.environ) -> bool:
     return True
 
 
+#: glibc's mallopt parameters (malloc.h) and the values the command line sets.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+HEAP_MMAP_THRESHOLD = 32 << 20
+HEAP_TRIM_THRESHOLD = 64 << 20
+
+
+def keep_batch_arrays_in_the_heap() -> bool:
+    """With glibc, serve allocations below 32 MiB from the heap and keep up to 64 MiB of freed heap (``mallopt``; True
+    when set). glibc's defaults map each array of 128 KiB or more afresh and give freed memory back at once, so every
+    batch of a data command (arrays of 0.1–2 MiB, made and freed per batch on several threads) paid for page faults
+    and the kernel's zeroing of its pages: 0.40–0.54 s of system time against 0.20–0.31 s with these values, for
+    10⁶ points of ``obfuscate`` (measured). The command line's own process only: a library caller's allocator is its
+    own. The values are upper bounds on memory kept, not taken."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # (glibc only: musl has no mallopt thresholds)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    return bool(mallopt(_M_MMAP_THRESHOLD, HEAP_MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, HEAP_TRIM_THRESHOLD))
+
+
 def import_pandas_for_pyarrow() -> None:
     """Import pandas (when installed) from Python, before pyarrow does. pyarrow imports it from C++ the first time it
     converts an array to numpy (``to_numpy``, even zero-copy: about 0.45 s here), with the command's threads running: a

@@ -20,6 +20,7 @@ library only. From there:
   after one (``_system.STOP_REQUESTED``, checked by ``data.commit.release_commit``).
 * Under a memory limit (``ulimit -v``) OpenBLAS is given one thread before numpy loads
   (:func:`dprivacy._system.one_blas_thread_under_a_limit`).
+* glibc keeps batch-sized arrays in the heap (:func:`dprivacy._system.keep_batch_arrays_in_the_heap`).
 * :func:`main` called in-process (``main(argv)``) puts the caller's handlers back and hands it a signal noted late.
 
 What remains outside: a signal in the first milliseconds (about 20 ms here, 30 ms on a loaded machine), while Python
@@ -75,7 +76,7 @@ def main(argv=None) -> int:
             import datetime  # noqa: F401
             import threading
 
-            from .._system import one_blas_thread_under_a_limit
+            from .._system import keep_batch_arrays_in_the_heap, one_blas_thread_under_a_limit
 
             in_main_thread = threading.current_thread() is threading.main_thread()
             if argv is None:  # the command line's own process (a library caller's environment is theirs)
@@ -83,6 +84,7 @@ def main(argv=None) -> int:
 
                 atexit.register(_ignore_stop_signals_at_exit)  # (registered first: run last)
                 one_blas_thread_under_a_limit()
+                keep_batch_arrays_in_the_heap()
             from ..data import io as data_io
             from . import app
 

@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 
+from .geodesic import GEOD_CHUNK, WGS84_A, WGS84_F, geodesic_forward  # noqa: F401 (re-exported)
+
 
 #: Lattice of reported coordinates, in degrees (≈ 1.1 cm of latitude).
 DEFAULT_PRECISION_DEG = 1e-7
@@ -20,9 +22,6 @@ MIN_CELL_WIDTH_M = 1e-3
 MAX_COARSENING = 10
 #: Error of the geodesic step and of the coordinates' float rounding (GeographicLib: 15 nm), metres.
 GEODESIC_ERROR_M = 2e-8
-#: WGS84 semi-major axis (m) and flattening.
-WGS84_A = 6378137.0
-WGS84_F = 1 / 298.257223563
 #: Half the circumference of the Earth (m): a 95% radius beyond it is refused.
 HALF_CIRCUMFERENCE_M = math.pi * WGS84_A
 #: εr of the 95% quantile of the Gamma(2) radius: r₉₅ = RADIUS95_EPS / ε.
@@ -97,11 +96,13 @@ def planar_laplace_displacements(n: int, *, epsilon: float, generator, lattice: 
         stats=stats, parallel=True)
 
 
-def prepare_displacements(n: int, *, epsilon: float, generator, lattice: float = NOISE_LATTICE_M, threads: int = 1):
+def prepare_displacements(n: int, *, epsilon: float, generator, lattice: float = NOISE_LATTICE_M, threads: int = 1,
+                          polar: bool = True):
     """:func:`planar_laplace_displacements` in two steps: the words taken from ``generator`` itself are taken now
     (:meth:`~dprivacy.sampling.planar.LatticeLaplace.prepare`), and the returned ``draw(stats=None, parallel=True)``
     gives (r, az), in any thread and the same whether its parts run in parallel or one after the other. When the
-    draw would use ``generator``'s own stream (one part), it is drawn here: the returned call only hands it over."""
+    draw would use ``generator``'s own stream (one part), it is drawn here: the returned call only hands it over.
+    ``polar=False``: (east, north) in metres instead (the same draw)."""
     from ..sampling.planar import LatticeLaplace
 
     if n == 0:
@@ -111,12 +112,16 @@ def prepare_displacements(n: int, *, epsilon: float, generator, lattice: float =
     def draw(stats=None, parallel=True):
         r, az = np.empty(n), np.empty(n)
 
-        def polar(a, b, z_east, z_north):  # per chunk, in the sampler's threads
+        def polar_form(a, b, z_east, z_north):  # per chunk, in the sampler's threads
             east, north = z_east * lattice, z_north * lattice  # exact (|z| < 2^53)
             np.hypot(east, north, out=r[a:b])
             np.degrees(np.arctan2(east, north), out=az[a:b])
 
-        prepared.run(polar, stats=stats, parallel=parallel)
+        def plane_form(a, b, z_east, z_north):  # (r, az) hold east and north
+            np.multiply(z_east, lattice, out=r[a:b])
+            np.multiply(z_north, lattice, out=az[a:b])
+
+        prepared.run(polar_form if polar else plane_form, stats=stats, parallel=parallel)
         return r, az
 
     if not prepared.ordered:
@@ -140,6 +145,13 @@ def output_lattice(lat: np.ndarray, lon: np.ndarray, step: float) -> tuple[np.nd
     the row's poleward edge (on a sphere of radius a, a lower bound of the ellipsoid's parallel); j is a
     multiple of 2^k, and ±180° is one cell. Rows that reach a pole, or would need more than
     :data:`MAX_COARSENING` doublings, are the pole: (±90°, j = 0)."""
+    i, j, _, _ = _lattice(lat, lon, step)
+    return i, j
+
+
+def _lattice(lat: np.ndarray, lon: np.ndarray, step: float):
+    """(i, j, mult, cap) of :func:`output_lattice`: the cells, each row's longitude step in units of ``step``
+    (2^k, an int or an array) and whether the row is the pole (None when no row is)."""
     full = int(round(360.0 / step))
     n90 = int(round(90.0 / step))
     if abs(full * step - 360.0) > 1e-9 or abs(n90 * step - 90.0) > 1e-9:
@@ -155,7 +167,7 @@ def output_lattice(lat: np.ndarray, lon: np.ndarray, step: float) -> tuple[np.nd
                 j *= mult
             j[j >= full // 2] -= full
             j[j < -(full // 2)] += full
-            return i, j
+            return i, j, mult, None
     edge = np.minimum((np.abs(i) + 0.5) * step, 90.0)
     width = math.radians(step) * WGS84_A * np.cos(np.radians(edge))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -167,7 +179,7 @@ def output_lattice(lat: np.ndarray, lon: np.ndarray, step: float) -> tuple[np.nd
     j = np.where(j >= full // 2, j - full, np.where(j < -(full // 2), j + full, j))
     i = np.where(cap, np.sign(i) * n90, i)
     j = np.where(cap, 0, j)
-    return i, j
+    return i, j, mult, cap
 
 
 #: Relative margin of :func:`_uniform_coarsening`: far above the float error of the row-by-row computation of
@@ -236,7 +248,9 @@ def geodesic_guarantee(epsilon_m: float, *, precision_deg: float = DEFAULT_PRECI
         "noise": {"law": "exact discrete planar Laplace on the tangent-plane lattice ΛZ², P(v) ∝ exp(−ε‖v‖)",
                   "lattice_m": lattice, "sampler": "rejection from block geometrics; each decision compares a lazily extended "
                   "uniform with the exact threshold (float64 with a 2^-40 error bound, Decimal fallback)"},
-        "geodesic": "pyproj Geod.fwd on WGS84 (GeographicLib, 15 nm)",
+        "geodesic": "GeographicLib's direct geodesic on WGS84 (15 nm), through pyproj; the output cell of a point whose "
+                    "Taylor-polynomial end point (degree 4) lies farther from every cell boundary than its error estimate "
+                    "plus 20 nm is taken from that end point (it is GeographicLib's cell)",
         "output_lattice": {"step_degrees": precision_deg, "min_cell_width_m": MIN_CELL_WIDTH_M,
                            "rule": "longitude step doubled per row toward the poles until cells are ≥ min_cell_width_m wide; "
                                    f"rows needing more than {MAX_COARSENING} doublings are the pole"},
@@ -259,35 +273,62 @@ def geodesic_guarantee(epsilon_m: float, *, precision_deg: float = DEFAULT_PRECI
 #: 0.21 µs per point on one thread, 0.12 µs on two (benchmarks/RESULTS.md).
 NOISE_PARTS = 2
 
-#: Points per thread of the geodesic step (pyproj releases the GIL, so threads use every core).
-GEOD_CHUNK = 131072
+_geodesic_forward = geodesic_forward  # (the name the data layer has imported it by)
 
 
-def _geodesic_forward(lon, lat, az, r, *, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """pyproj ``Geod(ellps="WGS84").fwd`` over chunks in a thread pool: (lon2, lat2) as float64 arrays.
-    ``threads``: at most this many (default: the cores); 1 runs it in the calling thread."""
-    import os
+def released_cells(lat: np.ndarray, lon: np.ndarray, east: np.ndarray, north: np.ndarray, step: float,
+                   *, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The output lattice cells (i, j) (:func:`output_lattice` of ``step`` degrees) of the ends of the geodesics from
+    (lat, lon) with initial vectors (east, north) metres: GeographicLib's end points rounded to the lattice. The end
+    points come from the geodesic's Taylor polynomial (:func:`~dprivacy.data.geodesic.taylor_forward`, 5× faster)
+    wherever its estimated error, plus GeographicLib's own 20 nm, leaves the point farther than that from every
+    boundary of its cell (then GeographicLib's point lies in the same cell), and from GeographicLib
+    (:func:`~dprivacy.data.geodesic.geodesic_forward`, at the azimuth and distance of (east, north)) for the others
+    (about 2·10⁻⁵ of the points at ε = 1/km) and beyond :data:`~dprivacy.data.geodesic.TAYLOR_MAX_M`. The cells are
+    therefore those of GeographicLib's points, as :func:`displace` computes them; ``threads`` is its thread count."""
+    from .geodesic import TAYLOR_CHUNK, taylor_chunk
 
-    from pyproj import Geod
+    n = np.size(lat)
+    i, j = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    unsure = []
+    for a in range(0, n, TAYLOR_CHUNK):  # (chunks whose temporaries stay in the cache)
+        b = min(a + TAYLOR_CHUNK, n)
+        i[a:b], j[a:b], k = _sure_cells(lat[a:b], lon[a:b], east[a:b], north[a:b], step, taylor_chunk)
+        unsure.append(k + a)
+    k = np.concatenate(unsure) if unsure else np.zeros(0, dtype=np.int64)
+    if k.size:  # each row's cells depend on that row only (output_lattice), so these can be computed apart
+        e, n_ = east[k], north[k]
+        lo, la = geodesic_forward(lon[k], lat[k], np.degrees(np.arctan2(e, n_)), np.hypot(e, n_), threads=threads)
+        i[k], j[k] = output_lattice(la, (lo + 180.0) % 360.0 - 180.0, step)
+    return i, j
 
-    lon, lat, az, r = (np.ascontiguousarray(a, dtype=np.float64) for a in (lon, lat, az, r))
-    n = lon.size
-    workers = min(threads or os.cpu_count() or 1, -(-n // GEOD_CHUNK))
-    if workers <= 1:
-        lo2, la2, _ = Geod(ellps="WGS84").fwd(lon, lat, az, r, return_back_azimuth=False)
-        return np.asarray(lo2, dtype=np.float64), np.asarray(la2, dtype=np.float64)
-    from .._threads import thread_pool
 
-    lon2, lat2 = np.empty(n), np.empty(n)
-    bounds = np.linspace(0, n, workers + 1).astype(int)
+def _sure_cells(lat, lon, east, north, step, taylor_chunk):
+    """(i, j, unsure) for one chunk of :func:`released_cells`: the cells of the Taylor end points and the positions
+    of the points whose cell is not certain (the end point within its error band of a cell boundary, or beyond
+    TAYLOR_MAX_M)."""
+    from .geodesic import MIN_CURVATURE_RADIUS_M, TAYLOR_MAX_M, taylor_error
 
-    def part(i):
-        sl = slice(bounds[i], bounds[i + 1])
-        lo2, la2, _ = Geod(ellps="WGS84").fwd(lon[sl], lat[sl], az[sl], r[sl], return_back_azimuth=False)
-        lon2[sl], lat2[sl] = lo2, la2
-
-    list(thread_pool("geodesic", workers).map(part, range(workers)))
-    return lon2, lat2
+    lat2, lon2, p2 = taylor_chunk(lat, lon, east, north)
+    out = (lon2 >= 180.0) | (lon2 < -180.0)
+    if out.any():
+        lon2[out] = (lon2[out] + 180.0) % 360.0 - 180.0
+    i, j, mult, cap = _lattice(lat2, lon2, step)
+    band = taylor_error(east, north)
+    band += GEODESIC_ERROR_M
+    t = lat2 / step
+    t -= np.rint(t)
+    np.abs(t, out=t)
+    lat_short = (0.5 - t) * (math.radians(step) * MIN_CURVATURE_RADIUS_M) <= band
+    u = lon2 / (step * mult)
+    u -= np.rint(u)
+    np.abs(u, out=u)
+    lon_short = (0.5 - u) * (np.radians(step * mult) * p2) <= band
+    if cap is not None:  # (a pole's cell has one longitude)
+        lon_short &= ~cap
+    unsure = lat_short | lon_short
+    unsure |= ~(east * east + north * north <= TAYLOR_MAX_M * TAYLOR_MAX_M)  # (and NaN)
+    return i, j, np.flatnonzero(unsure)
 
 
 def displace(lat: np.ndarray, lon: np.ndarray, r: np.ndarray, az: np.ndarray, *, precision: float = DEFAULT_PRECISION_DEG,
