@@ -265,6 +265,23 @@ def test_ties_everywhere_hand_over_to_the_plain_sweep():
     assert calls["called"] == 1 and same(r, plain) and r.smallest_epsilon == pytest.approx(1.0, rel=1e-12)
 
 
+@settings(max_examples=40, deadline=None)
+@given(matrix_cases(), st.data())
+def test_a_negative_distance_is_left_to_the_plain_sweep(case, data):
+    """An unvalidated space may hold a negative distance (no metric's): the pruned sweep declines, and both checks
+    answer exactly as the plain sweep does."""
+    space, d, h, eps = case
+    d = d.copy()
+    i, j = data.draw(st.integers(0, d.shape[0] - 2)), d.shape[0] - 1
+    d[i, j] = -abs(d[i, j]) - 0.5
+    space = MetricSpace(d, validate=False)
+    with pruned(False):
+        plain = [measures.check_privacy(h, space, epsilon=eps, smallest=s) for s in (True, False)]
+    with spy() as calls, pruned():
+        got = [measures.check_privacy(h, space, epsilon=eps, smallest=s) for s in (True, False)]
+    assert calls == {"called": 2, "finished": 0} and all(same(a, b) for a, b in zip(got, plain))
+
+
 def test_the_validation_still_names_the_fault():
     g = spaces.grid(3, 3)
     h = np.full((9, 9), 1 / 9)

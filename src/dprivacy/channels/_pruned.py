@@ -14,8 +14,12 @@ the first step by the definition of r, the second by the triangle inequality of 
 and hi/lo. So D(i, j) ≤ B(i, j) := ε₀·d(i, j) + S(i, j), S(i, j) = max(hi_i − lo_j, hi_j − lo_i): two numbers per
 row, one subtraction per pair. The triangle inequality is used only on a grid (a metric by construction); on any
 other space ε₀ = 0 and the bound is S alone, valid whatever d is (non-metric, infinite or zero distances). A channel
-of the form H[i, z] ∝ e^{−ε d(i, z)} (planar Laplace, exponential, tight-constraints) has r_i constant for
-ε₀ = ε and s = the column means, and then B = D exactly: ε₀ and s are fitted (least squares on a sample of rows).
+H[i, z] = e^{−ε d(i, z)} w_z / c_i (the exponential mechanism, a tight-constraints mechanism, a row-normalised e^{−ε d})
+has r_i constant for ε₀ = ε and s = the column means of ℓ + ε·d, and then B = D exactly: ε₀ and s are fitted (least
+squares on a sample of rows; any values give a valid bound). On a grid the pairs are taken a block at a time, the
+secrets of two grid rows k apart (distances ≥ k·step): a block is skipped whole when its largest S is below the
+threshold at k·step. An output that is 0 from every secret adds 0 to every D and is left out of r; a row with another
+zero gets hi = ∞, lo = −∞ (never pruned).
 
 *Exactness.* A pair is pruned only when S(i, j) + μ < (best·(1 − 1e-9) − ε₀)·d(i, j), with ``best`` the largest ratio
 computed so far on pairs compared exactly and μ = 1e-9 × the magnitude of the numbers involved: the margins exceed
@@ -175,11 +179,12 @@ def _nearest_pairs(rows: np.ndarray, dS: np.ndarray):
 
 
 def _threshold(kappa: float, dist: np.ndarray, c0: float) -> np.ndarray:
-    """κ·d + c0, and −∞ (never pruned) where d = 0; +∞ (always pruned) where d = ∞: a pair at infinite distance
-    constrains nothing."""
-    with np.errstate(invalid="ignore"):
+    """κ·d + c0, and −∞ (never pruned) where d ≤ 0 (a distance that is no metric's, which an unvalidated space may
+    hold: the margins are relative to d > 0); +∞ (always pruned) where d = ∞: a pair at infinite distance constrains
+    nothing."""
+    with np.errstate(invalid="ignore", over="ignore"):
         t = kappa * dist + c0
-    t[dist == 0] = -np.inf
+    t[dist <= 0] = -np.inf
     t[np.isinf(dist)] = np.inf
     return t
 
@@ -329,6 +334,9 @@ def bounded_sweep(src: LogRows, space, d, eps_tol: float, atol: float, smallest:
     total = n * (n - 1) // 2
     stop = not smallest
     shape = _grid_shape(space, n)
+    if shape is None and (d is None or bool((d < 0).any())):
+        # a negative distance is no metric's (an unvalidated space may hold one): the plain sweep answers as it did
+        return None
     cmp = _Compared(src, space, d, eps_tol)
 
     def violated():
