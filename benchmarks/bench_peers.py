@@ -412,6 +412,10 @@ def obfuscate_rows(d: Path, sizes, repeats: int) -> list[dict]:
     return rows
 
 
+#: The tasks of :func:`channel_rows` (the beginning of their names).
+CHECK_TASKS = ("is this 40×40 channel private?", "smallest ε of a 40×40 Euclidean channel")
+
+
 def channel_rows(repeats: int) -> list[dict]:
     """40×40 Euclidean grid: a non-private channel judged (early exit), and the smallest ε (full sweep)."""
     import qif
@@ -434,7 +438,7 @@ def channel_rows(repeats: int) -> list[dict]:
     }
     measures.check_privacy(h[:3, :3] / h[:3, :3].sum(1, keepdims=True), spaces.grid(3, 1), epsilon=1.0)  # imports
     for task, (peer, ours) in cases.items():
-        t_peer, t_ours, vals = [], [], {}
+        t_peer, t_ours, vals, load = [], [], {}, os.getloadavg()[0]
         for _ in range(repeats):
             t0 = time.perf_counter()
             vals["libqif"] = peer()
@@ -445,6 +449,7 @@ def channel_rows(repeats: int) -> list[dict]:
         got = {"libqif": {"seconds": min(t_peer), "peak_rss_mib": 0.0, "answer": float(vals["libqif"])},
                "dprivacy": {"seconds": min(t_ours), "peak_rss_mib": 0.0, "answer": float(vals["dprivacy"])}}
         row = _timed_row(task + f" [answers: libqif {vals['libqif']}, dprivacy {vals['dprivacy']}]", got)
+        row["load_average"] = [load, os.getloadavg()[0]]  # the 1-minute load before and after the row
         rows.append(row)
     return rows
 
@@ -471,7 +476,8 @@ def write_markdown(out: dict, path: Path) -> None:
              "alternately, the minimum of " f"{out['repeats']}" " each; accuracy rows: mean |error| over "
              f"{out['reps']} releases each, interleaved"
              + (f" (the accuracy rows are from an earlier run, {out['accuracy_run']})" if out.get("accuracy_run") else "")
-             + (f"; only the obfuscate rows were measured in this run, the other timed rows are from {out['other_timed_run']}"
+             + (f"; only the {out.get('measured_only', 'obfuscate')} rows were measured in this run, the other timed rows "
+                f"are from {out['other_timed_run']}"
                 if out.get("other_timed_run") else "")
              + (f"; only the accuracy rows were measured in this run (load average {out['load_average'][0]:.2f} at its "
                 f"start, {out['load_average_after'][0]:.2f} at its end), the timed rows are from {out['timed_run']}"
@@ -517,6 +523,8 @@ def main() -> None:
                     "kept from the previous run's results_peers.json (labelled with that run)")
     ap.add_argument("--laws-only", action="store_true", help="recompute the accuracy rows' E|error| by each tool's noise "
                     "law (no release drawn) in the previous run's results_peers.json, keeping its measured rows")
+    ap.add_argument("--only-check", action="store_true", help="measure the two privacy-check rows (against libqif) "
+                    "only; every other row is kept from the previous run's results_peers.json (labelled with its run)")
     ap.add_argument("--skip-accuracy", action="store_true", help="keep the accuracy rows of the previous run's "
                     "results_peers.json (labelled with that run) and measure the timed rows only")
     args = ap.parse_args()
@@ -562,27 +570,37 @@ def main() -> None:
             prev = json.loads((HERE / "results_peers.json").read_text())
             out["timed"], out["repeats"] = prev["timed"], prev["repeats"]
             out["timed_run"] = prev.get("timed_run") or (
-                f"{prev['date']}: {prev['command']}" + (f"; its obfuscate rows only, the others from "
-                                                        f"{prev['other_timed_run']}" if prev.get("other_timed_run") else ""))
+                f"{prev['date']}: {prev['command']}" + (f" (its {prev.get('measured_only', 'obfuscate')} rows; the others "
+                                                        f"from {prev['other_timed_run']})" if prev.get("other_timed_run") else ""))
             out["load_average"] = os.getloadavg()
             out["accuracy"] = accuracy_rows(tables, args.reps)
             out["load_average_after"] = os.getloadavg()
             (HERE / "results_peers.json").write_text(json.dumps(out, indent=1, default=float))
             write_markdown(out, HERE / "RESULTS.md")
             return
-        if args.only_obfuscate:
+        if args.only_obfuscate or args.only_check:
             prev = json.loads((HERE / "results_peers.json").read_text())
             run = prev.get("accuracy_run") or f"{prev['date']}: {prev['command']}"
             out["accuracy"], out["reps"], out["accuracy_run"] = prev["accuracy"], prev["reps"], run
-            rows = obfuscate_rows(d, args.points, args.repeats)
-            for r in prev["timed"]:  # the new obfuscate rows where the old ones were
-                if not r["task"].startswith("obfuscate"):
+            if args.only_obfuscate:
+                kind, rows, mine = "obfuscate", obfuscate_rows(d, args.points, args.repeats), ("obfuscate",)
+            else:
+                kind, rows, mine = "privacy-check", channel_rows(args.repeats), CHECK_TASKS
+            for r in prev["timed"]:  # the new rows where the old ones were
+                if not r["task"].startswith(mine):
                     out["timed"].append(r)
                 elif rows:
                     out["timed"] += rows
                     rows = []
             out["timed"] += rows
-            out["other_timed_run"] = prev.get("other_timed_run") or f"{prev['date']}: {prev['command']}"
+            out["measured_only"] = kind
+            earlier = prev.get("timed_run") or prev.get("other_timed_run") or f"{prev['date']}: {prev['command']}"
+            if prev.get("laws_computed"):
+                out["laws_computed"] = prev["laws_computed"]
+            if not prev.get("timed_run") and prev.get("other_timed_run") and prev.get("measured_only", "obfuscate") != kind:
+                earlier = (f"{prev['date']}: {prev['command']} (its {prev.get('measured_only', 'obfuscate')} rows) and "
+                           f"{prev['other_timed_run']}")
+            out["other_timed_run"] = earlier
             (HERE / "results_peers.json").write_text(json.dumps(out, indent=1, default=float))
             write_markdown(out, HERE / "RESULTS.md")
             return

@@ -10,6 +10,7 @@ import pytest
 from api_helpers import api_message, cli_message, points_frame, released_points, run_cli
 
 import dprivacy as dp
+from dprivacy.data.budget import BudgetExceeded
 
 dd = pytest.importorskip("dask.dataframe")
 
@@ -135,3 +136,16 @@ def test_invalid_values_are_refused_on_the_whole_frame():
     ok = dp.query(dd.from_pandas(df, npartitions=3), "sum:units", epsilon=1.0, bounds=(0, 20), skip_invalid=True,
                   owner=True)
     assert ok.to_dict()["rows_skipped_not_private"] == 1
+
+
+def test_a_query_is_charged_under_its_name_like_the_pandas_frame(tmp_path):
+    df = table(40)
+    budget = dp.Budget(tmp_path / "ledger.json", 1.0)
+    with pytest.raises(ValueError, match="^budget= with the Dask DataFrame needs name="):
+        dp.query(dd.from_pandas(df, npartitions=2), "count", epsilon=0.5, budget=budget)
+    dp.query(df, "count", epsilon=0.6, budget=budget, name="sales")
+    with pytest.raises(BudgetExceeded, match="only 0.4 of the budget 1 remains"):
+        dp.query(dd.from_pandas(df, npartitions=2), "count", epsilon=0.5, budget=budget, name="sales")
+    answer = dp.query(dd.from_pandas(df, npartitions=2), "count", epsilon=0.4, budget=budget, name="sales")
+    assert answer.budget["budget_remaining"] == pytest.approx(0.0, abs=1e-12)
+    assert answer.report.table == "the Dask DataFrame 'sales'" and budget.spent(name="sales") == pytest.approx(1.0)

@@ -7,9 +7,10 @@ layer sits between the data layer (:mod:`dprivacy.data`, which reads, releases a
 line, which calls it: every refusal of the command line is made here, with the same sentence.
 """
 
+from .budget import Budget
 from .frames import OptionError
 from .locations import evaluate, obfuscate
-from .query import Budget, query
+from .query import query
 from .results import DataResult, QueryAnswer
 from .series import release_series
 

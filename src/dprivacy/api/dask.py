@@ -61,7 +61,8 @@ def obfuscate_dask_frame(ddf, *, shuffle: bool, **common):
 
     from ..data.dask_engine import merge_part_results
     from ..data.locations import prepare_obfuscation, record_sampling, rejection_note
-    from .frames import add_row_numbers, scratch, write_parquet
+    from ..data.memory import ArrowInput, MemoryRelease
+    from .frames import add_row_numbers, without_row_column
     from .points import location_result, points_table
 
     name = label("dask")
@@ -74,13 +75,12 @@ def obfuscate_dask_frame(ddf, *, shuffle: bool, **common):
         raise OptionError("shuffle=True on a Dask DataFrame: release it unshuffled and shuffle the result on the "
                           "cluster by random keys, or release its Parquet files with engine='dask' and shuffle=True")
     rows = common["skip_invalid"]
-    with scratch(name) as s:
+    with without_row_column():
         # the checks of the columns and their types, made once on the frame's meta (a row of each dtype, made up)
         table, lat_c, lon_c, _ = points_table(ddf._meta_nonempty, "pandas", common.pop("lat"), common.pop("lon"))
         if rows:
             table = add_row_numbers(table)
-        write_parquet(table, s.path("input.parquet"))
-        ob, report, src, _, _ = prepare_obfuscation(s.path("input.parquet"), s.path("released.parquet"),
+        ob, report, src, _, _ = prepare_obfuscation(ArrowInput(table, name), MemoryRelease(name, []),
                                                     lat=lat_c, lon=lon_c, **common)
     ob.noise_parts = 1  # one thread per partition: the scheduler already takes the cores
     ob.input_name = name
@@ -116,17 +116,17 @@ def _partition_aggregates(pdf, spec: dict) -> dict:
     """The exact partial aggregates of one partition, computed by DuckDB on it: the row count, the invalid and
     fractional values of the query's column, and per group key the selected count, sum or value histogram and the
     number of values clamped (the same SQL expressions as :func:`dprivacy.data.tables.run_query`'s scan)."""
-    import duckdb
-
+    from ..data.memory import ArrowInput
+    from ..data.table_sql import _connect, _relation
     from ..data.tables import _declare_keys
     from .frames import to_arrow
 
-    con = duckdb.connect()
-    con.register("dp_partition", to_arrow(pdf, "pandas"))
-    con.execute("SET enable_external_access=false")
+    # the partition as run_query reads an in-memory table (the same column types as the meta's, no file)
+    part = ArrowInput(to_arrow(pdf, "pandas"), "a partition")
+    con = _connect(part)
     if spec["keys"] is not None:
         _declare_keys(con, spec["keys"], spec["group_by"], spec["key_type"])
-    rel, sel, g = "dp_partition", spec["sel"], spec["gexpr"] or "NULL"
+    rel, sel, g = _relation(part), spec["sel"], spec["gexpr"] or "NULL"
     checks = con.execute(f"SELECT {', '.join(spec['checks'])} FROM {rel}").fetchone()
     where_keys = f" AND {g} IN (SELECT g FROM dp_keys)" if spec["keys"] is not None else ""
     groups = [r[0] for r in con.execute(f"SELECT DISTINCT {g} FROM {rel}").fetchall()] if spec["distinct"] else []
@@ -205,22 +205,19 @@ def query_dask_frame(ddf, q, *, epsilon, bounds, where, group_by, privacy, rng, 
     import dask
 
     from ..data.condition import compile_condition
+    from ..data.memory import ArrowInput
+    from ..data.table_sql import _connect, _relation
     from ..data.tables import _as_double, _as_type, _is_numeric, _quote, answer_plan, release_answers, run_query
-    from .frames import scratch, to_arrow, write_parquet
+    from .frames import to_arrow
 
     name = label("dask")
     options = dict(epsilon=epsilon, bounds=bounds, where=where, group_by=group_by, privacy=privacy, mechanism=mechanism,
                    skip_invalid=skip_invalid, prior=prior, unit=unit, keys=keys, owner=owner)
-    with scratch(name) as s:
-        probe = s.path("table.parquet")
-        write_parquet(to_arrow(ddf._meta_nonempty, "pandas"), probe)
-        run_query(str(probe), q, rng=0, **options)  # the refusals of the arguments and the schema, on made-up rows
-        import duckdb
-
-        con = duckdb.connect()
-        types = {r[0]: str(r[1]).upper() for r in
-                 con.execute(f"DESCRIBE SELECT * FROM read_parquet('{str(probe).replace(chr(39), chr(39) * 2)}')").fetchall()}
-        con.close()
+    probe = ArrowInput(to_arrow(ddf._meta_nonempty, "pandas"), name)
+    run_query(probe, q, rng=0, **options)  # the refusals of the arguments and the schema, on made-up rows
+    con = _connect(probe)
+    types = {r[0]: str(r[1]).upper() for r in con.execute(f"DESCRIBE SELECT * FROM {_relation(probe)}").fetchall()}
+    con.close()
     u = 1.0 if unit is None else float(unit)
     value_bounds = bounds
     if bounds is not None:
@@ -256,6 +253,8 @@ def query_dask_frame(ddf, q, *, epsilon, bounds, where, group_by, privacy, rng, 
         spec["checks"] += ["0", "0", "0"]
         spec["aggs"] = [f"count(*) FILTER (WHERE {sel})"]
     if keys is not None:  # the declared keys in the column's type, as DuckDB reads them (run_query's dp_keys)
+        import duckdb
+
         con = duckdb.connect()
         from ..data.tables import _declare_keys
 

@@ -1,9 +1,11 @@
 """The kinds of data the API takes, and the way each goes to the data layer and comes back.
 
-The data layer reads and writes files (:mod:`dprivacy.data`); a DataFrame is handed to it as a temporary Parquet
-file in a private folder (0700) that is removed when the call ends, whatever happens. Only the columns the
-release changes are read back; every other column, the index and the dtypes are taken from the object given,
-so a release holds one copy of the frame at most (the object returned), besides the Arrow table written once.
+In-memory data goes to the data layer as its Arrow form, through memory only (:mod:`dprivacy.data.memory`): the
+releases read it in batches and keep the released columns in memory, and queries run DuckDB on the registered
+Arrow table. Nothing of it is written to disk, so an interrupted or killed call leaves no copy of the true data
+behind. The frame is converted to Arrow once (for numeric columns without nulls, often without a copy); only the
+columns the release changes come back, and every other column, the index and the dtypes are taken from the object
+given, so a release holds one copy of the frame at most (the object returned) besides its Arrow form.
 
 Kinds: a pandas DataFrame, a GeoPandas GeoDataFrame (point geometry, any CRS), a polars DataFrame, a pyarrow
 Table, a Dask DataFrame (obfuscate and query), or a path (``str`` or ``os.PathLike``). Optional libraries are
@@ -15,15 +17,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import tempfile
-from dataclasses import dataclass, field
-from pathlib import Path
 
-#: Column added to the temporary file when rows may be dropped or reordered: the row's position in the object
-#: given, so that the rows released are matched to their other columns and index (never released itself).
+#: Column added to the Arrow form when rows may be dropped or reordered: the row's position in the object given,
+#: so that the rows released are matched to their other columns and index (never released itself).
 ROW = "__dprivacy_row__"
 
-#: How a kind is named in messages, in place of the temporary file's path.
+#: How a kind is named in messages, where the command line names its file.
 LABELS = {"pandas": "the DataFrame", "geopandas": "the GeoDataFrame", "polars": "the polars DataFrame",
           "arrow": "the Arrow Table", "dask": "the Dask DataFrame"}
 
@@ -127,80 +126,21 @@ def add_row_numbers(table):
     return table.append_column(ROW, pa.array(range(table.num_rows), pa.int64()))
 
 
-# -------------------------------------------------------------------------------------------------
-# the temporary folder, and messages that name it
-# -------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Scratch:
-    """A private temporary folder for one call. Files made by :meth:`path` are named in messages by their label
-    (:meth:`relabel`), not by their temporary path."""
-
-    folder: Path
-    name: str
-    labels: dict = field(default_factory=dict)
-
-    def path(self, filename: str, label: str | None = None) -> Path:
-        self.labels[filename] = label or self.name
-        return self.folder / filename
-
-    def relabel(self, text: str) -> str:
-        for f, name in sorted(self.labels.items(), key=lambda kv: -len(kv[0])):
-            for form in (str(self.folder / f) + ".dprivacy.json", str(self.folder / f), f + ".dprivacy.json", f):
-                text = text.replace(form, name)
-        text = text.replace(str(self.folder), self.name)
-        return text.replace(f", {ROW}", "").replace(f"{ROW}, ", "")
-
-    def relabel_all(self, obj):
-        """``obj`` (dicts, lists, strings) with :meth:`relabel` applied to every string."""
-        if isinstance(obj, str):
-            return self.relabel(obj)
-        if isinstance(obj, dict):
-            return {k: self.relabel_all(v) for k, v in obj.items()}
-        if isinstance(obj, (list, tuple)):
-            return type(obj)(self.relabel_all(v) for v in obj)
-        return obj
-
-
 @contextlib.contextmanager
-def scratch(name: str):
-    """A private temporary folder (removed at the end); errors raised inside name the data instead of its files."""
-    import shutil
-
-    folder = Path(tempfile.mkdtemp(prefix="dprivacy-api-"))
-    s = Scratch(folder, name)
+def without_row_column():
+    """Errors raised inside do not mention :data:`ROW` (a refusal that lists the columns lists the user's own)."""
     try:
-        yield s
+        yield
     except Exception as exc:
-        relabel_exception(exc, s)
+        if exc.args and isinstance(exc.args[0], str):
+            exc.args = (_drop_row(exc.args[0]), *exc.args[1:])
+        if isinstance(getattr(exc, "detail", None), str):
+            exc.detail = _drop_row(exc.detail)
         raise
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
-def relabel_exception(exc: BaseException, s: Scratch) -> None:
-    """Replace the temporary paths in ``exc``'s message (and its owner-only ``detail``) by the data's name."""
-    if exc.args and isinstance(exc.args[0], str):
-        exc.args = (s.relabel(exc.args[0]), *exc.args[1:])
-    if isinstance(getattr(exc, "detail", None), str):
-        exc.detail = s.relabel(exc.detail)
-    if isinstance(exc, OSError) and isinstance(exc.filename, str):
-        exc.filename = s.relabel(exc.filename)
-
-
-def write_parquet(table, path) -> None:
-    import pyarrow.parquet as pq
-
-    pq.write_table(table, path)
-
-
-def read_columns(path, columns) -> dict:
-    """Columns of a Parquet file (a file or a folder of parts) as numpy arrays."""
-    import pyarrow.dataset as ds
-
-    t = ds.dataset(str(path), format="parquet").to_table(columns=list(columns))
-    return {c: t.column(c).to_numpy() for c in columns}
+def _drop_row(text: str) -> str:
+    return text.replace(f", {ROW}", "").replace(f"{ROW}, ", "")
 
 
 # -------------------------------------------------------------------------------------------------

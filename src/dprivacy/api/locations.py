@@ -250,20 +250,23 @@ def _grid_release(mechanism, eps, unit, *, cell, region, prior, prior_from, rema
 
 def _obfuscate_frame(data, kind: str, *, shuffle: bool, progress, **common):
     from ..data.locations import obfuscate_file
-    from .frames import add_row_numbers, read_columns, rebuild, scratch, write_parquet
+    from ..data.memory import ArrowInput, MemoryRelease
+    from .frames import add_row_numbers, rebuild, without_row_column
 
     name = label(kind)
-    with scratch(name) as s:
+    with without_row_column():
         table, lat_c, lon_c, geo = points_table(data, kind, common.pop("lat"), common.pop("lon"))
         n = table.num_rows
         rows = shuffle or common["skip_invalid"] or common["user"] is not None
         if rows:
             table = add_row_numbers(table)
-        inp, out = s.path("input.parquet"), s.path("released.parquet")
-        write_parquet(table, inp)
+        # the frame's Arrow form is read in batches and the released coordinates are kept in memory: nothing is
+        # written to disk (a temporary file of the true points would outlive a killed process)
+        out = MemoryRelease(name, [lat_c, lon_c] + ([ROW] if rows else []))
+        rep = obfuscate_file(ArrowInput(table, name), out, lat=lat_c, lon=lon_c, progress=progress, shuffle=shuffle,
+                             **common)
         del table
-        rep = obfuscate_file(inp, out, lat=lat_c, lon=lon_c, progress=progress, shuffle=shuffle, **common)
-        got = read_columns(out, [lat_c, lon_c] + ([ROW] if rows else []))
+        got = out.columns()
     rep.input = rep.output = name
     positions = got[ROW] if rows else None
     if positions is None and len(got[lat_c]) != n:  # (every row is released, in order, or refused)
@@ -343,36 +346,31 @@ def evaluate(original, released, *, sidecar=None, lat: str | None = None, lon: s
     kinds = kind_of(original), kind_of(released)
     options = dict(lat=lat, lon=lon, key=key, coords=coords, cell=cell, region=region, prior=prior, prior_from=prior_from,
                    sweep=sweep, mechanisms=names, png=png, html=html, time_limit=time_limit, progress=progress, force=force)
+    if kinds[1] == "path" and sidecar is not None:
+        raise OptionError("sidecar= is for in-memory released data; a released file's sidecar is read from beside it")
     if kinds == ("path", "path"):
-        if sidecar is not None:
-            raise OptionError("sidecar= is for in-memory released data; a released file's sidecar is read from beside it")
         rep = evaluate_release(original, released, **options)
         return _evaluation(rep)
-    from .frames import scratch, write_parquet
+    from ..data.memory import ArrowInput
 
-    with scratch("the data") as s:
-        paths = []
-        for data, kind, role in ((original, kinds[0], "original"), (released, kinds[1], "released")):
-            if kind == "path":
-                paths.append(data)
-                continue
-            if kind == "dask":
-                raise OptionError("evaluate reads the points into memory: give a pandas DataFrame (ddf.compute()) or "
-                                 "the released Parquet folder")
-            table, lat_c, lon_c, _ = points_table(data, kind, lat if kind != "geopandas" else None,
-                                                  lon if kind != "geopandas" else None)
-            p = s.path(f"{role}.parquet", f"the {role} {label(kind)[4:]}")
-            write_parquet(table, p)
-            del table
-            paths.append(p)
-            if kind == "geopandas":
-                options.update(lat="lat", lon="lon")
-        if kinds[1] != "path" and sidecar is not None:
-            from ..data.io import write_json_atomic
-
+    # in-memory data is read from its Arrow form, and the sidecar given is passed as it is: nothing is written to disk
+    inputs = []
+    for data, kind, role in ((original, kinds[0], "original"), (released, kinds[1], "released")):
+        if kind == "path":
+            inputs.append(data)
+            continue
+        if kind == "dask":
+            raise OptionError("evaluate reads the points into memory: give a pandas DataFrame (ddf.compute()) or "
+                             "the released Parquet folder")
+        table, _, _, _ = points_table(data, kind, lat if kind != "geopandas" else None,
+                                      lon if kind != "geopandas" else None)
+        side = None
+        if role == "released" and sidecar is not None:
             side = sidecar.to_dict() if hasattr(sidecar, "to_dict") else dict(sidecar)
-            write_json_atomic(Path(str(paths[1]) + ".dprivacy.json"), side)
-        rep = s.relabel_all(evaluate_release(paths[0], paths[1], **options))
+        inputs.append(ArrowInput(table, f"the {role} {label(kind)[4:]}", sidecar=side))
+        if kind == "geopandas":
+            options.update(lat="lat", lon="lon")
+    rep = evaluate_release(inputs[0], inputs[1], **options)
     return _evaluation(rep)
 
 

@@ -3,116 +3,8 @@ budget ledger shared with the command line."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
+from .budget import Budget, budget_note, check_name, column_digests, missing_name, name_key
 from .frames import OptionError, kind_of, label
-
-
-class Budget:
-    """A privacy-budget ledger: the ε spent on each table, across calls, processes and the command line.
-
-    The ledger is the JSON file of ``dprivacy query --budget-file`` (:mod:`dprivacy.data.budget`); every charge
-    takes an exclusive lock on it, so that two concurrent callers can neither lose nor double-count a charge, and a
-    query that would exceed ``total`` is refused with nothing released and the ledger unchanged.
-
-    A file is known by its path, its identity and its bytes (as from the command line). A DataFrame is known by
-    the digest of its content (the same rows and types share a budget, whatever object holds them) and, when
-    :func:`dprivacy.query` is given ``name=``, by that name too: a changed copy of a frame is another table to
-    the ledger, which cannot know that it holds the same people — give it the same ``name``.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The ledger file (created on first use). It names the tables and their digests: keep it private.
-    total : float, optional
-        The total ε allowed on each table (``--budget``). Needed to charge; without it the ledger can be read.
-    change : bool
-        Allow ``total`` to differ from the budget recorded in the ledger for a table (never below what was spent;
-        ``--change-budget``).
-
-    Examples
-    --------
-    >>> import pandas as pd, dprivacy as dp
-    >>> sales = pd.DataFrame({"region": ["West", "East", "West"], "units": [3, 5, 2]})
-    >>> budget = dp.Budget("ledger.json", total=1.0)
-    >>> answer = dp.query(sales, "count", epsilon=0.5, budget=budget)
-    >>> answer.budget["budget_remaining"]
-    0.5
-    """
-
-    def __init__(self, path, total: float | None = None, *, change: bool = False):
-        self.path = None if path is None else Path(path)  # (None: refused on use, as --budget without --budget-file)
-        self.total = total
-        self.change = change
-
-    def __repr__(self) -> str:
-        return f"Budget({str(self.path)!r}, total={self.total!r})"
-
-    def ledger(self) -> dict:
-        """The ledger's content, validated: ``{table key: {"budget", "spent", "queries": [...]}}``."""
-        from ..data.budget import _locked, _read
-
-        if self.path is None:
-            raise OptionError("Budget(None): give the ledger's path")
-        ledger = Path(os.path.realpath(self.path))
-        if not ledger.exists():
-            return {}
-        with _locked(ledger):
-            return _read(ledger)
-
-    def spent(self, data=None, *, name: str | None = None) -> float:
-        """ε spent so far on ``data`` (a path or in-memory data), or on the table called ``name``."""
-        entry = self._entry(data, name)
-        return float(entry["spent"]) if entry else 0.0
-
-    def remaining(self, data=None, *, name: str | None = None) -> float:
-        """ε left on ``data`` (or ``name``) under ``total`` (or the budget recorded for it)."""
-        entry = self._entry(data, name)
-        total = self.total if self.total is not None else (entry or {}).get("budget")
-        if total is None:
-            raise OptionError("Budget(path) without total: give total= to know what remains on a new table")
-        return max(float(total) - (float(entry["spent"]) if entry else 0.0), 0.0)
-
-    def _entry(self, data, name):
-        from ..data.budget import _content_id, _entry_key, _file_id, table_key
-
-        ledger = self.ledger()
-        if data is None and name is None:
-            raise OptionError("give the table: a path, in-memory data, or name=")
-        if data is not None and kind_of(data) == "path":
-            key = _entry_key(ledger, table_key(data), _file_id(data), _content_id(data))
-        elif data is not None:
-            from .frames import scratch
-
-            with scratch(label(kind_of(data))) as s:
-                key, content, _ = _frame_identity(data, s, name)
-            key = _entry_key(ledger, key, None, content)
-        else:
-            key = _entry_key(ledger, _name_key(name), None, None)
-        return ledger.get(key)
-
-    def _checked(self):
-        from .._validate import check_epsilon
-
-        if self.total is None or self.path is None:
-            raise OptionError("--budget and --budget-file go together")
-        return check_epsilon(self.total, name="budget")
-
-
-def _name_key(name: str) -> str:
-    return f"name:{name}"
-
-
-def _frame_identity(data, s, name):
-    """(ledger key, content digest, path of the table written for DuckDB) of in-memory data."""
-    from ..data.budget import _content_id
-    from .frames import to_arrow, write_parquet
-
-    path = s.path("table.parquet")
-    write_parquet(to_arrow(data, kind_of(data)), path)
-    content = _content_id(path)
-    return (_name_key(name) if name is not None else content), content, path
 
 
 def _parse_keys(text: str) -> list:
@@ -182,14 +74,18 @@ def query(data, query, *, epsilon: float, bounds=None, where: str | None = None,
     seed : int, optional
         Reproducible research mode, NOT for release (refused with a budget: seeded answers share their noise).
     budget : Budget, optional
-        The ledger charged with ``epsilon`` before the answer is released; an overspend is refused.
+        The ledger charged with ``epsilon`` before the answer is released; an overspend is refused. In-memory
+        data is charged under its ``name``, which is then required.
     change_budget : bool
         Allow ``budget.total`` to differ from the budget recorded for the table (``--change-budget``).
     owner : bool
         Keep the data owner's exact diagnostics (values clamped, invalid values left out) in the result's
         ``to_dict()``: NOT private, never to be published.
     name : str, optional
-        The table's name in the ledger, for in-memory data (default: the digest of its content).
+        In-memory data's name in the ledger, as a file's path is its name there: every copy of the table (rows
+        or columns reordered, columns retyped or added) must be charged under the same name, and another name is
+        another budget. Required with ``budget`` for in-memory data; refused for a path. The result names the
+        data by it.
     status : callable, optional
         ``status(text, timed)`` returns an object with ``stop()`` (and ``update``, ``tick``), shown while the table
         is read (the command line's status line).
@@ -198,13 +94,14 @@ def query(data, query, *, epsilon: float, bounds=None, where: str | None = None,
     -------
     QueryAnswer
         ``.value`` (the noisy answer, or a dict group → answer), ``.answers``, ``.to_frame()``, the guarantee, the
-        random source, ``.budget`` (spent and remaining) and ``.to_dict()`` (``dprivacy query --json``'s object).
+        random source, ``.budget`` (spent and remaining, and a ``note`` when the ledger's digests of the columns
+        suggest a wrong name) and ``.to_dict()`` (``dprivacy query --json``'s object).
 
     Raises
     ------
     ValueError
         Every refusal of ``dprivacy query``, with the same sentence; :class:`~dprivacy.data.budget.BudgetExceeded`
-        (a ValueError) for an overspend.
+        (a ValueError) for an overspend; ``budget`` with in-memory data and no ``name``.
 
     Examples
     --------
@@ -237,23 +134,30 @@ def query(data, query, *, epsilon: float, bounds=None, where: str | None = None,
     options = dict(epsilon=eps, bounds=bounds, where=where, group_by=group_by, privacy=privacy, rng=seed,
                    mechanism=mechanism, skip_invalid=skip_invalid, prior=prior, unit=unit, keys=keys, owner=owner)
     kind = kind_of(data)
+    check_name(name, kind, data)
+    if budget is not None and kind != "path" and name is None:
+        raise OptionError(missing_name(kind))
+    shown = label(kind) if name is None else f"{label(kind)} {name!r}"
     if kind == "dask":
         from .dask import query_dask_frame
 
-        if budget is not None:
-            raise OptionError("budget= with a Dask DataFrame: the ledger knows a table by its file or content, which a "
-                             "distributed frame does not give; query its Parquet files by path, or charge a name with "
-                             "a budget on the pandas side")
-        return _answer(query_dask_frame(data, q, status=status, **options), {}, owner)
+        def run_dask():
+            res = query_dask_frame(data, q, status=status, **options)
+            res.table = shown
+            return res
+
+        return _run(run_dask, q, options, budget, change_budget, owner, shown, name)
     status = status or (lambda text, timed: _Quiet())
     if kind == "path":
-        return _run(str(data), q, options, budget, change_budget, owner, status, str(data), None)
-    from .frames import scratch
+        return _run(_runner(str(data), q, options, status, str(data)), q, options, budget, change_budget, owner,
+                    str(data), None)
+    from ..data.memory import ArrowInput
+    from .frames import to_arrow
 
-    with scratch(label(kind)) as s:
-        key, content, path = _frame_identity(data, s, name)
-        shown = label(kind) if name is None else f"{label(kind)} {name!r}"
-        return _run(str(path), q, options, budget, change_budget, owner, status, shown, (key, content), s)
+    # DuckDB scans the frame's Arrow form where it is: nothing is written to disk
+    source = ArrowInput(to_arrow(data, kind), shown)
+    return _run(_runner(source, q, options, status, shown), q, options, budget, change_budget, owner, shown, name,
+                source)
 
 
 class _Quiet:
@@ -267,8 +171,9 @@ class _Quiet:
         pass
 
 
-def _run(table: str, q, options: dict, budget, change_budget: bool, owner: bool, status, shown: str, identity,
-         s=None):
+def _runner(table, q, options: dict, status, shown: str):
+    """The query on ``table`` (a path, or an ArrowInput that the result names ``shown``), under the caller's status
+    while it reads the table."""
     from ..data.tables import run_query
 
     def run():
@@ -278,22 +183,42 @@ def _run(table: str, q, options: dict, budget, change_budget: bool, owner: bool,
             res = run_query(table, q, **options)
         finally:
             st.stop()
-        if s is not None:
+        if not isinstance(table, str):
             res.table = shown
         return res
 
+    return run
+
+
+def _run(run, q, options: dict, budget, change_budget: bool, owner: bool, shown: str, name, source=None):
+    """``run()`` answered, charged first to ``budget`` when there is one: a file under its path, in-memory data under
+    ``name`` (with its columns' digests recorded beside it, for the notes of :func:`.budget.budget_note`)."""
     if budget is None:
         return _answer(run(), {}, owner)
     from ..data.budget import charge
 
     total = budget._checked()
-    res, spent, left = charge(budget.path, table if identity is None else shown, epsilon=options["epsilon"],
-                              budget=total, what=q.name, run=run, privacy=options["privacy"],
-                              change_budget=change_budget or budget.change, identity=identity)
-    return _answer(res, {"budget": total, "budget_spent": spent, "budget_remaining": left}, owner)
+    fields, note = None, None
+    if name is not None:
+        identity = (name_key(name), None)
+        if source is not None:
+            import duckdb
+
+            try:
+                fields = {"columns": column_digests(source)}
+            except (MemoryError, duckdb.Error):  # (the digests only feed a note: the table is charged without them)
+                fields = None
+            if fields is not None:
+                note = budget_note(budget.ledger(), name, fields["columns"])
+    else:
+        identity = None
+    res, spent, left = charge(budget.path, shown, epsilon=options["epsilon"], budget=total, what=q.name, run=run,
+                              privacy=options["privacy"], change_budget=change_budget or budget.change,
+                              identity=identity, entry_fields=fields)
+    return _answer(res, {"budget": total, "budget_spent": spent, "budget_remaining": left}, owner, note)
 
 
-def _answer(res, extra: dict, owner: bool):
+def _answer(res, extra: dict, owner: bool, note: str | None = None):
     from .results import QueryAnswer
 
     report = {**res.to_dict(), **extra}
@@ -302,5 +227,7 @@ def _answer(res, extra: dict, owner: bool):
         report.pop("rows_skipped_not_private", None)
         for a in report.get("answers", []):
             a.pop("clamped_not_private", None)
+    # the note names the ledger's tables: it stays with the caller, out of the report that may be published
+    budget = {**extra, "note": note} if note else extra
     return QueryAnswer("query", res.guarantee, dict(res.random_source), {"answers": len(res.answers)}, report, res,
-                       budget=extra or None)
+                       budget=budget or None)

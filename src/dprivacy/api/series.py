@@ -83,17 +83,17 @@ def release_series(data, output=None, *, column: str, epsilon: float, time: str 
         raise OptionError(f"release_series takes a pandas or polars DataFrame, a pyarrow Table or a path, not {label(kind)}")
     if output is not None:
         raise OptionError(f"output= is for a file's release; the release of {label(kind)} is returned")
-    from .frames import read_columns, rebuild, scratch, to_arrow, write_parquet
+    from ..data.memory import ArrowInput, MemoryRelease
+    from .frames import rebuild, to_arrow
 
     name = label(kind)
-    with scratch(name) as s:
-        table = to_arrow(data, kind)
-        inp, out = s.path("input.parquet"), s.path("released.parquet")
-        write_parquet(table, inp)
-        rep = release_file(inp, out, **options)
-        positions = _valid_rows(table, column) if skip_invalid else None
-        del table
-        got = read_columns(out, [column])[column]
+    table = to_arrow(data, kind)
+    # read from the Arrow form, released into memory: nothing is written to disk
+    out = MemoryRelease(name, [column])
+    rep = release_file(ArrowInput(table, name), out, **options)
+    positions = _valid_rows(table, column) if skip_invalid else None
+    del table
+    got = out.columns()[column]
     if positions is not None and len(positions) != len(got):  # (the data layer's own test of a reading, so equal)
         raise RuntimeError(f"the release has {len(got)} readings for {len(positions)} valid rows")
     rep.input = rep.output = name

@@ -92,7 +92,7 @@ def add_parsers(sub) -> None:
     ob.add_argument("--seed", type=int, help="reproducible research mode (NOT for release); default: cryptographic randomness")
     ob.add_argument("--force", action="store_true", help="replace OUTPUT if it exists")
     ob.add_argument("--skip-invalid", action="store_true", help="drop rows whose coordinates cannot be read (missing, not a "
-                    "number, out of range) and count them; a point outside --region is not invalid")
+                    "number, out of range, a fraction of a semicircle) and count them; a point outside --region is not invalid")
     ob.add_argument("--mechanism", choices=["planar-laplace", "planar-laplace-grid", "tight-constraints", "optimal"],
                     default="planar-laplace", help="planar-laplace (continuous, geodesic; default) or a mechanism on a grid of "
                     "--cell metres over --region, which releases cell centres")
@@ -107,12 +107,15 @@ def add_parsers(sub) -> None:
                     "the expected distance for the prior (post-processing: same ε, smaller error)")
     ob.add_argument("--time-limit", type=_ascii_float, help="optimal: stop the linear program after this many seconds (default 300) "
                     "and use the best certified mechanism found, its gap recorded; grids over 600 cells are refused")
-    ob.add_argument("--user", metavar="COL", help="the column identifying the person of each row (with --budget)")
+    ob.add_argument("--user", metavar="COL", help="the column identifying the person of each row (with --budget); in a CSV "
+                    "its ids are compared as written (007 and 7 are two users); a blank id is refused")
     ob.add_argument("--budget", type=_ascii_float, help="total ε per user (units of --epsilon): rows beyond ⌊budget/ε⌋ per user are suppressed and counted")
     ob.add_argument("--coords", choices=["degrees", "semicircles"], default="degrees",
-                    help="unit of the coordinate columns: degrees (default) or Garmin/FIT semicircles (2^31 per 180°), read and written as such")
+                    help="unit of the coordinate columns: degrees (default) or Garmin/FIT semicircles (2^31 per 180°), read and "
+                    "written as such: whole numbers (a fraction is an invalid coordinate, as a non-number is)")
     ob.add_argument("--key", metavar="COL", help="with --seed: each record's noise depends only on the seed and its (unique) key, "
-                    "so any batching, partitioning or engine gives the same output")
+                    "so any batching, partitioning or engine gives the same output; in a CSV a key written as a whole number "
+                    "is that integer, as in Parquet (007 repeats 7), any other text a key as written")
     ob.add_argument("--shuffle", action="store_true", help="release the rows in a random order (a file sorted by "
                     "location gives each row's location away by its rank); the local engine holds the release in memory, "
                     "--engine dask sorts the rows by random keys over all its parts")
@@ -136,7 +139,7 @@ def add_parsers(sub) -> None:
                             "dprivacy evaluate points.csv cells.csv --sweep 0.5:4:4 --html evaluation.html"))
     ev.add_argument("original", metavar="ORIGINAL", help="the file of true points that was released (the data owner's)")
     ev.add_argument("released", metavar="RELEASED", help="the output of `dprivacy obfuscate` (its sidecar gives ε)")
-    ev.add_argument("--key", help="join rows by this column (default: by position)")
+    ev.add_argument("--key", help="join rows by this column (default: by position); a CSV's keys are compared as written")
     ev.add_argument("--lat", help="latitude column (default: found by name)")
     ev.add_argument("--lon", help="longitude column (default: found by name)")
     ev.add_argument("--coords", choices=["degrees", "semicircles"], help="unit of both files' coordinates (default: as the release's sidecar says)")

@@ -202,7 +202,8 @@ def _check_range(queries: list, protected: str | None, span: float | None, table
 
 
 def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None, privacy: str = "standard",
-           change_budget: bool = False, identity: tuple[str, str | None] | None = None):
+           change_budget: bool = False, identity: tuple[str, str | None] | None = None,
+           entry_fields: dict | None = None):
     """Charge ε to ``table`` in ``ledger`` under ``budget`` and, inside the lock, call ``run()`` (the
     query) so that the answer is released only when the charge is recorded. Returns (run's result,
     spent after, remaining).
@@ -215,8 +216,9 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
     (:func:`_check_columns`; checked on ``run()``'s result, which is then not returned).
 
     ``identity``: (key, content) of a table that is not a file of its own (a DataFrame, :mod:`dprivacy.api`): its
-    ledger key and the digest of its content, in place of the path, the file identity and the file's digest;
-    ``table`` then only names it in messages."""
+    ledger key and the digest of its content (or None), in place of the path, the file identity and the file's
+    digest; ``table`` then only names it in messages. ``entry_fields``: more fields recorded on the table's entry
+    when they are not there yet (the API's digests of a named table's columns)."""
     given = ledger
     # one ledger whatever its spelling: a write through a symlink would replace the link by the new ledger and
     # leave the file it points to with the old spending (3 of a budget of 2 spent through two names); the lock
@@ -270,6 +272,8 @@ def charge(ledger, table, *, epsilon: float, budget: float, what: str, run=None,
                 entry.setdefault("file_id", file_id)
             if content is not None:
                 entry.setdefault("content", content)
+            for field, value in (entry_fields or {}).items():
+                entry.setdefault(field, value)
             if identity is not None and key != identity[0] and identity[0] not in entry.setdefault("names", []):
                 entry["names"].append(identity[0])  # a name given to a table the ledger knew by its content
             entry["spent"] = after

@@ -130,11 +130,16 @@ def folder_locked(folder):
 @contextlib.contextmanager
 def release_commit(output_path):
     """The step from a release's move to OUTPUT to its sidecar: the folder locked (:func:`folder_locked`), then the
-    stop signals waiting (:func:`dprivacy._system.signals_held`) until the sidecar is written or the release removed."""
+    stop signals waiting (:func:`dprivacy._system.signals_held`) until the sidecar is written or the release removed.
+    A release kept in memory (:class:`~.memory.MemoryRelease`) has no folder and no sidecar: nothing is held."""
     from .._system import STOP_REQUESTED
     from .._system import signals_held
+    from .memory import in_memory
 
     if STOP_REQUESTED:  # a stop signal whose KeyboardInterrupt some C code swallowed: the release is not committed
         raise KeyboardInterrupt
+    if in_memory(output_path):
+        yield
+        return
     with folder_locked(Path(os.path.abspath(output_path)).parent), signals_held():
         yield

@@ -41,13 +41,26 @@ def _as_numbers(col):
     return pc.cast(col, pa.float64())
 
 
-def describe_bad(lat, lon, k: int, row: int, *, values: bool = True) -> str:
+def _as_semicircles(col) -> np.ndarray:
+    """A column of Garmin semicircles as float64 (still in semicircles): whole numbers as they are, NaN for anything
+    else — a fraction (1.5, in a floating column or as text) is a rejected row like a non-number, wherever it sits.
+    A CSV's column is read as text (whole numbers written 1073741824, 1073741824.0 or 1.073741824e9 alike): with the
+    type the reader guessed from the file's first block, one fraction typed the column as floating and refused the
+    run when it came early, and failed the reader when it came after that block."""
+    x = _as_numbers(col).to_numpy(zero_copy_only=False)
+    with np.errstate(invalid="ignore"):
+        return np.where(x == np.rint(x), x, np.nan)
+
+
+def describe_bad(lat, lon, k: int, row: int, *, values: bool = True, whole: bool = False) -> str:
     """Why row ``row`` (index k) has no valid location. ``values=False``: the kind of problem only, without
     the row's coordinates (for the report and the sidecar beside the release: a rejected row's true
-    location must not be published with it)."""
+    location must not be published with it). ``whole``: the coordinates must be whole numbers (semicircles)."""
     a, b = lat[k], lon[k]
     if not (np.isfinite(a) and np.isfinite(b)):
-        return f"row {row}: missing or non-numeric coordinate" + (f" (lat={a}, lon={b})" if values else "")
+        what = "missing, non-numeric or fractional coordinate (semicircles are whole numbers)" if whole else \
+            "missing or non-numeric coordinate"
+        return f"row {row}: {what}" + (f" (lat={a}, lon={b})" if values else "")
     if not values:
         return f"row {row}: " + ("latitude outside [-90, 90]" if abs(a) > 90 else "longitude outside [-180, 180]")
     if abs(a) > 90:

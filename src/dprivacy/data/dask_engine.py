@@ -258,7 +258,7 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
                 # process would print its own traceback, and Dask's loggers the teardown. The workers
                 # inherit a standard error sent to the null device (their failures come back to us as the
                 # tasks' exceptions), and Dask's loggers here say nothing below CRITICAL during the run.
-                with _stderr_to_null():
+                with _stderr_to_null(), dask.config.set(_worker_environ()):
                     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
                                            silence_logs=logging.CRITICAL)
                     client = Client(cluster)
@@ -349,6 +349,22 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
             shutil.rmtree(old, ignore_errors=True)
         held.close()  # a signal that waited is delivered here, once the release is complete (or removed)
     return report
+
+
+def _worker_environ() -> dict:
+    """Dask configuration for the LocalCluster's workers: glibc keeps batch-sized arrays in the heap, as in the command
+    line's own process (:func:`dprivacy._system.keep_batch_arrays_in_the_heap`). Dask sets MALLOC_TRIM_THRESHOLD_ to
+    64 KiB for its workers (freed memory back to the system at once), which also fixes glibc's mmap threshold at
+    128 KiB: every array of a task was mapped afresh, 210,000 page faults and 0.4 s of system time per task of
+    500,000 points against 300 and 0.02 s with these values (measured), the task's CPU 0.54 s against 0.13 s."""
+    import dask
+
+    from .._system import HEAP_MMAP_THRESHOLD, HEAP_TRIM_THRESHOLD
+
+    key = "distributed.nanny.pre-spawn-environ"
+    env = dict(dask.config.get(key, default={}) or {})
+    env.update(MALLOC_MMAP_THRESHOLD_=HEAP_MMAP_THRESHOLD, MALLOC_TRIM_THRESHOLD_=HEAP_TRIM_THRESHOLD)
+    return {key: env}
 
 
 _LOGGERS = ("distributed", "tornado", "asyncio", "bokeh")

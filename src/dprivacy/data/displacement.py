@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .coordinates import COORDS, SEMICIRCLE_DEG, describe_bad
+from .coordinates import COORDS, SEMICIRCLE_DEG, _as_numbers, describe_bad
 from .planar_noise import displacement_quantiles
 
 
@@ -25,6 +25,22 @@ def _read_sidecar(side: Path) -> dict:
         meta = json.loads(side.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValueError(f"the release's sidecar {side} is not valid JSON ({exc})") from None
+    return _checked_sidecar(meta, side)
+
+
+def sidecar_of(released) -> tuple[dict, str]:
+    """(the release's sidecar, checked; how messages name it): the file beside a released file, or the report given
+    with an in-memory release (:class:`~.memory.ArrowInput`'s ``sidecar``)."""
+    from .memory import ArrowInput
+
+    if isinstance(released, ArrowInput):
+        name = f"given with {released}"
+        return (_checked_sidecar(released.sidecar, name) if released.sidecar is not None else {}), name
+    side = Path(str(released) + ".dprivacy.json")
+    return _read_sidecar(side), str(side)
+
+
+def _checked_sidecar(meta, side) -> dict:
     if not isinstance(meta, dict):
         raise ValueError(f"the release's sidecar {side} is not a JSON object")
     e = meta.get("epsilon_per_metre")
@@ -50,16 +66,22 @@ def evaluate_files(original, released, *, lat: str | None = None, lon: str | Non
     import pyarrow.compute as pc
     from pyproj import Geod
 
-    from .io import find_coordinate_columns, read_batches
+    from .io import file_format, find_coordinate_columns, read_batches
+    from .memory import in_memory
 
     def load(path):
         schema, batches = read_batches(path)
+        la, lo = find_coordinate_columns(schema, lat, lon)
+        if file_format(path) == "csv":
+            # every column as its text (the coordinates parsed value by value, the key compared as written): with the
+            # types the reader guessed from the first block, one 'abc' or '12a' among numbers, in any column, was read
+            # when it came early and refused the file after that block
+            schema, batches = read_batches(path, text_columns=schema.names)
         t = pa.Table.from_batches(list(batches), schema=schema)
-        la, lo = find_coordinate_columns(t.schema, lat, lon)
         return t, la, lo
 
-    side = Path(str(released) + ".dprivacy.json")
-    meta = _read_sidecar(side)
+    meta, side = sidecar_of(released)
+    released_file = not in_memory(released)
     if coords is not None and meta.get("coords") and coords != meta["coords"]:
         raise ValueError(f"--coords {coords}, but the release's sidecar {side} says its coordinates are {meta['coords']}")
     coords = coords or meta.get("coords") or "degrees"
@@ -79,6 +101,13 @@ def evaluate_files(original, released, *, lat: str | None = None, lon: str | Non
         for t, name in ((a, original), (b, released)):
             if key not in t.column_names:
                 raise ValueError(f"no key column {key!r} in {name}")
+        if a.schema.field(key).type != b.schema.field(key).type:  # (a CSV's text against a Parquet integer): as text
+            try:
+                a, b = (t.set_column(t.schema.get_field_index(key), key, pc.cast(t.column(key), pa.string())) for t in (a, b))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                raise ValueError(f"key column {key!r} has the type {a.schema.field(key).type} in {original} and "
+                                 f"{b.schema.field(key).type} in {released}: they cannot be compared") from None
+        for t, name in ((a, original), (b, released)):
             if pc.count_distinct(t.column(key)).as_py() != t.num_rows:
                 raise ValueError(f"key column {key!r} of {name} has repeated values: it cannot join rows one to one")
         stray = pc.is_null(pc.index_in(b.column(key), value_set=a.column(key)))
@@ -94,7 +123,7 @@ def evaluate_files(original, released, *, lat: str | None = None, lon: str | Non
         b = b.take(where.filter(released_rows))
     elif a.num_rows != b.num_rows:
         raise ValueError(f"{original} has {a.num_rows} rows and {released} {b.num_rows}: give --key COL to join them")
-    f = lambda t, c: pc.cast(t.column(c), pa.float64()).to_numpy(zero_copy_only=False)  # noqa: E731
+    f = lambda t, c: _as_numbers(t.column(c)).to_numpy(zero_copy_only=False)  # noqa: E731 (a non-number: NaN, skipped)
     lat0, lon0, lat1, lon1 = (f(a, la_a) * scale, f(a, lo_a) * scale, f(b, la_b) * scale, f(b, lo_b) * scale)
     for name, la, lo in ((original, lat0, lon0), (released, lat1, lon1)):
         with np.errstate(invalid="ignore"):
@@ -115,8 +144,10 @@ def evaluate_files(original, released, *, lat: str | None = None, lon: str | Non
     if coords != "degrees":
         res["coords"] = coords
     if not meta:
-        res["note"] = (f"no sidecar {side.name} beside the release: its ε and mechanism are unknown, so only the "
-                       "displacement is measured (is it a dprivacy release?)")
+        res["note"] = (f"no sidecar {Path(side).name} beside the release: its ε and mechanism are unknown, so only the "
+                       "displacement is measured (is it a dprivacy release?)" if released_file else
+                       f"no sidecar given with {released}: its ε and mechanism are unknown, so only the displacement is "
+                       "measured (pass the release's result as sidecar=)")
     if meta:
         e = meta.get("epsilon_per_metre")
         if e:

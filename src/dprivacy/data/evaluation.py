@@ -148,21 +148,23 @@ def evaluate_release(original, released, *, lat=None, lon=None, key=None, coords
     self-contained HTML page on request (an existing PNG or HTML file is replaced only with ``force``).
     The prior is ``prior``/``prior_from``, else the original points binned on the grid. ``optimal`` runs
     with a default time limit of 300 s and is refused above 600 cells (:data:`~dprivacy.data.grid_release.OPTIMAL_MAX_CELLS`)."""
-    import os
-    import tempfile
+    import io
     from pathlib import Path
 
     from .grid_release import load_grid_prior
     from .io import write_bytes_atomic
     from .location_grid import LocationGrid
     from .locations import UNITS, evaluate_files
+    from .memory import display_name, in_memory
+
+    files = [f for f in (original, released) if not in_memory(f)]
 
     if png is not None and html is not None and Path(png).resolve() == Path(html).resolve():
         raise ValueError(f"--png and --html are both {png}: give two files (the page would replace the figure)")
     for out_path, flag in ((png, "--png"), (html, "--html")):
         if out_path is not None and Path(out_path).exists() and not force:
             raise FileExistsError(f"{flag} {out_path} exists; use --force to replace it")
-        if out_path is not None and any(Path(out_path).resolve() == Path(f).resolve() for f in (original, released)):
+        if out_path is not None and any(Path(out_path).resolve() == Path(f).resolve() for f in files):
             raise ValueError(f"{flag} {out_path} is one of the input files")
         if out_path is not None and not Path(out_path).parent.exists():
             # refused before the measures, which can take minutes (checked again when writing)
@@ -180,7 +182,8 @@ def evaluate_release(original, released, *, lat=None, lon=None, key=None, coords
         if cell is None or region is None:
             raise ValueError("the grid measures need --cell and --region (the release's sidecar has no grid)")
         if not eps_m and sweep is None:
-            raise ValueError(f"no sidecar {released}.dprivacy.json with ε: give --sweep LO:HI:N to evaluate on the grid")
+            side = f"{released}.dprivacy.json" if not in_memory(released) else f"given with {released}"
+            raise ValueError(f"no sidecar {side} with ε: give --sweep LO:HI:N to evaluate on the grid")
         grid = LocationGrid.build(region, cell)
         other_grid = bool(g_info) and (not math.isclose(grid.cell_m, float(g_info.get("cell_m") or 0), rel_tol=1e-9)
                                        or not np.allclose(grid.region, g_info.get("region") or [np.nan] * 4))
@@ -207,7 +210,7 @@ def evaluate_release(original, released, *, lat=None, lon=None, key=None, coords
                 # the release moved each output z to its remap's cell: model that, not the bare mechanism
                 # (3,137 m was predicted beside 475 km measured)
                 _model_remap(out["at_release"], grid, base, float(eps_m), pi, (meta.get("grid") or {}).get("prior"),
-                             time_limit, near=Path(released).parent)
+                             time_limit, near=None if in_memory(released) else Path(released).parent)
             if base == "planar-laplace":
                 out["at_release"]["note"] = ("the continuous release measured through its grid analogue (noise from the cell "
                                              "centre, output snapped to the cells): an approximation, not a bound — the "
@@ -228,7 +231,7 @@ def evaluate_release(original, released, *, lat=None, lon=None, key=None, coords
     # the map shows true points beside released ones: a figure for the data owner, and it says so (the
     # natural attachment to a release carried 1,500 true locations unmarked): the PNG in its own title (it can
     # travel alone), the page once at its top (its embedded figure is drawn without the mark)
-    title = f"{Path(released).name} against {Path(original).name}"
+    title = f"{display_name(released)} against {display_name(original)}"
     if png or html:
         res["notes"] = res.get("notes", []) + [f"the --png/--html figure shows true locations: {OWNER_ONLY}"]
     drawing = dict(original=(la0, lo0), released=(la1, lo1), displacement=d,
@@ -236,13 +239,10 @@ def evaluate_release(original, released, *, lat=None, lon=None, key=None, coords
                    sweep=(res.get("grid") or {}).get("sweep"), at_release=(res.get("grid") or {}).get("at_release"))
 
     def render(owner_mark: bool) -> bytes:
-        fd, tmp = tempfile.mkstemp(suffix=".png")
-        os.close(fd)
-        try:
-            figure(tmp, title=f"dprivacy evaluate: {title}" if owner_mark else "", owner_mark=owner_mark, **drawing)
-            return Path(tmp).read_bytes()
-        finally:
-            os.unlink(tmp)
+        # drawn in memory: the figure shows the true points, and a temporary file of it would outlive a killed process
+        buf = io.BytesIO()
+        figure(buf, title=f"dprivacy evaluate: {title}" if owner_mark else "", owner_mark=owner_mark, **drawing)
+        return buf.getvalue()
 
     if png:
         write_bytes_atomic(png, render(True), force=force)  # (without --force: never over a file made meanwhile)

@@ -129,8 +129,9 @@ def draw(*, original=None, released=None, displacement=None, epsilon_m=None, swe
 
 
 def figure(path, *, title="", owner_mark: bool = True, **kw) -> None:
-    """Write :func:`draw`'s figure to ``path`` (PNG); with ``owner_mark`` its title says that it shows the true
-    locations (:data:`OWNER_ONLY`): a PNG can be passed on without the page that says so."""
+    """Write :func:`draw`'s figure to ``path`` (a file name or a binary file object) as PNG; with ``owner_mark`` its
+    title says that it shows the true locations (:data:`OWNER_ONLY`): a PNG can be passed on without the page that
+    says so."""
     import matplotlib.pyplot as plt
 
     fig = draw(**kw)
@@ -138,7 +139,7 @@ def figure(path, *, title="", owner_mark: bool = True, **kw) -> None:
         fig.suptitle(f"{title}\n{OWNER_ONLY}" if title else OWNER_ONLY, fontsize=11, color="#b00000", fontweight="bold")
     elif title:
         fig.suptitle(title, fontsize=11)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, format="png")
     plt.close(fig)
 
 

@@ -16,11 +16,19 @@ FORMATS = {".csv": "csv", ".gz": "csv", ".parquet": "parquet", ".pq": "parquet",
 BATCH_ROWS = 1 << 18
 #: Features per batch when reading GeoJSON (each is a Python dict until converted: smaller batches).
 GEOJSON_BATCH_ROWS = 1 << 16
+#: Bytes per block of the CSV reader (pyarrow's ``block_size``). A column not read as text gets its type from the
+#: file's first block; the columns whose meaning must not depend on where a row sits (coordinates, record keys, user
+#: ids, readings) are read as text and parsed per batch. Read at each open (tests lower it to reach the second block).
+CSV_BLOCK_BYTES = 1 << 24
 
 
 def file_format(path) -> str:
     """'csv', 'parquet' or 'geojson' from the file name (``.csv``, ``.csv.gz``, ``.parquet``/``.pq``,
-    ``.geojson``), case-insensitive."""
+    ``.geojson``), case-insensitive; 'arrow' for in-memory data (:mod:`.memory`)."""
+    from .memory import in_memory
+
+    if in_memory(path):
+        return "arrow"
     name = Path(path).name.lower()
     if name.endswith(".csv.gz") or name.endswith(".csv"):
         return "csv"

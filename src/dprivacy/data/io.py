@@ -5,7 +5,9 @@ every column other than the coordinates keeps its type and the rows keep their o
 atomic: the output goes to a temporary file beside OUTPUT and is moved to OUTPUT only when complete, so
 an error or an interrupt leaves nothing at OUTPUT; without ``force`` the move fails if OUTPUT exists by then
 (:mod:`.commit`). Inputs must be regular files (or a Parquet folder of parts), checked before they are opened
-(:func:`dprivacy._system.check_input_file`).
+(:func:`dprivacy._system.check_input_file`). In-memory data takes the place of a file on both sides
+(:mod:`.memory`): an :class:`~.memory.ArrowInput` is read in batches like a Parquet file, and a
+:class:`~.memory.MemoryRelease` keeps the release in memory, with no file and no sidecar.
 
 This module holds the readers' front door (:func:`read_batches`) with CSV and Parquet, the atomic writer, and the
 sidecar (the report written beside a release). The GeoJSON format is :mod:`.geojson`; which columns hold the points
@@ -26,6 +28,7 @@ from .columns import (  # noqa: F401 (re-exported)
     GEOMETRY_NAMES, LAT_NAMES, LOCATION_ENDS, LOCATION_PARTS, LOCATION_PREFIXES, LOCATION_WORD_STEMS, LOCATION_WORDS,
     LON_NAMES, _located_fields, _looks_located, _words, check_no_other_locations, find_coordinate_columns,
     geometry_columns, geoparquet_geometry_columns, without_input_metadata)
+from . import formats
 from .commit import commit_new, fresh_temp_name
 from .copies import (  # noqa: F401 (re-exported)
     _DEGREES_HEMISPHERE, _DMS, _DMS_HINT, _MERCATOR_R, _NUMBER, COPY_ATOL_DEG, COPY_SAMPLE_ROWS, COPY_SHARE,
@@ -39,13 +42,18 @@ from .geojson import (  # noqa: F401 (re-exported)
 
 
 def read_batches(path, *, batch_rows: int = BATCH_ROWS, text_columns=()) -> tuple[object, Iterator]:
-    """(schema, iterator of pyarrow.RecordBatch) for a CSV, Parquet or GeoJSON file of points. Two columns
-    of one name are refused (written out, one of them would be lost: name,name,lat,lon with A,B gives A, A).
+    """(schema, iterator of pyarrow.RecordBatch) for a CSV, Parquet or GeoJSON file of points, or an
+    :class:`~.memory.ArrowInput` (batches of the same size as a Parquet file's). Two columns of one name are
+    refused (written out, one of them would be lost: name,name,lat,lon with A,B gives A, A).
     ``text_columns``: columns of a CSV read as their text, without type inference."""
     from .._system import import_pandas_for_pyarrow
+    from .memory import ArrowInput
 
     import_pandas_for_pyarrow()  # (before pyarrow's to_numpy imports it where a Ctrl-C is lost)
-    schema, batches = _read_batches(path, batch_rows=batch_rows, text_columns=text_columns)
+    if isinstance(path, ArrowInput):
+        schema, batches = path.schema, path.batches(batch_rows)
+    else:
+        schema, batches = _read_batches(path, batch_rows=batch_rows, text_columns=text_columns)
     seen: set = set()
     for name in schema.names:
         if name in seen:
@@ -67,7 +75,7 @@ def _read_batches(path, *, batch_rows: int, text_columns=()) -> tuple[object, It
         from pyarrow import csv
 
         try:
-            reader = csv.open_csv(path, read_options=csv.ReadOptions(block_size=1 << 24),
+            reader = csv.open_csv(path, read_options=csv.ReadOptions(block_size=formats.CSV_BLOCK_BYTES),
                                   convert_options=csv.ConvertOptions(column_types={c: pa.string() for c in text_columns}))
         except pa.ArrowInvalid as exc:
             raise ValueError(f"cannot read {path} as CSV: {_csv_problem(exc)}") from None
@@ -139,7 +147,8 @@ def _csv_batches(reader, path):
         for b in reader:
             yield b
     except pa.ArrowInvalid as exc:
-        hint = ("; the column's type was taken from the file's first block (16 MiB), where every value was a number, "
+        block = f"{formats.CSV_BLOCK_BYTES / 2**20:g} MiB"  # (formats: read at each open)
+        hint = (f"; the column's type was taken from the file's first block ({block}), where every value was a number, "
                 "so this one cannot be skipped as a row: correct it" if "conversion error" in str(exc).lower() else "")
         raise ValueError(f"cannot read {path} as CSV: {_csv_problem(exc)}{hint}") from None
     except MemoryError:  # (pyarrow's ArrowMemoryError: memory ran out, the file is fine)
@@ -168,7 +177,19 @@ class AtomicWriter:
     OUTPUT is left as it was (absent, or the old file when ``force`` was given). Without ``force`` the move
     fails with FileExistsError when OUTPUT exists by then (another run finished first), leaving it as it is
     (:func:`~.commit.commit_new`).
+
+    OUTPUT may be a :class:`~.memory.MemoryRelease`: the batches are then kept in memory (its columns), nothing is
+    written anywhere, and an exception drops what was kept.
     """
+
+    def __new__(cls, path, *args, **kwargs):
+        # the release loops open their output as AtomicWriter(OUTPUT, ...) whatever OUTPUT is: a MemoryRelease gets
+        # the writer that keeps the batches in memory
+        from .memory import MemoryRelease
+
+        if isinstance(path, MemoryRelease):
+            return _MemoryWriter(path, *args)
+        return super().__new__(cls)
 
     def __init__(self, path, schema, *, force: bool = False, geojson_coords: tuple[str, str] | None = None,
                  plain_columns: tuple = (), notice: str | None = None):
@@ -289,6 +310,28 @@ class AtomicWriter:
         return False
 
 
+class _MemoryWriter:
+    """:class:`AtomicWriter`'s counterpart for a :class:`~.memory.MemoryRelease`: the batches kept in memory."""
+
+    def __init__(self, release, schema):
+        self.release = release
+        self.schema = schema
+        self.rows = 0
+
+    def __enter__(self):
+        self.release.start(self.schema)
+        return self
+
+    def write(self, batch) -> None:
+        self.release.add(batch)
+        self.rows += batch.num_rows
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            self.release.discard()
+        return False
+
+
 def write_json_atomic(path, obj) -> None:
     """Write a JSON document atomically (strict JSON, see :func:`dprivacy.results.dumps`)."""
     from ..results import dumps
@@ -323,7 +366,11 @@ def sidecar_path(output_path) -> Path:
 def check_sidecar(input_path, output_path, *, force: bool = False) -> None:
     """Refuse, before anything is written, a release whose sidecar would replace the input (``obfuscate
     q.csv.dprivacy.json -o q.csv`` overwrote its input with the report) or, without ``force``, an
-    existing file."""
+    existing file. A release kept in memory has no sidecar."""
+    from .memory import in_memory
+
+    if in_memory(output_path):
+        return
     side = sidecar_path(output_path)
     if side.is_dir():
         raise ValueError(f"the sidecar {side} (the report written beside OUTPUT) is a folder: name OUTPUT differently")
@@ -362,7 +409,12 @@ def remove_release(output_path) -> None:
 @contextlib.contextmanager
 def removed_unless_completed(output_path):
     """The code between a release's rename to ``output_path`` and its sidecar: an error or an interrupt there removes
-    the release, so that none is left without its report."""
+    the release, so that none is left without its report (a release kept in memory is simply not returned)."""
+    from .memory import in_memory
+
+    if in_memory(output_path):
+        yield
+        return
     try:
         yield
     except BaseException:
@@ -388,7 +440,11 @@ def sidecar_report(report: dict) -> dict:
 def commit_sidecar(output_path, report: dict) -> None:
     """Write the sidecar of a release already at ``output_path`` (:func:`sidecar_report` of ``report``); when that
     fails, remove the release too, so that an error leaves no release without its report. Then the release is
-    complete: :data:`ON_COMPLETE`."""
+    complete: :data:`ON_COMPLETE`. A release kept in memory has no sidecar: its caller returns the report."""
+    from .memory import in_memory
+
+    if in_memory(output_path):
+        return
     with removed_unless_completed(output_path):
         write_json_atomic(sidecar_path(output_path), sidecar_report(report))
     for hook in list(ON_COMPLETE):

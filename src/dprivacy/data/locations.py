@@ -87,6 +87,7 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
     from .. import __version__
     from ..sampling import random_source
     from .io import check_no_other_locations, file_format, find_coordinate_columns, read_batches
+    from .memory import display_name
 
     e_m = epsilon_per_metre(epsilon, unit)
     if coords not in COORDS:
@@ -98,26 +99,31 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
     check_no_other_locations(schema, lat_c, lon_c, input_path, keep=keep)
     if file_format(input_path) == "csv":
         # Every column as its text, read again: the kept columns are written back as they were (type
-        # inference rewrote them: zip code 02134 as 2134, 007 as 7, NA as empty, 1e5 as 100000), and a
-        # coordinate that is not a number anywhere in the file is a rejected row (with inferred types, one
-        # after the first 16 MiB block refused the whole file). The --key/--user columns keep their types
-        # (keyed noise depends on the key's type); semicircles must be integers.
-        # Other outputs (Parquet, GeoJSON) keep the inferred types of the kept columns (numbers stay numbers).
-        typed = {key, user} | ({lat_c, lon_c} if coords == "semicircles" else set())
-        text = [c for c in schema.names if c not in typed] if file_format(output_path) == "csv" else \
-            [c for c in (lat_c, lon_c) if c not in typed]
-        schema, batches = read_batches(input_path, text_columns=text)
+        # inference rewrote them: zip code 02134 as 2134, 007 as 7, NA as empty, 1e5 as 100000). The coordinates and
+        # the --key/--user columns are read as text whatever the output, and parsed per batch: with the types the
+        # reader guessed from the file's first block (16 MiB), one value (a fraction among integer semicircles, 12a
+        # among integer keys or user ids) was a rejected row, or changed every record key or the grouping of the
+        # users, when it came early, and refused the whole file after that block; its place decided, at no cost in ε.
+        # The other kept columns are their text in every output (Parquet, GeoJSON too): typed by that guess, one
+        # value (unknown among ages) was released when early and refused the file when late.
+        schema, batches = read_batches(input_path, text_columns=list(schema.names))
     for c in (lat_c, lon_c):
         t = schema.field(c).type
         if pa.types.is_dictionary(t):  # read through its values (_as_numbers decodes them)
             t = t.value_type
         if getattr(pa.types, "is_string_view", lambda _: False)(t):
             t = pa.string()
-        ok = pa.types.is_integer(t) if coords == "semicircles" else (
-            pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_null(t) or pa.types.is_decimal(t)
-            or pa.types.is_string(t) or pa.types.is_large_string(t))  # text: parsed row by row (_as_numbers)
+        text = pa.types.is_string(t) or pa.types.is_large_string(t)  # parsed row by row (_as_numbers)
+        if coords == "semicircles":
+            # whole numbers, checked row by row (Obfuscator.coordinates: 1.5 is a rejected row wherever it sits): an
+            # integer or floating column, or a CSV's text, written back as integers
+            ok = pa.types.is_integer(t) or pa.types.is_floating(t) or (text and file_format(input_path) == "csv")
+            if ok and text:
+                schema = schema.set(schema.get_field_index(c), pa.field(c, pa.int64()))
+        else:
+            ok = text or pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_null(t) or pa.types.is_decimal(t)
         if not ok:
-            want = "integer semicircles" if coords == "semicircles" else "numeric"
+            want = "semicircles (whole numbers)" if coords == "semicircles" else "numeric"
             raise ValueError(f"coordinate column {c!r} is not {want} (type {t})")
     if (user is None) != (budget is None):
         raise ValueError("--user COL and --budget B go together: the budget is per user")
@@ -160,7 +166,7 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
         name = release.mechanism.name + (" + distance remap" if release.remap is not None else "")
         guarantee = grid_guarantee(release.grid, epsilon, unit, release.mechanism.name)
     report = ObfuscationReport(
-        Path(input_path).name, Path(output_path).name, name, float(epsilon), unit, e_m, guarantee=guarantee,
+        display_name(input_path), display_name(output_path), name, float(epsilon), unit, e_m, guarantee=guarantee,
         random_source=src.to_dict(), lat_column=lat_c, lon_column=lon_c,
         precision_degrees=(precision if coords == "degrees" else SEMICIRCLE_DEG) if release is None else None,
         version=__version__)
@@ -176,6 +182,7 @@ def prepare_obfuscation(input_path, output_path, *, epsilon: float, unit: str = 
     report.accuracy = accuracy
     ob = Obfuscator(str(input_path), schema, lat_c, lon_c, e_m, release, precision, skip_invalid, coords,
                     None if src.release else _seed_of(rng), key)
+    ob.text_keys = key is not None and file_format(input_path) == "csv"  # (read as text: Obfuscator.record_keys)
     if keep:
         report.notes.append(f"column(s) {', '.join(map(repr, keep))} released as they are with --keep: declared by the "
                             "user to hold no location although their name or type looks like one")
@@ -236,7 +243,7 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
         report.budget = {"user_column": user, "budget": float(budget), "reports_per_user": allowed,
                          "rule": "sequential composition: a user's first ⌊budget/ε⌋ rows (file order) are released, the rest suppressed"}
         spent: dict = {}
-    seen_keys = _KeyCheck(key) if key is not None else None
+    seen_keys = _KeyCheck(key, ob) if key is not None else None
     counts: dict = {}  # what the draws did, over the batches (record_sampling)
     shuffled = [] if shuffle else None
     if shuffle:
@@ -301,9 +308,9 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
                     # Dask engine's over any partitioning (--key promises the same output whatever the engine)
                     import numpy as np
 
-                    from ..sampling.keyed import record_keys, record_order_keys
+                    from ..sampling.keyed import record_order_keys
 
-                    k0, k1 = record_order_keys(ob.seed, record_keys(table.column(key)))
+                    k0, k1 = record_order_keys(ob.seed, ob.record_keys(table.column(key)))
                     order = np.lexsort((k1, k0))
                 else:
                     order = src.generator.permutation(table.num_rows)

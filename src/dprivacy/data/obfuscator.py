@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .coordinates import SEMICIRCLE_DEG, _as_numbers, describe_bad, validate_coordinates
+from .coordinates import SEMICIRCLE_DEG, _as_numbers, _as_semicircles, describe_bad, validate_coordinates
 from .copies import copy_sample
 from .planar_noise import DEFAULT_PRECISION_DEG, NOISE_PARTS, _from_lattice, displace, prepare_displacements, released_cells
 
@@ -35,6 +35,8 @@ class Obfuscator:
     #: cores) so that a seeded run gives the same output on every machine; the Dask engine sets 1 (its
     #: workers already use the cores).
     noise_parts: int = NOISE_PARTS
+    #: the key column is a CSV's text: its record keys are :func:`text_record_keys`'s (set by prepare_obfuscation)
+    text_keys: bool = False
 
     @property
     def out_schema(self):
@@ -48,13 +50,11 @@ class Obfuscator:
                                       .set(self.schema.get_field_index(self.lon_c), pa.field(self.lon_c, pa.float64())))
 
     def coordinates(self, batch) -> tuple[np.ndarray, np.ndarray]:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        la, lo = (_as_numbers(batch.column(c)).to_numpy(zero_copy_only=False) for c in (self.lat_c, self.lon_c))
+        """(latitude, longitude) of a batch in degrees, NaN where a value is missing or not a number (a CSV's text is
+        parsed here, row by row, wherever the row sits); under semicircles NaN also where it is not a whole number."""
         if self.coords == "semicircles":
-            la, lo = la * SEMICIRCLE_DEG, lo * SEMICIRCLE_DEG
-        return la, lo
+            return tuple(_as_semicircles(batch.column(c)) * SEMICIRCLE_DEG for c in (self.lat_c, self.lon_c))
+        return tuple(_as_numbers(batch.column(c)).to_numpy(zero_copy_only=False) for c in (self.lat_c, self.lon_c))
 
     def validate(self, batch, row0: int, where: str = ""):
         """(batch, lat, lon, rows rejected, first message) with the invalid rows (a coordinate missing, not a
@@ -82,11 +82,14 @@ class Obfuscator:
         if not bad.any():
             return batch, la, lo, 0, None
         k = int(np.flatnonzero(bad)[0])
-        public = where + describe_bad(la, lo, k, row0 + k + 1, values=False)
-        msg = where + describe_bad(la, lo, k, row0 + k + 1)
+        semis = self.coords == "semicircles"
+        public = where + describe_bad(la, lo, k, row0 + k + 1, values=False, whole=semis)
+        finite = bool(np.isfinite(la[k]) and np.isfinite(lo[k]))
+        # (semicircles that are not read: as read below, not as degrees)
+        msg = where + describe_bad(la, lo, k, row0 + k + 1, whole=semis, values=finite or not semis)
         texts = [f"{c} = {batch.column(c)[k].as_py()!r}" for c in (self.lat_c, self.lon_c)
-                 if pa.types.is_string(batch.column(c).type) or pa.types.is_large_string(batch.column(c).type)]
-        if texts and not (np.isfinite(la[k]) and np.isfinite(lo[k])):
+                 if semis or pa.types.is_string(batch.column(c).type) or pa.types.is_large_string(batch.column(c).type)]
+        if texts and not finite:
             msg += f" (as read: {', '.join(texts)})"
         if self.coords == "degrees" and "projected" in msg and max(abs(la[k]), abs(lo[k])) <= 2.0**31:
             msg += " (or Garmin semicircles: --coords semicircles)"
@@ -95,7 +98,8 @@ class Obfuscator:
             from .._system import RefusedWithDetail
 
             hint = "; degrees are expected, or Garmin semicircles with --coords semicircles" if self.coords == "degrees" else ""
-            raise RefusedWithDetail(f"{self.input_name}: some rows have a missing, non-numeric or out-of-range coordinate "
+            kinds = "missing, non-numeric, fractional or out-of-range" if semis else "missing, non-numeric or out-of-range"
+            raise RefusedWithDetail(f"{self.input_name}: some rows have a {kinds} coordinate "
                                     f"(use --skip-invalid to drop and count such rows; --owner names the first{hint})", msg)
         keep = ~bad
         # the report (printed, and the sidecar beside the release) names the row and the problem, not the
@@ -106,9 +110,16 @@ class Obfuscator:
         """The random stream for a batch: per-record keyed streams in keyed research mode, else ``source``."""
         if self.key is None:
             return source.generator
-        from ..sampling.keyed import KeyedStream, record_keys
+        from ..sampling.keyed import KeyedStream
 
-        return KeyedStream(self.seed, record_keys(batch.column(self.key)))
+        return KeyedStream(self.seed, self.record_keys(batch.column(self.key)))
+
+    def record_keys(self, values) -> np.ndarray:
+        """The 64-bit record keys of the key column's values: :func:`~dprivacy.sampling.keyed.record_keys`, or, for a
+        CSV's text (:attr:`text_keys`), :func:`text_record_keys`."""
+        from ..sampling.keyed import record_keys
+
+        return text_record_keys(values) if self.text_keys else record_keys(values)
 
     def apply(self, batch, la, lo, generator, stats: dict | None = None):
         """The batch with its coordinates replaced by the released ones. ``stats``: the counts of the draws are
@@ -167,21 +178,26 @@ class _KeyCheck:
     """Refuses a repeated record key (two records with one key would get the same noise). Keys are
     collected (8 bytes a row) and checked by one sort before the output is renamed into place. The key
     columns themselves are kept only when they are not integers (an integer key is its own record key, so
-    the message can name it without them)."""
+    the message can name it without them). ``ob``: the release's :class:`Obfuscator`, whose record keys are
+    checked (a CSV's text keys: :func:`text_record_keys`); without it, :func:`~dprivacy.sampling.keyed.record_keys`."""
 
-    def __init__(self, column: str):
+    def __init__(self, column: str, ob: Obfuscator | None = None):
         self.column = column
+        self.text = ob is not None and ob.text_keys
+        self.keys_of = ob.record_keys if ob is not None else None
         self.parts: list = []
         self.values: list = []
+        self.kept = 0
 
     def add(self, values, row0: int) -> None:
         import pyarrow as pa
 
         from ..sampling.keyed import record_keys
 
-        self.parts.append(record_keys(values))
+        self.parts.append((self.keys_of or record_keys)(values))
         if not pa.types.is_integer(values.type):
-            self.values.append((row0, values))
+            self.values.append((self.kept, values))  # (where its keys start among those collected)
+        self.kept += len(values)
 
     def check(self) -> None:
         keys = np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=np.uint64)
@@ -192,21 +208,96 @@ class _KeyCheck:
         same = np.flatnonzero(keys[order][1:] == keys[order][:-1])
         k = int(order[same + 1].min())  # the first row that repeats an earlier key
         v = int(keys[k:k + 1].view(np.int64)[0])  # an integer key (record_keys: its int64 value)
-        for row0, vals in self.values:
-            if k < row0 + len(vals):
-                v = vals[k - row0].as_py()
+        for start, vals in reversed(self.values):
+            if start <= k < start + len(vals):
+                v = vals[k - start].as_py()
                 break
-        raise ValueError(f"row {k + 1}: key {v!r} of column {self.column!r} is repeated; keyed noise needs unique keys "
-                         "(two records with one key would get the same noise)")
+        written = note = ""
+        if self.text:
+            if isinstance(v, str) and _is_integer_text(v):  # named as the number it is, and as written if otherwise
+                written = "" if v == str(int(v)) else f" (written {v!r})"
+                v = int(v)
+            note = ("; in a CSV a key written as a whole number is that number (007 and 7 are one key), any other text "
+                    "is a key as written")
+        raise ValueError(f"row {k + 1}: key {v!r}{written} of column {self.column!r} is repeated; keyed noise needs unique "
+                         f"keys (two records with one key would get the same noise){note}")
+
+
+#: A key written as a whole number in a CSV: spaces around it, a minus sign, digits (what the CSV reader types as an
+#: integer; 64-bit range checked apart).
+_INTEGER_KEY = r"^\s*-?[0-9]+\s*$"
+
+
+def _is_integer_text(v: str) -> bool:
+    import re
+
+    return re.match(_INTEGER_KEY, v, re.ASCII) is not None and -2**63 <= int(v) < 2**63
+
+
+def text_record_keys(values) -> np.ndarray:
+    """The record keys of a key column read from a CSV as text, defined by each value alone (not by the reader's
+    guess of the column's type from the file's first block, which made one 12a or 3.5 change every record key when it
+    came early and refuse the file after that block). A key written as a whole number in the 64-bit range (spaces
+    around it, a minus sign and leading zeros allowed: what the CSV reader types as an integer) is that integer, as a
+    Parquet file's integer key is (:func:`~dprivacy.sampling.keyed.record_keys`): so 007 and 7 are one key, and a
+    seeded release of a CSV of integer keys is the one of the same data in Parquet. Any other text (12a, 3.5, +7) is
+    a key as written, hashed. A blank key is missing: refused, as a null key is."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..sampling.keyed import record_keys
+
+    arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.cast(arr.type.value_type)
+    if getattr(pa.types, "is_string_view", lambda _: False)(arr.type):
+        arr = arr.cast(pa.string())
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        return record_keys(arr)
+    if not arr.null_count:
+        try:  # every key digits (the usual id column): pyarrow's cast, which also reads 0x1F (hex: not taken here)
+            if not any(pc.any(pc.match_substring(arr, x)).as_py() for x in ("x", "X")):
+                return pc.cast(arr, pa.int64()).to_numpy(zero_copy_only=False).view(np.uint64)
+        except pa.ArrowInvalid:  # (a key that is not, or not only, digits; a blank one: sorted value by value below)
+            pass
+    blank = pc.fill_null(pc.match_substring_regex(arr, r"^\s*$"), True).to_numpy(zero_copy_only=False)
+    if blank.any():
+        k = int(np.flatnonzero(blank)[0])
+        raise ValueError(f"the key column is empty at row {k + 1} of its batch: every record needs a key")
+    s = pc.utf8_trim_whitespace(arr)
+    digits = pc.utf8_ltrim(pc.utf8_ltrim(s, characters="-"), characters="0")
+    n = pc.utf8_length(digits)
+    limit = pc.if_else(pc.starts_with(s, "-"), pa.scalar("9223372036854775808"), pa.scalar("9223372036854775807"))
+    fits = pc.or_(pc.less(n, 19), pc.and_(pc.equal(n, 19), pc.less_equal(digits, limit)))
+    whole = pc.and_(pc.match_substring_regex(s, r"^-?[0-9]+$"), fits)
+    mask = whole.to_numpy(zero_copy_only=False)
+    keys = np.empty(len(arr), dtype=np.uint64)
+    if mask.any():
+        keys[mask] = pc.cast(s.filter(whole), pa.int64()).to_numpy(zero_copy_only=False).view(np.uint64)
+    if not mask.all():
+        keys[~mask] = record_keys(arr.filter(pc.invert(whole)))
+    return keys
 
 
 def _within_budget(users, spent: dict, allowed: int, row0: int) -> np.ndarray:
     """True for the rows whose user has not yet used up ``allowed`` reports (counting earlier batches
-    through ``spent``, which is updated). A missing user is an error: its reports could not be counted."""
+    through ``spent``, which is updated). A missing user (null, or blank text) is an error: its reports could not be
+    counted. Users are compared as their values: a CSV's user column is read as text, so its ids are compared as
+    written (007 and 7 are two users, as are 'ann' and 'Ann'), wherever a row sits (with the type the reader guessed from
+    the file's first block, 007 and 7 were one user or two depending on whether a non-number came early)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    if users.null_count:
-        k = int(np.flatnonzero(pc.is_null(users).to_numpy(zero_copy_only=False))[0])
+    if isinstance(users, pa.ChunkedArray):
+        users = users.combine_chunks()
+    missing = pc.is_null(users)
+    t = users.type.value_type if pa.types.is_dictionary(users.type) else users.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or getattr(pa.types, "is_string_view", lambda _: False)(t):
+        text = users if users.type == pa.string() else users.cast(pa.string())
+        missing = pc.fill_null(pc.match_substring_regex(text, r"^\s*$"), True)
+    missing = missing.to_numpy(zero_copy_only=False)
+    if missing.any():
+        k = int(np.flatnonzero(missing)[0])
         raise ValueError(f"row {row0 + k + 1}: the user column is empty, so the row's reports cannot be counted against a budget")
     codes, uniq = _factorize(users)
     order = np.argsort(codes, kind="stable")

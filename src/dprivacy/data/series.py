@@ -146,6 +146,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
     from ..sampling.discrete import discrete_laplace, geometric_parameters
     from .commit import release_commit
     from .io import AtomicWriter, check_sidecar, commit_sidecar, read_batches, removed_unless_completed
+    from .memory import display_name, in_memory
     from .tables import _on_grid, geometric_accuracy
 
     t0 = _time.perf_counter()
@@ -164,7 +165,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
         raise ValueError("--time-format reads the time column: give it with --time COL")
     if per is not None and time_column is None:
         raise ValueError("aggregates per period need the time column (--time COL)")
-    if Path(output_path).resolve() == Path(input_path).resolve():
+    if not (in_memory(input_path) or in_memory(output_path)) and Path(output_path).resolve() == Path(input_path).resolve():
         raise ValueError("the output must not be the input file")
     check_sidecar(input_path, output_path, force=force)
     # with --time-format a CSV's time column is read as the text it is (the CSV reader's own guesses left aside)
@@ -273,7 +274,7 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
             f"every reading by at most t units changes the probability of any release by at most a factor e^(ε·t) "
             f"(noise at ε/n = {eps_reading:.3g} per reading)")
         report = SeriesReport(
-            input=Path(input_path).name, output=Path(output_path).name, column=column, time_column=time_column, metric=metric,
+            input=display_name(input_path), output=display_name(output_path), column=column, time_column=time_column, metric=metric,
             unit=unit, epsilon=eps, epsilon_per_reading=eps_reading, delivered_epsilon=delivered, readings=n_valid,
             skipped_invalid=n_invalid,
             noise=(f"two-sided geometric K·U, P(K = k) ∝ exp(−|k|·{params.s}/{params.t}), drawn exactly in integers "
@@ -429,7 +430,12 @@ def _as_times(tcol, name: str, time_format: str | None = None):
 
 
 def _snapshot(path) -> tuple:
-    """(size, modification time in ns, inode) of a file: what tells that it changed between two reads."""
+    """(size, modification time in ns, inode) of a file: what tells that it changed between two reads. An in-memory
+    table (:class:`~.memory.ArrowInput`) is immutable: its number of rows."""
+    from .memory import ArrowInput
+
+    if isinstance(path, ArrowInput):
+        return (path.table.num_rows,)
     st = os.stat(path)
     return st.st_size, st.st_mtime_ns, st.st_ino
 

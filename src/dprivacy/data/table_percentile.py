@@ -18,8 +18,7 @@ like an answer.
 
 from __future__ import annotations
 
-import os
-
+from .memory import display_name
 from .table_models import GroupAnswer, QueryResult, _keys_public, _on_grid
 
 def collect_histograms(fetch, groups: int, *, rel: str, sel: str, x: str, ok: str, group_expr) -> list:
@@ -98,7 +97,7 @@ def exponential_percentile(table, query, rows, histograms, src, *, eps, eps_answ
                "correctly rounded, never a float exp), floored at the weight where they reach 2^40; adjacent scores' "
                "weights differ by at most e^(ε_a/2), proved on the integers; one uniform integer below their total from "
                "the random source, located among the intervals' integer masses, then a uniform point inside")
-    res = QueryResult(os.path.basename(table), query.name, "standard", "exponential", eps, 1.0, value_bounds, where,
+    res = QueryResult(display_name(table), query.name, "standard", "exponential", eps, 1.0, value_bounds, where,
                       group_by, answers, src.to_dict(), guarantee=guarantee, theorem=theorem, epsilon_spent=eps,
                       delivered_epsilon=eps, sampler=sampler, neighbours=neighbours, public="; ".join(public),
                       epsilon_per_answer=eps_answer, composition=composition, answer_range=(lo, hi), answer_step=step,

@@ -1,12 +1,21 @@
 """How :mod:`dprivacy.data.tables` reads a table with DuckDB: a connection that may read the one file and nothing
 else, the relation with a CSV dialect and column types that depend on public data only, the ``--where``
-condition bound to it, the declared group keys, and refusals that quote no cell unless the data owner asks."""
+condition bound to it, the declared group keys, and refusals that quote no cell unless the data owner asks.
+
+An in-memory table (:class:`~.memory.ArrowInput`) is registered on the connection as an Arrow table and scanned
+where it is, with the column types DuckDB gives the Parquet file of the same table; that connection reads no file
+and writes none (no spilling to a temporary folder: a query that does not fit in memory fails instead).
+"""
 
 from __future__ import annotations
 
 import os
 
+from .memory import ArrowInput, display_name
 from .table_models import MAX_KEYS
+
+#: The name under which an in-memory table is registered on its connection.
+ARROW_TABLE = "dp_table"
 
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
@@ -46,7 +55,7 @@ def _literal(path: str) -> str:
     return "'" + path.replace("'", "''") + "'"
 
 
-def _relation(path: str, *, text=None, header: bool = True) -> str:
+def _relation(path, *, text=None, header: bool = True) -> str:
     """The table as a DuckDB relation. A CSV is read with a dialect that depends on its header line only
     (:func:`_csv_dialect`; the quote and escape ``"``, no comment character, no line skipped) and with column
     types that depend on public data only: ``text=None`` (standard ε-DP, every column protected) reads every
@@ -54,7 +63,10 @@ def _relation(path: str, *, text=None, header: bool = True) -> str:
     of the file (``sample_size=-1``). The sniffer's guesses from the rows themselves made the release depend on
     one row beyond Δ: one 'x' among integers turned a numeric --where into a text comparison for every
     row (108 against 0), a row '12/13/2020' set the date format of the whole column, and a row starting with '#'
-    was dropped as a comment. Casts in the queries (``_as_type``) decide what is a number."""
+    was dropped as a comment. Casts in the queries (``_as_type``) decide what is a number. An in-memory table is
+    its registered name (its columns have their types: nothing is inferred)."""
+    if isinstance(path, ArrowInput):
+        return _quote(ARROW_TABLE)
     low = path.lower()
     lit = _literal(path)
     if low.endswith(".parquet") or low.endswith(".pq"):
@@ -112,7 +124,7 @@ def _duckdb_error(exc, message: str) -> Exception:
     return MemoryError(f"{mem}, while DuckDB read the table") if mem else ValueError(message)
 
 
-def _check_table_shape(con, path: str) -> None:
+def _check_table_shape(con, path) -> None:
     """Refuse a table DuckDB would silently read as another one: a CSV whose first lines its sniffer
     skips (a header ``a,b`` with 2-field rows, then a 3-field line, was read as the empty table with
     columns 8, 9, 10), or duplicate column names (DuckDB renames the second ``a`` to ``a_1``)."""
@@ -120,7 +132,9 @@ def _check_table_shape(con, path: str) -> None:
 
     # (a CSV is read with skip=0 and its header's dialect, so no line is skipped silently: a line of another
     # shape is an error when the table is read)
-    if _relation(path).startswith("read_parquet"):
+    if isinstance(path, ArrowInput):
+        names = path.schema.names
+    elif _relation(path).startswith("read_parquet"):
         import pyarrow.parquet as pq
 
         try:
@@ -146,9 +160,11 @@ def _check_table_shape(con, path: str) -> None:
         seen[key] = n
 
 
-def _connect(path: str):
+def _connect(path):
     """A DuckDB connection that may read ``path`` and nothing else: external access off (no other file,
-    no network, no extension loading) and the configuration locked, before any user text is run."""
+    no network, no extension loading) and the configuration locked, before any user text is run. An in-memory
+    table is registered on it (:data:`ARROW_TABLE`), and the connection may read no file at all and write no
+    temporary one."""
     import duckdb
 
     from .._system import address_space_limit
@@ -162,7 +178,12 @@ def _connect(path: str):
         threads = max(1, min(os.cpu_count() or 1, (limit - 2**30) // (128 * 2**20)))
         con.execute(f"SET threads={int(threads)}")
         con.execute(f"SET memory_limit='{max(limit // 2, 64 * 2**20) // 2**20}MB'")
-    con.execute(f"SET allowed_paths=[{_literal(path)}]")
+    if isinstance(path, ArrowInput):
+        con.register(ARROW_TABLE, path.for_duckdb())
+        # no spilling: DuckDB would write its intermediate results (the table's values) under ./.tmp
+        con.execute("SET temp_directory=''")
+    else:
+        con.execute(f"SET allowed_paths=[{_literal(path)}]")
     con.execute("SET TimeZone='UTC'")  # times compare the same whatever the machine's zone
     con.execute("SET enable_external_access=false")
     con.execute("SET lock_configuration=true")
@@ -185,7 +206,7 @@ def bind_where(con, where: str, rel: str, types: dict):
     return compiled
 
 
-def _unreadable(table: str, exc, owner: bool, what: str = "") -> ValueError:
+def _unreadable(table, exc, owner: bool, what: str = "") -> ValueError:
     """The refusal for a table DuckDB cannot read as one table: the same sentence whatever was asked, with DuckDB's
     own first line (which can quote a row, its line number or a cell) only for the data owner."""
     from .._system import memory_failure
@@ -194,7 +215,7 @@ def _unreadable(table: str, exc, owner: bool, what: str = "") -> ValueError:
     if mem:  # a table that could not be read for want of memory is not a bad file
         return MemoryError(f"{mem}, while DuckDB read the table")
     detail = f": {str(exc).splitlines()[0]}" if owner else " (--owner: DuckDB's message, which may quote a row)"
-    return ValueError(f"cannot read {os.path.basename(table)}{what}{detail}")
+    return ValueError(f"cannot read {display_name(table)}{what}{detail}")
 
 
 def _declare_keys(con, keys, group_by: str, type_: str) -> None:

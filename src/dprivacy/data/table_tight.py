@@ -4,8 +4,8 @@ the tight-constraints mechanism on the sum's answer graph, built matrix-free, on
 from __future__ import annotations
 
 import math
-import os
 
+from .memory import display_name
 from .table_accuracy import _answer_prior
 from .table_models import GroupAnswer, QueryResult, _keys_public, _on_grid
 
@@ -78,7 +78,7 @@ def _tight_sum(table, query, rows, src, *, eps, eps_answer, factor, delta, lo_a,
                 f"P(|error| > t) ≤ {1 - confidence:g} for every true answer")
     neighbours = (f"standard ε-DP (d_h): neighbouring tables differ in one row, any of its columns changed; the table size "
                   f"N = {total} is public" + ("" if group_by is None else f", and so are the {n_groups} declared keys of {group_by!r}"))
-    r = QueryResult(os.path.basename(table), query.name, "standard", "tight-constraints", eps, float(delta), bounds, where, group_by, answers,
+    r = QueryResult(display_name(table), query.name, "standard", "tight-constraints", eps, float(delta), bounds, where, group_by, answers,
                     src.to_dict(), guarantee=guarantee, theorem=theorem, epsilon_spent=eps,
                     delivered_epsilon=delivered * factor,
                     sampler=("exact: the true answer's row quantised to integers summing to 2^62 (mixed with the uniform "

@@ -89,6 +89,7 @@ from .table_models import (  # noqa: F401
 from .table_sql import (  # noqa: F401
     CSV_DELIMITERS, _as_double, _as_type, _check_table_shape, _connect, _csv_dialect, _declare_keys, _duckdb_error,
     _first_bad_row, _is_numeric, _literal, _quote, _relation, _unreadable, bind_where)
+from .memory import display_name, in_memory
 from .table_tight import _tight_sum  # noqa: F401
 
 #: --mechanism tight-constraints on a sum's answer path is built matrix-free over all its answers: measured
@@ -98,7 +99,7 @@ from .table_tight import _tight_sum  # noqa: F401
 TIGHT_MAX_ANSWERS = 5_000_000
 
 
-def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: str | None = None,
+def run_query(table, query: Query, *, epsilon: float, bounds=None, where: str | None = None,
               group_by: str | None = None, privacy: str = "standard", rng=None, confidence: float = 0.95,
               mechanism: str = "auto", skip_invalid: bool = False, prior=None, unit: float | None = None,
               keys=None, owner: bool = False) -> QueryResult:
@@ -142,18 +143,8 @@ def run_query(table: str, query: Query, *, epsilon: float, bounds=None, where: s
     if prior is not None and mechanism not in ("optimal", "tight-constraints"):
         raise ValueError(f"--prior is used only by --mechanism optimal and tight-constraints; --mechanism {mechanism} ignores it "
                          "(drop --prior)")
-    if os.path.isdir(table):  # (DuckDB's message named a disabled file system operation)
-        raise ValueError(f"{table} is a folder: query reads one CSV or Parquet file (combine a folder of parts, e.g. the "
-                         "Dask engine's output, into one file first)")
-    check_table_file(table)
-    if os.path.getsize(table) == 0:
-        raise ValueError(f"{table} is empty (0 bytes): not a table (a CSV needs at least a header line)")
-    table = os.path.abspath(table)
-    if any(ch in table for ch in "*?[]{}"):
-        # DuckDB reads such a name as a file pattern (it said "sniff_csv does not operate on more than one file yet",
-        # or named another file)
-        raise ValueError(f"{table}: a file name with *, ?, [ ], {{ }} is read by DuckDB as a pattern of file names: rename "
-                         "or link the file without them")
+    if not in_memory(table):
+        table = _table_file(table)
     if query.kind not in ("count", "kcount") and bounds is None:
         raise ValueError(f"{query.name} needs --bounds LO,HI: the declared range of {query.column!r} (values are clamped to it)")
     if unit is not None and (isinstance(unit, bool) or not isinstance(unit, (int, float)) or not math.isfinite(unit)
@@ -521,7 +512,7 @@ def release_answers(rows, plan: AnswerPlan, *, table: str, query: Query, privacy
                f"{stair.t}) (Canonne, Kamath, Steinke 2020, Alg. 2 without its sign), J uniform on 0..Δ−1 kept if below "
                f"r = {stair.r} and otherwise with probability exp(−{stair.s}/{stair.t}) (exact bounded integers and "
                "Bernoulli(exp(−γ)), Alg. 1), a fair sign; ε_a rounded down to a multiple of 2^-40")
-    res = QueryResult(os.path.basename(table), query.name, privacy, used, eps, delta, value_bounds, where, group_by,
+    res = QueryResult(display_name(table), query.name, privacy, used, eps, delta, value_bounds, where, group_by,
                       answers, src.to_dict(),
                       guarantee=guarantee, theorem=theorem, epsilon_spent=eps, delivered_epsilon=delivered,
                       sampler=sampler,
@@ -535,6 +526,23 @@ def release_answers(rows, plan: AnswerPlan, *, table: str, query: Query, privacy
     if privacy in VALUE_METRICS:
         res.protected_column, res.public_columns = query.column, list(public_cols)
     return res
+
+
+def _table_file(table) -> str:
+    """The absolute path of a table file DuckDB is to read, refused when it is not one readable table file."""
+    if os.path.isdir(table):  # (DuckDB's message named a disabled file system operation)
+        raise ValueError(f"{table} is a folder: query reads one CSV or Parquet file (combine a folder of parts, e.g. the "
+                         "Dask engine's output, into one file first)")
+    check_table_file(table)
+    if os.path.getsize(table) == 0:
+        raise ValueError(f"{table} is empty (0 bytes): not a table (a CSV needs at least a header line)")
+    table = os.path.abspath(table)
+    if any(ch in table for ch in "*?[]{}"):
+        # DuckDB reads such a name as a file pattern (it said "sniff_csv does not operate on more than one file yet",
+        # or named another file)
+        raise ValueError(f"{table}: a file name with *, ?, [ ], {{ }} is read by DuckDB as a pattern of file names: rename "
+                         "or link the file without them")
+    return table
 
 
 def invalid_values_message(query, wrong: int, empty: int, owner: bool, first: str = "") -> str:

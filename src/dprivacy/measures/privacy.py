@@ -12,8 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import as_prior, check_epsilon
-from ..channels.privacy import (LOG_FLOOR_ULPS, PRIVACY_RTOL, PrivacyResult, _check_rows, _finite_log,
-                                check_privacy_log, check_stored_privacy, rounding_floor)
+from ..channels import Channel
+from ..channels.privacy import (LOG_FLOOR_ULPS, PRIVACY_RTOL, PrivacyResult, _check_rows, check_privacy_log,
+                                check_stored_privacy, finite_log, rounding_floor, validated_matrix)
 from ..spaces import MetricSpace
 from ._dispatch import dense_matrix, mechanism_of
 
@@ -58,18 +59,25 @@ def check_privacy(channel, space: MetricSpace | None = None, *, epsilon: float |
     logarithms compared (:func:`rounding_floor`, ~3e-14 for entries near 1/n), below which no float64
     channel can be told from an exact one. ``smallest_epsilon`` is computed without tolerance.
 
-    *Verdict only.* ``smallest=False`` asks only whether the channel is private: the sweep stops at the
-    first block of pairs (in row order, the first block a single row) that holds a violation, and returns
-    it as the witness ``worst`` with ``complete=False`` and ``smallest_epsilon`` NaN. A private channel
-    is swept whole either way (every pair must be seen), and its ``smallest_epsilon`` is then exact. The
-    default (``smallest=True``) sweeps every pair, because the library's own callers report the smallest ε
-    of channels that fail (the LP's and spanner's reports, a stored mechanism's certificate); callers
-    that read only ``ok`` (:func:`is_private`) pass False. Mechanisms that answer the check by their own
-    structure (a log-held or implicit mechanism) return a complete result either way.
+    *Verdict only.* ``smallest=False`` asks only whether the channel is private: the check stops at the
+    first pairs it compares that hold a violation (nearest neighbours of a few secrets spread over the space
+    first, on the logarithms of only their rows, when every pair is constrained; else the first block of pairs
+    in row order), and returns the worst of them as the witness ``worst`` with ``complete=False`` and
+    ``smallest_epsilon`` NaN. A private channel is checked whole either way (every pair must be settled), and its
+    ``smallest_epsilon`` is then exact. The default (``smallest=True``) settles every pair, because the library's
+    own callers report the smallest ε of channels that fail (the LP's and spanner's reports, a stored mechanism's
+    certificate); callers that read only ``ok`` (:func:`is_private`) pass False. Mechanisms that answer the check
+    by their own structure (a log-held or implicit mechanism) return a complete result either way.
 
-    *Speed.* The constrained pairs are swept in blocks of rows: max_z |ln H[y,z] − ln H[y',z]| of a block
-    against the rows after it is one compiled Chebyshev-distance call (scipy's ``cdist``, which releases
-    the GIL, so two threads share the blocks), with no temporary array of differences.
+    *Speed.* When every pair is constrained (a Euclidean grid, a space without known essential pairs) and the
+    channel is large, most pairs are settled by an upper bound on their log-ratio, two numbers per row and one
+    subtraction per pair (``dprivacy.channels._pruned``: on a grid max_z |ln H[y,z] − ln H[y',z]| ≤ ε₀·d(y,y') +
+    the spread of ln H[y,·] + ε₀·d(y,·)), and only the pairs whose bound reaches the largest ratio found are
+    compared output by output: the same smallest ε, worst pair and verdict as comparing every pair. Otherwise
+    (or when the bound settles too few pairs) the pairs are swept in blocks of rows: max_z |ln H[y,z] − ln H[y',z]|
+    of a block against the rows after it is one compiled Chebyshev-distance call (scipy's ``cdist``, which
+    releases the GIL, so two threads share the blocks), with no temporary array of differences. A matrix is
+    validated in two passes (its minimum and its row sums).
 
     Returns
     -------
@@ -101,7 +109,12 @@ def check_privacy(channel, space: MetricSpace | None = None, *, epsilon: float |
         r = m._check_privacy(space, e, rtol)
         if r is not None:
             return r
-    return check_stored_privacy(dense_matrix(channel), space, epsilon=e, rtol=rtol, atol=atol, smallest=smallest)
+    if m is None and not isinstance(channel, Channel):  # a matrix: validated in two passes, its minimum kept
+        h, smallest_entry = validated_matrix(channel)
+    else:
+        h, smallest_entry = dense_matrix(channel), None
+    return check_stored_privacy(h, space, epsilon=e, rtol=rtol, atol=atol, smallest=smallest,
+                                _smallest_entry=smallest_entry, _stochastic=True)
 
 
 def smallest_epsilon(channel, space: MetricSpace) -> float:
@@ -141,4 +154,4 @@ def check_prior_privacy(space: MetricSpace, prior, *, epsilon: float, rtol: floa
     """
     e = check_epsilon(epsilon, allow_zero=True)
     p = as_prior(prior, space.n)
-    return _check_rows(_finite_log(p)[:, None], space, e, rtol, atol)
+    return _check_rows(finite_log(p)[:, None], space, e, rtol, atol)
