@@ -33,10 +33,11 @@ def _commands() -> list:
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory):
-    """Six million points: the obfuscation runs for several seconds, past the last signal of the test."""
+    """Twenty million points: the obfuscation runs for several seconds, past the last signal of the test (six million
+    took under 1.5 s once the geodesic step was 5× faster)."""
     d = tmp_path_factory.mktemp("process")
     rng = np.random.default_rng(7)
-    n = 6_000_000
+    n = 20_000_000
     pq.write_table(pa.table({"lat": 48 + rng.random(n), "lon": 2 + rng.random(n)}), d / "big.parquet",
                    row_group_size=250_000)
     return d
