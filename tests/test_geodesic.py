@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from pyproj import Geod
 
 from dprivacy.data import geodesic, planar_noise
-from dprivacy.data.geodesic import TAYLOR_KAPPA5, geodesic_forward, taylor_error, taylor_forward
-from dprivacy.data.planar_noise import GEODESIC_ERROR_M, output_lattice, released_cells
+from dprivacy.data.geodesic import TAYLOR_KAPPA6, TAYLOR_MAX_M, geodesic_forward, taylor_error, taylor_forward, taylor_radius
+from dprivacy.data.planar_noise import CELL_BAND_M, GEODESIC_ERROR_M, output_lattice, released_cells
 
 A, F = geodesic.WGS84_A, geodesic.WGS84_F
 E2 = F * (2 - F)
@@ -38,29 +38,39 @@ def geodesic_distance(lat1, lon1, lat2, lon2):
     return Geod(ellps="WGS84").inv(lon1, lat1, lon2, lat2)[2]
 
 
-def test_the_unrolled_polynomial_is_the_general_recurrence_of_degree_4():
+def test_the_unrolled_polynomial_is_the_general_recurrence_of_degree_5():
     g = np.random.default_rng(1)
     n = 2000
     lat, r, th = g.uniform(-90, 90, n), g.uniform(0, 100_000, n), g.uniform(0, 2 * np.pi, n)
     east, north = r * np.sin(th), r * np.cos(th)
     la, lo, p = taylor_forward(lat, np.zeros(n), east, north)
-    x, y, z = sum(series(lat, east, north, 4))
+    x, y, z = sum(series(lat, east, north, 5))
     assert np.allclose(np.hypot(x, y), p, rtol=0, atol=1e-8)
     assert np.allclose(np.degrees(np.arctan2(z, (1 - E2) * np.hypot(x, y))), la, rtol=0, atol=1e-13)  # 1e-13° ≈ 1.1e-8 m: float rounding
     assert np.allclose(np.degrees(np.arctan2(y, x)), lo, rtol=0, atol=1e-13)
 
 
-def test_kappa5_bounds_the_fifth_coefficient_everywhere():
+def test_kappa6_bounds_the_sixth_coefficient_everywhere():
     lat = np.linspace(-90, 90, 1801)[:, None]
     az = np.radians(np.linspace(0, 360, 361))[None, :]
     r = 1000.0
     lat, east, north = np.broadcast_arrays(lat, r * np.sin(az), r * np.cos(az))
-    cs = series(lat.ravel(), east.ravel(), north.ravel(), 6)
-    c5 = np.linalg.norm(cs[5], axis=0) / r**5
+    cs = series(lat.ravel(), east.ravel(), north.ravel(), 7)
     c6 = np.linalg.norm(cs[6], axis=0) / r**6
-    assert TAYLOR_KAPPA5 >= 1.3 * c5.max()
-    # the terms beyond the fifth are below 1% of the fifth's bound up to 100 km (what the factor 2 covers)
-    assert c6.max() * geodesic.TAYLOR_MAX_M < 0.01 * TAYLOR_KAPPA5
+    c7 = np.linalg.norm(cs[7], axis=0) / r**7
+    assert TAYLOR_KAPPA6 >= 1.3 * c6.max()
+    # the terms beyond the sixth are below 1% of the sixth's bound up to 100 km (what the factor 2 covers)
+    assert c7.max() * TAYLOR_MAX_M < 0.01 * TAYLOR_KAPPA6
+
+
+def test_the_band_is_far_above_the_polynomials_error_and_the_radius_leaves_a_negligible_tail():
+    assert taylor_error(TAYLOR_MAX_M) + GEODESIC_ERROR_M < 0.1 * CELL_BAND_M
+    for eps in (1e-5, 4.8e-4, 1e-3, 1.0):
+        r = taylor_radius(eps)
+        assert r == 0.0 or r <= TAYLOR_MAX_M
+        if r:  # P(‖v‖ > r) = (1 + εr)e^{−εr} for the planar Laplace
+            assert (1 + eps * r) * np.exp(-eps * r) < 2.0**-63
+    assert taylor_radius(4.7e-4) == 0.0  # 48/ε beyond 100 km: GeographicLib for every point
 
 
 def _points(g, n, max_r):
@@ -77,11 +87,12 @@ def test_the_taylor_end_point_is_within_its_error_estimate_of_geographiclib(max_
     la, lo, _ = taylor_forward(lat, lon, east, north)
     lo_ref, la_ref = geodesic_forward(lon, lat, np.degrees(np.arctan2(east, north)), np.hypot(east, north))
     gap = geodesic_distance(la, lo, la_ref, lo_ref)
-    assert (gap <= taylor_error(east, north) + GEODESIC_ERROR_M).all()
+    err = taylor_error(np.hypot(east, north))
+    assert (gap <= err + GEODESIC_ERROR_M).all()
     # and the estimate is not loose by orders of magnitude at the longest distances
     far = np.hypot(east, north) > 0.5 * max_r
     if max_r >= 20_000:
-        assert gap[far].max() > 0.01 * taylor_error(east[far], north[far]).max()
+        assert gap[far].max() > 1e-3 * err[far].max()
 
 
 def _cells_by_geographiclib(lat, lon, east, north, step):
@@ -93,15 +104,12 @@ def _cells_by_geographiclib(lat, lon, east, north, step):
 @pytest.mark.parametrize("max_r", [5_000.0, 150_000.0])
 def test_released_cells_are_geographiclibs_cells(step, max_r):
     lat, lon, east, north = _points(np.random.default_rng(3), 300_000, max_r)
-    i, j = released_cells(lat, lon, east, north, step)
+    i, j = released_cells(lat, lon, east, north, step, radius_m=TAYLOR_MAX_M)
     i2, j2 = _cells_by_geographiclib(lat, lon, east, north, step)
     assert (i == i2).all() and (j == j2).all()
 
 
-def test_the_points_near_a_boundary_are_computed_by_geographiclib(monkeypatch):
-    """With the error estimate inflated to 2 mm most points are near a boundary of a 1.1 cm cell: they take the other
-    path, and the cells are the same."""
-    lat, lon, east, north = _points(np.random.default_rng(4), 50_000, 3_000.0)
+def _counting(monkeypatch):
     called = []
     real = planar_noise.geodesic_forward
 
@@ -109,12 +117,39 @@ def test_the_points_near_a_boundary_are_computed_by_geographiclib(monkeypatch):
         called.append(len(lon))
         return real(lon, *a, **k)
 
-    monkeypatch.setattr(geodesic, "TAYLOR_FLOAT_ERROR_M", 2e-3)
     monkeypatch.setattr(planar_noise, "geodesic_forward", counted)
-    i, j = released_cells(lat, lon, east, north, 1e-7)
+    return called
+
+
+def test_the_points_near_a_boundary_are_computed_by_geographiclib(monkeypatch):
+    """With the band widened to 2 mm most points are near a boundary of a 1.1 cm cell: they take the other path, and
+    the cells are the same."""
+    lat, lon, east, north = _points(np.random.default_rng(4), 50_000, 3_000.0)
+    called = _counting(monkeypatch)
+    monkeypatch.setattr(planar_noise, "CELL_BAND_M", 2e-3)
+    i, j = released_cells(lat, lon, east, north, 1e-7, radius_m=TAYLOR_MAX_M)
     assert 0.2 * lat.size < sum(called) < lat.size
     i2, j2 = _cells_by_geographiclib(lat, lon, east, north, 1e-7)
     assert (i == i2).all() and (j == j2).all()
+
+
+def test_which_points_geographiclib_computes_does_not_depend_on_the_displacement_length(monkeypatch):
+    """An adversarial review found the work per point a function of ‖v‖ (the Taylor polynomial up to 100 km, and an
+    error band growing with ‖v‖): two true points 1 m apart whose releases are the same cell took different paths, so
+    the run time told whether the true point was within 100 km of the release. The choice now depends on the end point
+    (a band of fixed width along the cell boundaries) and, beyond a radius of public ε with probability below 2⁻⁶³,
+    on ‖v‖."""
+    called = _counting(monkeypatch)
+    radius = taylor_radius(1e-3)  # ε = 1/km: 48 km
+    lat, lon = 0.3000000025, 10.0
+    lon1, lat1, _ = Geod(ellps="WGS84").fwd(lon, lat, 0.0, 1.0)  # x': 1 m north of x, on the same meridian
+    runs = []
+    for la, lo, v in ((lat, lon, 40_000.5), (lat1, lon1, 40_000.5 - 1.0), (lat, lon, 3.0), (lat1, lon1, 2.0)):
+        called.clear()
+        cell = released_cells(np.array([la]), np.array([lo]), np.array([0.0]), np.array([v]), 1e-7, radius_m=radius)
+        runs.append(((int(cell[0][0]), int(cell[1][0])), sum(called)))
+    assert runs[0][0] == runs[1][0] and runs[2][0] == runs[3][0], "setup: pairs with the same released cell"
+    assert runs[0][1] == runs[1][1] and runs[2][1] == runs[3][1]
 
 
 @settings(max_examples=60, deadline=None)
@@ -129,6 +164,6 @@ def test_released_cells_match_geographiclib_at_any_point(lat, lon, r, az, step):
     rr = r + g.uniform(-1e-3, 1e-3, n).clip(-r, None)
     a = np.radians(az) + g.uniform(-1e-9, 1e-9, n)
     east, north = rr * np.sin(a), rr * np.cos(a)
-    i, j = released_cells(la, lo, east, north, step)
+    i, j = released_cells(la, lo, east, north, step, radius_m=TAYLOR_MAX_M)
     i2, j2 = _cells_by_geographiclib(la, lo, east, north, step)
     assert (i == i2).all() and (j == j2).all()

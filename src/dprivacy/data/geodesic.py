@@ -6,7 +6,7 @@ Two ways, used together by :func:`dprivacy.data.planar_noise.released_cells`:
 - :func:`geodesic_forward`: GeographicLib's solution (Karney 2013, "Algorithms for geodesics") through pyproj,
   accurate to 15 nm at any distance, about 0.3 µs a point.
 - :func:`taylor_forward`: the geodesic's Taylor polynomial of degree :data:`TAYLOR_DEGREE` in Earth-centred
-  coordinates, with an error estimate per point, about 0.06 µs a point. On the ellipsoid
+  coordinates, with an error estimate, about 0.08 µs a point. On the ellipsoid
   F(x) = xᵀDx = 1, D = diag(a⁻², a⁻², b⁻²), a geodesic x(τ) has its acceleration along the normal Dx, and
   differentiating xᵀDx = 1 twice fixes its size: x'' = −μ Dx with μ = x'ᵀDx' / xᵀD²x (any constant speed; here
   x'(0) = v, so x(1) is the end point at geodesic distance ‖v‖). Writing x(τ) = Σ c_k τ^k, the products
@@ -15,11 +15,11 @@ Two ways, used together by :func:`dprivacy.data.planar_noise.released_cells`:
   by −λ about the polar axis (the start on the x–z meridian, east along y), and λ is added back at the end.
 
 The polynomial's terms fall like (‖v‖/R)^k: |c_k| ≤ κ_k‖v‖^k with κ_k R^{k−1} ≈ 1/k! (a sphere's values; over every
-latitude and direction of WGS84 the largest are 0.50, 0.17, 0.043, 0.0092 for k = 2…5, on a 0.05° × 0.5° grid). The
-remainder of degree 4 is therefore estimated as 2·κ₅‖v‖⁵ (κ₅ taken 1.5× the grid's largest value; the terms beyond
-the fifth add less than 0.3% of it up to :data:`TAYLOR_MAX_M`), about 3·10⁻⁸ m at 18 km; tests compare both ways on
-random and extreme points (poles, equator, the antimeridian, 100 km) and find the estimate above the difference
-everywhere.
+latitude and direction of WGS84 the largest are 0.50, 0.17, 0.043, 0.0092, 0.0018 for k = 2…6, on a 0.05° × 0.5°
+grid). The remainder of degree 5 is therefore estimated as 2·κ₆‖v‖⁶ (κ₆ taken 1.5× the grid's largest value; the
+terms beyond the sixth add less than 1% of it up to :data:`TAYLOR_MAX_M`): 6·10⁻⁹ m at 48 km, 5·10⁻⁷ m at 100 km;
+tests compare both ways on random and extreme points (poles, equator, the antimeridian, 100 km) and find the
+estimate above the difference everywhere.
 """
 
 from __future__ import annotations
@@ -33,27 +33,38 @@ _D1 = 1.0 / WGS84_A**2
 _D2 = 1.0 / (WGS84_A * (1 - WGS84_F)) ** 2
 
 #: Degree of the Taylor polynomial of :func:`taylor_forward`.
-TAYLOR_DEGREE = 4
-#: Bound on |c₅|/‖v‖⁵ over every start and direction (1.5× the largest value on a 0.05° × 0.5° grid, 5.59·10⁻³⁰ m⁻⁴).
-TAYLOR_KAPPA5 = 8.4e-30
-#: Beyond this displacement (m) :func:`taylor_forward`'s estimate is not used: GeographicLib computes the point.
+TAYLOR_DEGREE = 5
+#: Bound on |c₆|/‖v‖⁶ over every start and direction (1.5× the largest value on a 0.05° × 0.5° grid, 1.75·10⁻³⁷ m⁻⁵).
+TAYLOR_KAPPA6 = 2.62e-37
+#: The polynomial is used for displacements up to this (m) at most (:func:`taylor_radius`).
 TAYLOR_MAX_M = 100_000.0
+#: εr beyond which a planar Laplace displacement has probability below 2⁻⁶³: (1 + 48)e^{−48} = 7·10⁻²⁰.
+TAYLOR_RADIUS_EPS = 48.0
 #: Bound on the float rounding of :func:`taylor_forward` (a few ulp of Earth-centred coordinates ≈ 10⁶ m), metres.
 TAYLOR_FLOAT_ERROR_M = 2e-8
 #: Points per chunk of :func:`taylor_forward` (its dozens of temporaries stay in the cache).
 TAYLOR_CHUNK = 16384
 
 
-def taylor_error(east: np.ndarray, north: np.ndarray) -> np.ndarray:
-    """Estimated distance (m) between :func:`taylor_forward`'s point and the geodesic's: 2·κ₅‖v‖⁵ plus the float
-    rounding (module docstring)."""
-    r2 = east * east + north * north
-    return 2.0 * TAYLOR_KAPPA5 * r2 * r2 * np.sqrt(r2) + TAYLOR_FLOAT_ERROR_M
+def taylor_error(r):
+    """Estimated distance (m) between :func:`taylor_forward`'s point and the geodesic's for a displacement of ``r``
+    metres: 2·κ₆r⁶ plus the float rounding (module docstring)."""
+    r = np.asarray(r, dtype=np.float64)
+    return 2.0 * TAYLOR_KAPPA6 * r**6 + TAYLOR_FLOAT_ERROR_M
+
+
+def taylor_radius(epsilon_m: float) -> float:
+    """The displacement (m) up to which a release at ε (per metre) takes its end points from the Taylor polynomial:
+    :data:`TAYLOR_RADIUS_EPS`/ε, beyond which a displacement has probability below 2⁻⁶³; 0 (GeographicLib for every
+    point) when that is beyond :data:`TAYLOR_MAX_M`. A function of ε only, so which points GeographicLib computes
+    says nothing of a displacement's length but with that probability."""
+    r = TAYLOR_RADIUS_EPS / float(epsilon_m)
+    return r if r <= TAYLOR_MAX_M else 0.0
 
 
 def taylor_forward(lat: np.ndarray, lon: np.ndarray, east: np.ndarray, north: np.ndarray):
     """(lat₂, lon₂, p₂): the end of the geodesic from (lat, lon) (degrees) with initial vector (east, north) (metres
-    in the tangent plane) by its Taylor polynomial of degree 4 (module docstring), and p₂ the end point's distance
+    in the tangent plane) by its Taylor polynomial of degree 5 (module docstring), and p₂ the end point's distance
     (m) from the polar axis. lon₂ is lon plus the turn about the axis (not reduced to [−180°, 180°))."""
     n = np.size(lat)
     out = np.empty(n), np.empty(n), np.empty(n)
@@ -89,9 +100,15 @@ def taylor_chunk(lat, lon, e, n):
     c4x = (-d1 / 12.0) * (mu0 * c2x + mu1 * c1x + mu2 * X0)  # c₄ = −D(μ₀c₂ + μ₁c₁ + μ₂c₀)/12
     c4y = (-d1 / 12.0) * (mu1 * e)
     c4z = (-d2 / 12.0) * (mu0 * c2z + mu1 * c1z + mu2 * Z0)
-    x = X0 + (c1x + (c2x + (c3x + c4x)))  # small terms first
-    y = e + (c3y + c4y)
-    z = Z0 + (c1z + (c2z + (c3z + c4z)))
+    P3 = 8.0 * (d1 * (c1x * c4x + e * c4y) + d2 * c1z * c4z) + 12.0 * (d1 * c2x * c3x + d2 * c2z * c3z)
+    Q3 = 2.0 * dN * (d1 * c * c3x + d2 * s * c3z) + 2.0 * (d1 * d1 * c1x * c2x + d2 * d2 * c1z * c2z)
+    mu3 = (P3 - mu0 * Q3 - mu1 * Q2 - mu2 * Q1) / Q0
+    c5x = (-d1 / 20.0) * (mu0 * c3x + mu1 * c2x + mu2 * c1x + mu3 * X0)  # c₅ = −D(μ₀c₃ + μ₁c₂ + μ₂c₁ + μ₃c₀)/20
+    c5y = (-d1 / 20.0) * (mu0 * c3y + mu2 * e)
+    c5z = (-d2 / 20.0) * (mu0 * c3z + mu1 * c2z + mu2 * c1z + mu3 * Z0)
+    x = X0 + (c1x + (c2x + (c3x + (c4x + c5x))))  # small terms first
+    y = e + (c3y + (c4y + c5y))
+    z = Z0 + (c1z + (c2z + (c3z + (c4z + c5z))))
     p = np.hypot(x, y)
     lat2 = np.degrees(np.arctan2(z, (1.0 - _E2) * p))  # exact for a point on the ellipsoid
     lon2 = lon + np.degrees(np.arctan2(y, x))

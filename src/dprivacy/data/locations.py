@@ -13,8 +13,8 @@ unscaled projection, shrink the east–west or north–south noise with latitude
    true point's tangent plane, Λ = :data:`NOISE_LATTICE_M` = 2^-22 m (0.24 µm): P(v) ∝ e^{−ε‖v‖},
    drawn with exact decisions (:mod:`dprivacy.sampling.planar`; no float value decides a draw);
 2. it is applied along the geodesic (GeographicLib through pyproj: 15 nm accuracy; where the geodesic's
-   Taylor polynomial puts the end point farther from every cell boundary than its error estimate plus
-   GeographicLib's, the cell is taken from it: :func:`released_cells`, the same cells 5× faster) and the result is
+   Taylor polynomial puts the end point farther than 0.1 mm from every cell boundary, the cell is taken from it:
+   :func:`released_cells`, the same cells 3–4× faster) and the result is
    rounded to a fixed **output lattice** of ``precision`` degrees (default 1e-7°, about 1.1 cm), whose
    longitude step doubles toward the poles so that no cell is narrower than
    :data:`MIN_CELL_WIDTH_M` (1 mm; from 84.8° on), and whose rows within about 560 m of a pole are

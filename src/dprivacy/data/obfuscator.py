@@ -10,6 +10,7 @@ import numpy as np
 
 from .coordinates import SEMICIRCLE_DEG, _as_numbers, _as_semicircles, describe_bad, validate_coordinates
 from .copies import copy_sample
+from .geodesic import taylor_radius
 from .planar_noise import DEFAULT_PRECISION_DEG, NOISE_PARTS, _from_lattice, displace, prepare_displacements, released_cells
 
 
@@ -145,11 +146,12 @@ class Obfuscator:
         def finish(parallel=False):
             east, north = draw(stats=None if stats is None else stats.setdefault("sampler", {}), parallel=parallel)
             threads = None if parallel else 1
+            radius = taylor_radius(self.epsilon_m)  # (public: ε)
             if self.coords == "semicircles":  # the output lattice is the semicircles' own (2^31 per 180°)
-                i, j = released_cells(la, lo, east, north, SEMICIRCLE_DEG, threads=threads)
+                i, j = released_cells(la, lo, east, north, SEMICIRCLE_DEG, radius_m=radius, threads=threads)
                 nla, nlo = i * SEMICIRCLE_DEG, j * SEMICIRCLE_DEG
             elif self.precision:
-                i, j = released_cells(la, lo, east, north, self.precision, threads=threads)
+                i, j = released_cells(la, lo, east, north, self.precision, radius_m=radius, threads=threads)
                 nla, nlo = _from_lattice(i, self.precision), _from_lattice(j, self.precision)
             else:  # unrounded (tests)
                 nla, nlo = displace(la, lo, np.hypot(east, north), np.degrees(np.arctan2(east, north)), precision=0,

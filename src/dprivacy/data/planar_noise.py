@@ -239,7 +239,9 @@ def geodesic_guarantee(epsilon_m: float, *, precision_deg: float = DEFAULT_PRECI
             raise ValueError("the noise lattice is too coarse for the output lattice")
         return math.log((a + p * s + math.pi * s * s) / (a - p * s))
 
-    ln_kappa = max(log_kappa(h_min, w_min), log_kappa(h_min, 2 * w_min), log_kappa(h_min, step * WGS84_A * (1 - e2)))
+    shapes = ((h_min, w_min), (h_min, 2 * w_min), (h_min, step * WGS84_A * (1 - e2)))
+    ln_kappa = max(log_kappa(h, w) for h, w in shapes)
+    ln_kappa_timing = _timing_log_kappa(shapes, lattice, ln_kappa)
     delta = math.hypot(h_max, max(w_eq, 2 * MIN_CELL_WIDTH_M))
     r_min = WGS84_A * (1 - e2)  # smallest radius of curvature (meridional, at the equator)
     sigma = epsilon_m * delta + ln_kappa
@@ -249,8 +251,9 @@ def geodesic_guarantee(epsilon_m: float, *, precision_deg: float = DEFAULT_PRECI
                   "lattice_m": lattice, "sampler": "rejection from block geometrics; each decision compares a lazily extended "
                   "uniform with the exact threshold (float64 with a 2^-40 error bound, Decimal fallback)"},
         "geodesic": "GeographicLib's direct geodesic on WGS84 (15 nm), through pyproj; the output cell of a point whose "
-                    "Taylor-polynomial end point (degree 4) lies farther from every cell boundary than its error estimate "
-                    "plus 20 nm is taken from that end point (it is GeographicLib's cell)",
+                    "displacement is within 48/ε and whose Taylor-polynomial end point (degree 5, error below 5e-7 m up to "
+                    f"100 km) lies farther than {CELL_BAND_M:g} m from every cell boundary is taken from that end point "
+                    "(it is GeographicLib's cell)",
         "output_lattice": {"step_degrees": precision_deg, "min_cell_width_m": MIN_CELL_WIDTH_M,
                            "rule": "longitude step doubled per row toward the poles until cells are ≥ min_cell_width_m wide; "
                                    f"rows needing more than {MAX_COARSENING} doublings are the pole"},
@@ -266,7 +269,34 @@ def geodesic_guarantee(epsilon_m: float, *, precision_deg: float = DEFAULT_PRECI
         "example": {"r_m": 10 * r95, "epsilon_effective_per_m": epsilon_m + 10 * r95 / (3 * r_min * r_min),
                     "probability_beyond_r": math.exp(-10 * RADIUS95_EPS) * (1 + 10 * RADIUS95_EPS)},
         "every_output_reachable": True,
+        "timing": {"sigma": epsilon_m * delta + ln_kappa_timing, "log_kappa": ln_kappa_timing, "band_m": CELL_BAND_M,
+                   "is": f"which points GeographicLib computes (and so the run time) is a function of the released cell and of "
+                         f"whether the end point lies within {CELL_BAND_M:g} m of its boundary: the same count of lattice "
+                         "points per region (the band, the cell's inside; s widened by the Taylor polynomial's error, 5e-7 m "
+                         "at most) bounds it with sigma in place of the release's; and of a displacement beyond 48/ε, "
+                         "probability below 2^-63 a point"},
     }
+
+
+def _timing_log_kappa(shapes, lattice: float, ln_kappa: float) -> float:
+    """ln κ of the two regions of a cell that :func:`released_cells` tells apart by its work: the band of
+    :data:`CELL_BAND_M` along the boundary and the inside (the whole cell when the inside is empty), with s widened by
+    the Taylor polynomial's largest error."""
+    from .geodesic import TAYLOR_MAX_M, taylor_error
+
+    s = lattice / math.sqrt(2) + GEODESIC_ERROR_M + float(taylor_error(TAYLOR_MAX_M))
+    b = CELL_BAND_M
+    worst = ln_kappa
+    for h, w in shapes:
+        if h <= 2 * b or w <= 2 * b:  # (every point of such a cell is GeographicLib's)
+            continue
+        a_in, p_in = (h - 2 * b) * (w - 2 * b), 2 * (h + w - 4 * b)
+        a_band, p_band = h * w - a_in, 2 * (h + w) + p_in
+        for a, p in ((a_in, p_in), (a_band, p_band)):
+            if a - p * s <= 0:
+                raise ValueError("the noise lattice is too coarse for the output lattice's band")
+            worst = max(worst, math.log((a + p * s + math.pi * s * s) / (a - p * s)))
+    return worst
 
 
 #: Parts (threads) of the planar noise of one batch in the local engine: measured unloaded on 2 cores,
@@ -276,24 +306,36 @@ NOISE_PARTS = 2
 _geodesic_forward = geodesic_forward  # (the name the data layer has imported it by)
 
 
+#: Half-width (m) of the band along every output cell boundary inside which an end point's cell is GeographicLib's
+#: rather than the Taylor polynomial's (:func:`released_cells`): far above the polynomial's error up to its radius
+#: (5·10⁻⁷ m at 100 km) plus GeographicLib's 20 nm, and 420 noise-lattice steps wide, so that which points fall in it
+#: obeys a bound like the release's (:func:`geodesic_guarantee`, "timing").
+CELL_BAND_M = 1e-4
+
+
 def released_cells(lat: np.ndarray, lon: np.ndarray, east: np.ndarray, north: np.ndarray, step: float,
-                   *, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+                   *, radius_m: float, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The output lattice cells (i, j) (:func:`output_lattice` of ``step`` degrees) of the ends of the geodesics from
-    (lat, lon) with initial vectors (east, north) metres: GeographicLib's end points rounded to the lattice. The end
-    points come from the geodesic's Taylor polynomial (:func:`~dprivacy.data.geodesic.taylor_forward`, 5× faster)
-    wherever its estimated error, plus GeographicLib's own 20 nm, leaves the point farther than that from every
-    boundary of its cell (then GeographicLib's point lies in the same cell), and from GeographicLib
-    (:func:`~dprivacy.data.geodesic.geodesic_forward`, at the azimuth and distance of (east, north)) for the others
-    (about 2·10⁻⁵ of the points at ε = 1/km) and beyond :data:`~dprivacy.data.geodesic.TAYLOR_MAX_M`. The cells are
-    therefore those of GeographicLib's points, as :func:`displace` computes them; ``threads`` is its thread count."""
-    from .geodesic import TAYLOR_CHUNK, taylor_chunk
+    (lat, lon) with initial vectors (east, north) metres: GeographicLib's end points rounded to the lattice. Where the
+    displacement is at most ``radius_m`` (public: :func:`~dprivacy.data.geodesic.taylor_radius` of ε; 0: none) the end
+    point comes from the geodesic's Taylor polynomial (:func:`~dprivacy.data.geodesic.taylor_forward`, 3–4× faster),
+    and its cell is taken when the point lies farther than :data:`CELL_BAND_M` from every boundary of the cell: the
+    polynomial's error plus GeographicLib's 20 nm is far below that band, so GeographicLib's end point lies in the same
+    cell. GeographicLib (:func:`~dprivacy.data.geodesic.geodesic_forward`, at the azimuth and distance of (east,
+    north)) computes the others: those in the band (about 4·10⁻² of them at 10⁻⁷°) and beyond ``radius_m``
+    (probability below 2⁻⁶³ each). Which points those are depends on the end point's place in its cell, at a
+    resolution of 420 noise-lattice steps, not on the displacement's length. ``threads``: GeographicLib's."""
+    from .geodesic import TAYLOR_CHUNK, taylor_chunk, taylor_error
 
     n = np.size(lat)
+    if not radius_m or not taylor_error(radius_m) + GEODESIC_ERROR_M < 0.1 * CELL_BAND_M:
+        lo, la = geodesic_forward(lon, lat, np.degrees(np.arctan2(east, north)), np.hypot(east, north), threads=threads)
+        return output_lattice(la, (lo + 180.0) % 360.0 - 180.0, step)
     i, j = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     unsure = []
     for a in range(0, n, TAYLOR_CHUNK):  # (chunks whose temporaries stay in the cache)
         b = min(a + TAYLOR_CHUNK, n)
-        i[a:b], j[a:b], k = _sure_cells(lat[a:b], lon[a:b], east[a:b], north[a:b], step, taylor_chunk)
+        i[a:b], j[a:b], k = _sure_cells(lat[a:b], lon[a:b], east[a:b], north[a:b], step, radius_m, taylor_chunk)
         unsure.append(k + a)
     k = np.concatenate(unsure) if unsure else np.zeros(0, dtype=np.int64)
     if k.size:  # each row's cells depend on that row only (output_lattice), so these can be computed apart
@@ -303,31 +345,29 @@ def released_cells(lat: np.ndarray, lon: np.ndarray, east: np.ndarray, north: np
     return i, j
 
 
-def _sure_cells(lat, lon, east, north, step, taylor_chunk):
+def _sure_cells(lat, lon, east, north, step, radius_m, taylor_chunk):
     """(i, j, unsure) for one chunk of :func:`released_cells`: the cells of the Taylor end points and the positions
-    of the points whose cell is not certain (the end point within its error band of a cell boundary, or beyond
-    TAYLOR_MAX_M)."""
-    from .geodesic import MIN_CURVATURE_RADIUS_M, TAYLOR_MAX_M, taylor_error
+    of the points whose cell is left to GeographicLib (within :data:`CELL_BAND_M` of a boundary of its cell, or a
+    displacement beyond ``radius_m``)."""
+    from .geodesic import MIN_CURVATURE_RADIUS_M
 
     lat2, lon2, p2 = taylor_chunk(lat, lon, east, north)
     out = (lon2 >= 180.0) | (lon2 < -180.0)
     if out.any():
         lon2[out] = (lon2[out] + 180.0) % 360.0 - 180.0
     i, j, mult, cap = _lattice(lat2, lon2, step)
-    band = taylor_error(east, north)
-    band += GEODESIC_ERROR_M
     t = lat2 / step
     t -= np.rint(t)
     np.abs(t, out=t)
-    lat_short = (0.5 - t) * (math.radians(step) * MIN_CURVATURE_RADIUS_M) <= band
+    lat_short = (0.5 - t) * (math.radians(step) * MIN_CURVATURE_RADIUS_M) <= CELL_BAND_M
     u = lon2 / (step * mult)
     u -= np.rint(u)
     np.abs(u, out=u)
-    lon_short = (0.5 - u) * (np.radians(step * mult) * p2) <= band
+    lon_short = (0.5 - u) * (np.radians(step * mult) * p2) <= CELL_BAND_M
     if cap is not None:  # (a pole's cell has one longitude)
         lon_short &= ~cap
     unsure = lat_short | lon_short
-    unsure |= ~(east * east + north * north <= TAYLOR_MAX_M * TAYLOR_MAX_M)  # (and NaN)
+    unsure |= ~(east * east + north * north <= radius_m * radius_m)  # (and NaN)
     return i, j, np.flatnonzero(unsure)
 
 
