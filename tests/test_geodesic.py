@@ -167,3 +167,35 @@ def test_released_cells_match_geographiclib_at_any_point(lat, lon, r, az, step):
     i, j = released_cells(la, lo, east, north, step, radius_m=TAYLOR_MAX_M)
     i2, j2 = _cells_by_geographiclib(la, lo, east, north, step)
     assert (i == i2).all() and (j == j2).all()
+
+
+def test_the_timing_bound_covers_the_lattice_counts_of_the_band_and_the_inside():
+    """Which points GeographicLib computes is the end point's region in its cell: the band of CELL_BAND_M along the
+    boundary or the inside. Counted exactly on the noise lattice ΛZ² shifted by random offsets (axis-aligned cells:
+    points per interval by floor arithmetic), the counts of each region vary by less than the κ of the sidecar's
+    timing bound (computed there with s widened by the geodesic's errors, so it is looser)."""
+    from dprivacy.data.planar_noise import NOISE_LATTICE_M, geodesic_guarantee
+
+    lam, b = NOISE_LATTICE_M, CELL_BAND_M
+    kappa = np.exp(geodesic_guarantee(1e-3)["timing"]["log_kappa"])
+
+    def count(lo, hi, off):  # lattice points k·Λ + off in [lo, hi)
+        return np.floor((hi - off) / lam - 1e-12) - np.floor((lo - off) / lam - 1e-12)
+
+    g = np.random.default_rng(6)
+    for h, w in ((0.011, 0.001), (0.011, 0.002), (0.011, 0.0111)):
+        ox, oy = g.uniform(0, lam, 2000), g.uniform(0, lam, 2000)
+        cell = count(0, w, ox) * count(0, h, oy)
+        inside = count(b, w - b, ox) * count(b, h - b, oy)
+        band = cell - inside
+        for region in (inside, band):
+            assert region.max() / region.min() < kappa
+
+
+def test_the_timing_bound_is_the_releases_when_geographiclib_computes_every_point():
+    from dprivacy.data.planar_noise import geodesic_guarantee
+
+    slow = geodesic_guarantee(1e-4)  # 48/ε = 480 km: every point GeographicLib's
+    assert slow["timing"]["sigma"] == slow["sigma"]
+    fast = geodesic_guarantee(1e-3)
+    assert fast["sigma"] < fast["timing"]["sigma"] < fast["sigma"] + 0.01

@@ -241,7 +241,7 @@ def geodesic_guarantee(epsilon_m: float, *, precision_deg: float = DEFAULT_PRECI
 
     shapes = ((h_min, w_min), (h_min, 2 * w_min), (h_min, step * WGS84_A * (1 - e2)))
     ln_kappa = max(log_kappa(h, w) for h, w in shapes)
-    ln_kappa_timing = _timing_log_kappa(shapes, lattice, ln_kappa)
+    ln_kappa_timing = _timing_log_kappa(shapes, lattice, ln_kappa, epsilon_m)
     delta = math.hypot(h_max, max(w_eq, 2 * MIN_CELL_WIDTH_M))
     r_min = WGS84_A * (1 - e2)  # smallest radius of curvature (meridional, at the equator)
     sigma = epsilon_m * delta + ln_kappa
@@ -272,19 +272,23 @@ def geodesic_guarantee(epsilon_m: float, *, precision_deg: float = DEFAULT_PRECI
         "timing": {"sigma": epsilon_m * delta + ln_kappa_timing, "log_kappa": ln_kappa_timing, "band_m": CELL_BAND_M,
                    "is": f"which points GeographicLib computes (and so the run time) is a function of the released cell and of "
                          f"whether the end point lies within {CELL_BAND_M:g} m of its boundary: the same count of lattice "
-                         "points per region (the band, the cell's inside; s widened by the Taylor polynomial's error, 5e-7 m "
-                         "at most) bounds it with sigma in place of the release's; and of a displacement beyond 48/ε, "
-                         "probability below 2^-63 a point"},
+                         "points per region (the band, the cell's inside; s widened by the Taylor polynomial's error up to "
+                         "48/ε) bounds it with sigma in place of the release's; and of a displacement beyond 48/ε, "
+                         "probability below 2^-63 a point (every point is GeographicLib's when 48/ε exceeds 100 km)"},
     }
 
 
-def _timing_log_kappa(shapes, lattice: float, ln_kappa: float) -> float:
-    """ln κ of the two regions of a cell that :func:`released_cells` tells apart by its work: the band of
+def _timing_log_kappa(shapes, lattice: float, ln_kappa: float, epsilon_m: float) -> float:
+    """ln κ of the two regions of a cell that :func:`released_cells` tells apart by its work at ε: the band of
     :data:`CELL_BAND_M` along the boundary and the inside (the whole cell when the inside is empty), with s widened by
-    the Taylor polynomial's largest error."""
-    from .geodesic import TAYLOR_MAX_M, taylor_error
+    the Taylor polynomial's largest error up to its radius; ``ln_kappa`` (the release's) when GeographicLib computes
+    every point."""
+    from .geodesic import taylor_error, taylor_radius
 
-    s = lattice / math.sqrt(2) + GEODESIC_ERROR_M + float(taylor_error(TAYLOR_MAX_M))
+    radius = taylor_radius(epsilon_m)
+    if not radius:
+        return ln_kappa
+    s = lattice / math.sqrt(2) + GEODESIC_ERROR_M + float(taylor_error(radius))
     b = CELL_BAND_M
     worst = ln_kappa
     for h, w in shapes:
