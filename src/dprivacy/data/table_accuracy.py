@@ -44,15 +44,19 @@ def truncated_geometric_accuracy(alpha: float, lo: int, hi: int, *, confidence: 
         sides = 2 if w >= 2 * (t + 1) else (1 if w >= t + 1 else 0)
         return sides * alpha ** (t + 1) / (1 + alpha)
 
-    t_hi = geometric_accuracy(alpha, confidence=confidence)[1]  # enough on an unbounded line
+    return mean, smallest_within(worst, delta, geometric_accuracy(alpha, confidence=confidence)[1])
+
+
+def smallest_within(worst, delta: float, t_hi: int) -> int:
+    """The smallest integer t ≥ 0 with worst(t) ≤ δ, ``worst`` non-increasing and worst(t_hi) ≤ δ (bisection)."""
     t_lo = 0
-    while t_lo < t_hi:  # smallest t with worst(t) <= δ (worst is non-increasing)
+    while t_lo < t_hi:
         m = (t_lo + t_hi) // 2
         if worst(m) <= delta:
             t_hi = m
         else:
             t_lo = m + 1
-    return mean, int(t_lo)
+    return int(t_lo)
 
 
 def truncated_geometric_rows(alpha: float, lo: int, hi: int, answers=None) -> np.ndarray:

@@ -196,17 +196,12 @@ def staircase_accuracy(st: Staircase, lo: int, hi: int, *, confidence: float = 0
         sides = 2 if w >= 2 * (t + 1) else (1 if w >= t + 1 else 0)
         return sides * float(tail(st.delta, st.r, st.b, t + 1))
 
+    from .table_accuracy import smallest_within
+
     t_hi = st.delta
     while worst(t_hi) > delta:
         t_hi *= 2
-    t_lo = 0
-    while t_lo < t_hi:
-        m = (t_lo + t_hi) // 2
-        if worst(m) <= delta:
-            t_hi = m
-        else:
-            t_lo = m + 1
-    return mean, int(t_lo)
+    return mean, smallest_within(worst, delta, t_hi)
 
 
 def staircase_note(st: Staircase, eps_answer: float, delta: float) -> str:

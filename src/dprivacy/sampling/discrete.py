@@ -84,15 +84,9 @@ def discrete_laplace(size: int, s: int, t: int, generator: np.random.Generator) 
         raise ValueError(f"discrete_laplace: t = {t} is too large for 64-bit integer arithmetic (t < 2^62)")
     out = np.empty(size, dtype=np.int64)
     pending = np.arange(size)
-    su, tu = np.uint64(s), np.uint64(t)
     while pending.size:
-        u = generator.integers(0, t, size=pending.size, dtype=np.uint64)
-        keep = bernoulli_exp(u, t, generator)
-        idx, u = pending[keep], u[keep]
-        v = _geometric_count(idx.size, generator)
-        if idx.size and int(v.max()) >= (1 << 63) // t - 1:
-            raise OverflowError("discrete_laplace: a geometric count too large for 64-bit arithmetic")
-        y = (u + tu * v) // su
+        keep, y = _geometric_attempts(pending.size, s, t, generator, "discrete_laplace")
+        idx = pending[keep]
         b = generator.integers(0, 2, size=idx.size, dtype=np.int8)
         ok = ~((b == 1) & (y == 0))
         z = y[ok].astype(np.int64)
@@ -156,17 +150,23 @@ def geometric(size: int, s: int, t: int, generator: np.random.Generator) -> np.n
         raise ValueError(f"geometric needs positive integers s, t < 2^62; got s={s}, t={t}")
     out = np.empty(size, dtype=np.uint64)
     pending = np.arange(size)
-    su, tu = np.uint64(s), np.uint64(t)
     while pending.size:
-        u = generator.integers(0, t, size=pending.size, dtype=np.uint64)
-        keep = bernoulli_exp(u, t, generator)
-        idx, u = pending[keep], u[keep]
-        v = _geometric_count(idx.size, generator)
-        if idx.size and int(v.max()) >= (1 << 63) // t - 1:
-            raise OverflowError("geometric: a geometric count too large for 64-bit arithmetic")
-        out[idx] = (u + tu * v) // su
+        keep, y = _geometric_attempts(pending.size, s, t, generator, "geometric")
+        out[pending[keep]] = y
         pending = pending[~keep]
     return out
+
+
+def _geometric_attempts(m: int, s: int, t: int, generator, name: str):
+    """m attempts of CKS 2020 Algorithm 2's core: U ~ Uniform{0, …, t−1} kept with probability e^{−U/t}, V geometric
+    (ratio e^{−1}), and for the kept ones Y = ⌊(U + t·V)/s⌋, geometric with ratio e^{−s/t}: (kept mask, Y)."""
+    u = generator.integers(0, t, size=m, dtype=np.uint64)
+    keep = bernoulli_exp(u, t, generator)
+    u = u[keep]
+    v = _geometric_count(u.size, generator)
+    if u.size and int(v.max()) >= (1 << 63) // t - 1:
+        raise OverflowError(f"{name}: a geometric count too large for 64-bit arithmetic")
+    return keep, (u + np.uint64(t) * v) // np.uint64(s)
 
 
 def bernoulli_exp_ratio(size: int, s: int, t: int, generator: np.random.Generator) -> np.ndarray:
