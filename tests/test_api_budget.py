@@ -188,3 +188,10 @@ def test_two_processes_cannot_both_spend_the_last_of_a_budget(tmp_path):
     data = json.loads(ledger.read_text())
     (entry,) = data.values()
     assert entry["spent"] == pytest.approx(0.6) and len(entry["queries"]) == 1
+
+
+@pytest.mark.parametrize("args, says", [((2.0,), "path is the ledger file"), (("l.json", -1.0), "positive finite"),
+                                        (("l.json", float("nan")), "positive finite"), (("l.json", "1"), "positive finite")])
+def test_a_budget_with_a_wrong_argument_is_refused_in_one_line(args, says):
+    with pytest.raises(ValueError, match=says):
+        dp.Budget(*args)

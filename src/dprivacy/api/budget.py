@@ -58,6 +58,12 @@ class Budget:
     """
 
     def __init__(self, path, total: float | None = None, *, change: bool = False):
+        if path is not None and not isinstance(path, (str, os.PathLike)):
+            raise OptionError(f"Budget(path, total): path is the ledger file (a str or path), got {path!r}; e.g. "
+                              "dp.Budget('ledger.json', total=1.0)")
+        if total is not None and (isinstance(total, bool) or not isinstance(total, (int, float)) or not total > 0
+                                  or total != total or total == float("inf")):
+            raise OptionError(f"Budget total must be a positive finite ε, got {total!r}")
         self.path = None if path is None else Path(path)  # (None: refused on use, as --budget without --budget-file)
         self.total = total
         self.change = change
