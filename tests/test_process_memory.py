@@ -1,9 +1,12 @@
-"""The command line's allocator settings (dprivacy._system.keep_batch_arrays_in_the_heap)."""
+"""The command line's process settings: batch-sized arrays kept in glibc's heap
+(dprivacy._system.keep_batch_arrays_in_the_heap), and pyarrow without pandas for the file commands
+(dprivacy._system.pyarrow_without_pandas)."""
 
 import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 CODE = """
@@ -87,3 +90,58 @@ def test_the_dask_engines_workers_keep_batch_arrays_in_the_heap():
             distributed.Client(cluster) as client:
         faults = client.submit(_faults_in_this_process, pure=False).result()
     assert faults < 5_000
+
+
+_CONSOLE = """
+import sys
+from dprivacy.cli import main
+sys.argv = ["dprivacy", *sys.argv[1:]]
+code = main()
+print("PANDAS", "pandas" in sys.modules and sys.modules["pandas"] is not None)
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("command", [
+    ["obfuscate", "p.csv", "-o", "o.csv", "--epsilon", "1", "--seed", "5", "--key", "id"],
+    ["obfuscate", "p.csv", "-o", "o.parquet", "--epsilon", "1", "--seed", "5", "--key", "id"],
+    ["obfuscate", "p.parquet", "-o", "o.geojson", "--epsilon", "1", "--seed", "5", "--key", "id", "--shuffle"],
+    ["query", "p.parquet", "--query", "sum:v", "--bounds", "0,10", "--epsilon", "1", "--seed", "5", "--json"],
+    ["query", "p.csv", "--query", "percentile:v:50", "--bounds", "0,10", "--epsilon", "1", "--seed", "5", "--json",
+     "--group-by", "g", "--keys", "a,b"],
+])
+def test_the_console_data_commands_load_no_pandas_and_release_the_same(tmp_path, command):
+    """pyarrow imports pandas on its first conversion (0.2 s of start-up); the console process of the file commands
+    makes it unavailable (_system.pyarrow_without_pandas): the release is the same as with pandas loaded."""
+    pd = pytest.importorskip("pandas")
+    import pyarrow.parquet as pq
+
+    from dprivacy.cli import main
+
+    n = 2000
+    g = np.random.default_rng(0)
+    frame = pd.DataFrame({"id": np.arange(n), "lat": 48 + g.random(n), "lon": 2 + g.random(n),
+                          "v": g.integers(0, 10, n), "g": g.choice(["a", "b"], n), "note": ["x"] * n})
+    frame.to_csv(tmp_path / "p.csv", index=False)
+    pq.write_table(__import__("pyarrow").Table.from_pandas(frame, preserve_index=False), tmp_path / "p.parquet")
+    out = subprocess.run([sys.executable, "-c", _CONSOLE, *command], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-1] == "False"  # pandas never loaded
+    console = [(f, f.read_bytes()) for f in sorted(tmp_path.glob("o.*")) if not f.name.endswith(".json")]
+    for f, _ in console:
+        f.unlink()
+    for f in tmp_path.glob("o.*.dprivacy.json"):
+        f.unlink()
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.chdir(tmp_path), contextlib.redirect_stdout(buf):  # in-process: pandas is loaded here
+        assert main(command) == 0
+    if command[0] == "query":
+        import json
+
+        first = json.loads(out.stdout[:out.stdout.rindex("PANDAS")])
+        assert first["answers"] == json.loads(buf.getvalue())["answers"]
+    else:
+        assert console and all(f.read_bytes() == data for f, data in console)

@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 
-from .._system import memory_failure, reserve_blas_buffer
+from .._system import COMMANDS_WITHOUT_PANDAS, memory_failure, pyarrow_without_pandas, reserve_blas_buffer
 from ._signals import _LATE, interrupted, stopped  # noqa: F401 (_LATE: app._LATE, as before)
 from .common import EXIT_PIPE, EXIT_USAGE, CliError, _Parser, _SolveStatus  # noqa: F401 (_SolveStatus: app._SolveStatus)
 
@@ -74,6 +74,8 @@ def _main(argv=None) -> int:
     try:
         parser = make_parser()  # numpy is not imported before the arguments are parsed: --version stays fast
         args = parser.parse_args(_join_negative_values(sys.argv[1:] if argv is None else list(argv)))
+        if argv is None and args.command in COMMANDS_WITHOUT_PANDAS and getattr(args, "engine", "local") == "local":
+            pyarrow_without_pandas()  # (the command line's own process: 0.2 s of start-up)
         import numpy as np
 
         # An overflow or an invalid operation (inf − inf, 0·inf) is a number the command cannot stand behind:
