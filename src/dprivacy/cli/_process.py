@@ -15,7 +15,8 @@ library only. From there:
   default there, and a signal then ended a finished command "killed by SIGINT".
 * C code that catches the KeyboardInterrupt does not make the command go on, nor misreport it: numpy's C extension
   imports datetime with PyCapsule_Import, which turns it into an ImportError (datetime is imported first, here), and
-  pyarrow imports pandas from C++ (pandas is imported first, :func:`dprivacy._system.import_pandas_for_pyarrow`); an
+  pyarrow imports pandas from C++ (pandas is imported first, :func:`dprivacy._system.import_pandas_for_pyarrow`, or,
+  for the file commands, made unavailable: :func:`dprivacy._system.pyarrow_without_pandas`); an
   error that follows a stop signal is reported as the interrupt (:func:`stopped`), and a release is not committed
   after one (``_system.STOP_REQUESTED``, checked by ``data.commit.release_commit``).
 * Under a memory limit (``ulimit -v``) OpenBLAS is given one thread before numpy loads
