@@ -287,3 +287,14 @@ def test_library_refusals_name_sizes_and_missing_priors():
         spaces.hamming(30, 10)
     with pytest.raises(TypeError, match="prior is required"):
         optimal_mechanism(spaces.line(3), None, epsilon=1.0)
+
+
+def test_an_unknown_option_is_refused_with_the_commands_name(tmp_path, capsys):
+    from dprivacy.cli import main
+
+    (tmp_path / "m.csv").write_text("time,kwh\n2010-01-01 00:00,1\n")
+    assert main(["series", str(tmp_path / "m.csv"), "-o", str(tmp_path / "o.csv"), "--column", "kwh", "--epsilon", "1",
+                 "--bounds", "0,5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["dprivacy series: error: unrecognized arguments: --bounds 0,5"]
+    assert not (tmp_path / "o.csv").exists()

@@ -26,6 +26,7 @@ def make_parser() -> argparse.ArgumentParser:
     locations.add_parsers(sub)
     series.add_parsers(sub)
     query.add_parsers(sub)
+    p.commands = sub.choices  # (each command's own parser: its errors carry its name)
     return p
 
 
@@ -73,7 +74,9 @@ def _main(argv=None) -> int:
     args = None
     try:
         parser = make_parser()  # numpy is not imported before the arguments are parsed: --version stays fast
-        args = parser.parse_args(_join_negative_values(sys.argv[1:] if argv is None else list(argv)))
+        args, extra = parser.parse_known_args(_join_negative_values(sys.argv[1:] if argv is None else list(argv)))
+        if extra:  # (argparse's root parser would say it as "dprivacy: error:", without the command)
+            parser.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
         if argv is None and args.command in COMMANDS_WITHOUT_PANDAS and getattr(args, "engine", "local") == "local":
             pyarrow_without_pandas()  # (the command line's own process: 0.2 s of start-up)
         import numpy as np
