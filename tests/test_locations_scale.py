@@ -102,14 +102,14 @@ def test_keyed_mode_refusals(tmp_path):
         obfuscate_file(src, tmp_path / "o.parquet", epsilon=1, rng=1, key="nope")
     dup = tmp_path / "dup.csv"
     dup.write_text("id,lat,lon\n1,48.85,2.3\n2,48.86,2.31\n1,48.87,2.32\n")
-    with pytest.raises(ValueError, match="row 3: key 1 .* repeated"):
+    with pytest.raises(ValueError, match="record 3 of those kept: key 1 .* repeated"):
         obfuscate_file(dup, tmp_path / "o.csv", epsilon=1, rng=1, key="id")
     assert not any(tmp_path.glob("o.*")) and not any(tmp_path.glob(".o.*"))
     # the repeated key named whatever its type (integer keys are not kept beside their record keys)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    for vals, want in (([5, -7, 3, -7], "row 4: key -7 "), (["a", "b", "a"], "row 3: key 'a' ")):
+    for vals, want in (([5, -7, 3, -7], "record 4 of those kept: key -7 "), (["a", "b", "a"], "record 3 of those kept: key 'a' ")):
         pq.write_table(pa.table({"id": vals, "lat": [48.0 + i / 100 for i in range(len(vals))], "lon": [2.0] * len(vals)}),
                        tmp_path / "k.parquet")
         with pytest.raises(ValueError, match=want):

@@ -221,8 +221,9 @@ class _KeyCheck:
                 v = int(v)
             note = ("; in a CSV a key written as a whole number is that number (007 and 7 are one key), any other text "
                     "is a key as written")
-        raise ValueError(f"row {k + 1}: key {v!r}{written} of column {self.column!r} is repeated; keyed noise needs unique "
-                         f"keys (two records with one key would get the same noise){note}")
+        # (k counts the rows kept: rows refused as invalid or over a user's budget are not among them)
+        raise ValueError(f"record {k + 1} of those kept: key {v!r}{written} of column {self.column!r} is repeated; keyed "
+                         f"noise needs unique keys (two records with one key would get the same noise){note}")
 
 
 #: A key written as a whole number in a CSV: spaces around it, a minus sign, digits (what the CSV reader types as an
