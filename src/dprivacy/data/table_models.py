@@ -280,6 +280,22 @@ class ScanFailed(ValueError):
         self.public_columns = list(public_columns)
 
 
+def standard_statement(eps: float, total: int, group_by: str | None, n_groups: int,
+                       composition: str | None = None) -> tuple[str, str, list]:
+    """(neighbours, guarantee, public) of an answer under standard ε-DP (d_h, N public, declared group keys)."""
+    neighbours = (f"standard ε-DP (d_h): neighbouring tables differ in one row, any of its columns changed; the table "
+                  f"size N = {total} is public" + ("" if group_by is None else
+                                                   f", and so are the {n_groups} declared keys of {group_by!r}"))
+    guarantee = (f"ε = {eps:g} (standard): changing one row changes the probability of every release by at most a factor "
+                 f"e^{eps:g}")
+    if composition:
+        guarantee += "; " + composition
+    public = [f"N = {total} rows"]
+    if group_by is not None:
+        public.append(_keys_public(group_by, n_groups, True))  # standard: always declared
+    return neighbours, guarantee, public
+
+
 def _keys_public(group_by: str, n_groups: int, declared: bool) -> str:
     if declared:
         return (f"the {n_groups} group keys declared for {group_by!r} (--keys) are public; each gets an answer, with or "

@@ -19,7 +19,7 @@ like an answer.
 from __future__ import annotations
 
 from .memory import display_name
-from .table_models import GroupAnswer, QueryResult, _keys_public, _on_grid
+from .table_models import GroupAnswer, QueryResult, _on_grid, standard_statement
 
 def collect_histograms(fetch, groups: int, *, rel: str, sel: str, x: str, ok: str, group_expr) -> list:
     """Each group's (sorted distinct clamped values, their counts), in the order of the groups: one ordered DuckDB
@@ -83,16 +83,7 @@ def exponential_percentile(table, query, rows, histograms, src, *, eps, eps_answ
                 f"(ln(2M/β) + 1e-8)/(ε_a/2 − 2^-38) with M = {points:,} lattice points and β = {beta:g}, where d is the "
                 "smallest distance to the target that any value's rank attains (at most ½ unless values are tied at the "
                 "percentile); 'expected |error|' and 'within ±' in values are therefore not stated (NaN)")
-    guarantee = (f"ε = {eps:g} (standard): changing one row changes the probability of every release by at most a factor "
-                 f"e^{eps:g}")
-    if composition:
-        guarantee += "; " + composition
-    public = [f"N = {total} rows"]
-    if group_by is not None:
-        public.append(_keys_public(group_by, n_groups, True))
-    neighbours = (f"standard ε-DP (d_h): neighbouring tables differ in one row, any of its columns changed; the table "
-                  f"size N = {total} is public" + ("" if group_by is None else
-                                                   f", and so are the {n_groups} declared keys of {group_by!r}"))
+    neighbours, guarantee, public = standard_statement(eps, total, group_by, n_groups, composition)
     sampler = ("exact: integer weights ⌈2^128·exp(−a·U/D)⌉ (a = ε_a/2 − 2^-38, computed by Python's decimal module "
                "correctly rounded, never a float exp), floored at the weight where they reach 2^40; adjacent scores' "
                "weights differ by at most e^(ε_a/2), proved on the integers; one uniform integer below their total from "

@@ -7,7 +7,7 @@ import math
 
 from .memory import display_name
 from .table_accuracy import _answer_prior
-from .table_models import GroupAnswer, QueryResult, _keys_public, _on_grid
+from .table_models import GroupAnswer, QueryResult, _on_grid, standard_statement
 
 def _tight_sum(table, query, rows, src, *, eps, eps_answer, factor, delta, lo_a, hi_a, step, total, bounds, where,
                group_by, theorem, composition, confidence, prior, public_cols, n_groups, invalid,
@@ -66,18 +66,10 @@ def _tight_sum(table, query, rows, src, *, eps, eps_answer, factor, delta, lo_a,
                f"ε·d-private by Prop 6 (z ≥ 0 {res.certainty}, {res.certificate}: {res.reason.split('; ', 1)[-1]}), hence ε-DP "
                f"for tables: a changed row moves the answer by at most Δ; optimal for the binary gain for every ε·d-regular "
                f"prior on the answers (ElSalamouny et al. 2014 Thm 4); Δ: {theorem}")
-    guarantee = (f"ε = {eps:g} (standard): changing one row changes the probability of every release by at most a factor "
-                 f"e^{eps:g}")
-    if composition:
-        guarantee += "; " + composition
-    public = [f"N = {total} rows"]
-    if group_by is not None:
-        public.append(_keys_public(group_by, n_groups, True))  # standard: always declared
+    neighbours, guarantee, public = standard_statement(eps, total, group_by, n_groups, composition)
     accuracy = ("worst case over every true answer in the public range, computed exactly from the mechanism's rows (one FFT "
                 "product for all rows): 'expected |error|' = max_y Σ_o H(y, o)·|o − y|, 'within ±' the smallest t with "
                 f"P(|error| > t) ≤ {1 - confidence:g} for every true answer")
-    neighbours = (f"standard ε-DP (d_h): neighbouring tables differ in one row, any of its columns changed; the table size "
-                  f"N = {total} is public" + ("" if group_by is None else f", and so are the {n_groups} declared keys of {group_by!r}"))
     r = QueryResult(display_name(table), query.name, "standard", "tight-constraints", eps, float(delta), bounds, where, group_by, answers,
                     src.to_dict(), guarantee=guarantee, theorem=theorem, epsilon_spent=eps,
                     delivered_epsilon=delivered * factor,

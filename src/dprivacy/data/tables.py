@@ -85,7 +85,7 @@ from .table_accuracy import (  # noqa: F401
 from .table_models import (  # noqa: F401
     MAX_KEYS, MECHANISMS, OPTIMAL_MAX_ANSWERS, PRIVACY_MODELS, QUERY_KINDS, VALUE_METRICS, GroupAnswer, Query,
     AnswerPlan, QueryResult, ScanFailed, _json_key, _keys_public, _on_grid, _plan_split, _sensitivity, answer_plan,
-    check_table_file, parse_query, read_keys_file, sensitivity)
+    check_table_file, parse_query, read_keys_file, sensitivity, standard_statement)
 from .table_sql import (  # noqa: F401
     CSV_DELIMITERS, _as_double, _as_type, _check_table_shape, _connect, _csv_dialect, _declare_keys, _duckdb_error,
     _first_bad_row, _is_numeric, _literal, _quote, _relation, _unreadable, bind_where)
@@ -303,7 +303,6 @@ def run_query(table, query: Query, *, epsilon: float, bounds=None, where: str | 
     plan = answer_plan(query, privacy, bounds, u, mechanism=mechanism, epsilon=eps, total=total, selected=selected,
                        skip_invalid=skip_invalid, group_by=group_by, n_groups=n_groups)
     # The answers: one aggregate pass, the selection as a FILTER, one row per group key of the whole table.
-    k = len(query.columns)
     if query.kind == "count":
         aggs = [f"count(*) FILTER (WHERE {sel})"]
         clamped = "0"
@@ -475,11 +474,7 @@ def release_answers(rows, plan: AnswerPlan, *, table: str, query: Query, privacy
     elif mechanism == "geometric":
         theorem += "; --mechanism geometric: the same noise without clamping, so answers may fall outside the range"
     if privacy == "standard":
-        neighbours = (f"standard ε-DP (d_h): neighbouring tables differ in one row, any of its columns changed; the table "
-                      f"size N = {total} is public" + ("" if group_by is None else
-                                                       f", and so are the {n_groups} declared keys of {group_by!r}"))
-        guarantee = (f"ε = {eps:g} (standard): changing one row changes the probability of every release by at most a "
-                     f"factor e^{eps:g}")
+        neighbours, guarantee, _ = standard_statement(eps, total, group_by, n_groups)  # (composition: below)
     else:
         metric = {"normalized-d1": "d̃1 = Σ_rows |x − x'|/(HI − LO)", "d1": "d1 = Σ_rows |x − x'|",
                   "dinf": "d∞ = max_rows |x − x'|"}[privacy]
