@@ -50,7 +50,6 @@ import contextlib
 import math
 import os
 import time
-from pathlib import Path
 
 from .coordinates import COORDS, SEMICIRCLE_DEG, _NUMBER_TEXT, _as_numbers, describe_bad, validate_coordinates  # noqa: F401 (re-exported)
 from .copies import copy_sample  # noqa: F401 (re-exported)
@@ -262,7 +261,7 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
     with held:
         with AtomicWriter(output_path, ob.out_schema, force=force, geojson_coords=geo,
                           plain_columns=(ob.lat_c, ob.lon_c), notice=notice) as w, \
-                _OrderedWrites(lambda item: (_add_counts(counts, item[1]), w.write(item[0])), workers=PIPELINE_WORKERS,
+                _OrderedWrites(lambda item: (add_counts(counts, item[1]), w.write(item[0])), workers=PIPELINE_WORKERS,
                                depth=PIPELINE_DEPTH) as writes:
             for batch in batches:
                 n = batch.num_rows
@@ -288,7 +287,7 @@ def obfuscate_file(input_path, output_path, *, epsilon: float, unit: str = "km",
                 row0 += n
                 if shuffled is not None:
                     shuffled.append(finish(parallel=True))
-                    _add_counts(counts, local)
+                    add_counts(counts, local)
                     if report.rows_read > SHUFFLE_MAX_ROWS:
                         raise ValueError(f"--shuffle holds the release in memory: {input_path} has more than "
                                          f"{SHUFFLE_MAX_ROWS:,} rows; shuffle the file first, or split it")
@@ -404,11 +403,3 @@ class _OrderedWrites:
                 pool.shutdown(wait=True)
         return False
 
-
-def _add_counts(total: dict, part: dict) -> None:
-    """Add the sampling counts of one batch (numbers, and dicts of numbers) into ``total``."""
-    for k, v in part.items():
-        if isinstance(v, dict):
-            _add_counts(total.setdefault(k, {}), v)
-        else:
-            total[k] = total.get(k, 0) + v
