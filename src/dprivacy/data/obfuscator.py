@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .coordinates import SEMICIRCLE_DEG, _as_numbers, _as_semicircles, describe_bad, validate_coordinates
-from .copies import copy_sample
+from .copies import copy_sample, sampled_batch
 from .geodesic import taylor_radius
 from .planar_noise import DEFAULT_PRECISION_DEG, NOISE_PARTS, _from_lattice, displace, prepare_displacements, released_cells
 
@@ -73,7 +73,7 @@ class Obfuscator:
 
         take = copy_sample(batch.num_rows)
         # in degrees and the other units a copy comes in (radians, E7, semicircles, Web Mercator metres)
-        copies = location_copies(batch.take(pa.array(take)), la[take], lo[take], skip=(self.lat_c, self.lon_c))
+        copies = location_copies(sampled_batch(batch, take), la[take], lo[take], skip=(self.lat_c, self.lon_c))
         if copies:
             raise ValueError(f"{self.input_name}: {where}column(s) {', '.join(map(repr, copies))} hold a copy of the points "
                              f"(numbers within 0.01° of a row's latitude or longitude, in at least half of the rows "
@@ -170,7 +170,9 @@ class Obfuscator:
             la_out = pa.array(np.rint(nla / SEMICIRCLE_DEG)).cast(t_la)
             lo_out = pa.array(np.rint(nlo / SEMICIRCLE_DEG)).cast(t_lo)
         else:
-            la_out, lo_out = pa.array(nla, pa.float64()), pa.array(nlo, pa.float64())
+            # (zero-copy; pa.array would load numpy.ma to ask whether they are masked)
+            la_out, lo_out = (pa.Array.from_buffers(pa.float64(), x.size, [None, pa.py_buffer(x)])
+                              for x in (np.ascontiguousarray(nla, dtype=np.float64), np.ascontiguousarray(nlo, dtype=np.float64)))
         cols[self.schema.get_field_index(self.lat_c)] = la_out
         cols[self.schema.get_field_index(self.lon_c)] = lo_out
         return pa.RecordBatch.from_arrays(cols, schema=self.out_schema)
