@@ -17,12 +17,54 @@ from dprivacy.sampling import random_source
 from dprivacy.sampling.exact import WEIGHT_BITS, ExactSampler, delivered_epsilon, quantise_rows
 
 
-def test_default_random_source_is_the_secure_one():
+def test_default_random_source_is_the_secure_one(monkeypatch):
+    from dprivacy.sampling import source
+
     src = random_source(None)
-    assert src.release and "ChaCha20" in src.description and "os.urandom" in src.description
-    assert type(src.generator.bit_generator).__name__ == "ChaCha"
+    aes = source._aes_instructions()
+    assert src.release and "os.urandom" in src.description
+    assert type(src.generator.bit_generator).__name__ == ("AESCounter" if aes else "ChaCha")
+    assert ("AES-128" if aes else "ChaCha20") in src.description
+    # without AES instructions (software AES: slower, and table lookups that leak through the cache): ChaCha20
+    monkeypatch.setattr(source, "_AESNI", False)
+    src = random_source(None)
+    assert type(src.generator.bit_generator).__name__ == "ChaCha" and "ChaCha20" in src.description
     seeded = random_source(5)
     assert not seeded.release and "NOT for release" in seeded.to_dict()["warning"]
+    assert type(seeded.generator.bit_generator).__name__ == "ChaCha"  # (the same stream on every machine)
+
+
+def test_the_release_aes_is_fips_197s():
+    # FIPS-197 appendix C.1: AES-128, key 000102…0f, plaintext 00112233…ff → 69c4e0d86a7b0430d8cdb78070b4c55a; the
+    # generator's words are the little-endian halves of AES_key(counter), the counter a 128-bit little-endian integer
+    from randomgen import AESCounter
+
+    from dprivacy.sampling.source import _aes
+
+    key = int.from_bytes(bytes(range(16)), "little")
+    plain = int.from_bytes(bytes.fromhex("00112233445566778899aabbccddeeff"), "little")
+    for aesni in (True, False):
+        bitgen = AESCounter(key=key, counter=plain)
+        if not aesni:
+            bitgen.use_aesni = False
+        words = bitgen.random_raw(2)
+        assert b"".join(int(w).to_bytes(8, "little") for w in words).hex() == "69c4e0d86a7b0430d8cdb78070b4c55a"
+    # and _aes is that cipher from counter 0 (AES_k(0) for the same key, from the software path)
+    soft = AESCounter(key=key, counter=0)
+    soft.use_aesni = False
+    assert np.array_equal(_aes(key).bit_generator.random_raw(8), soft.random_raw(8))
+
+
+def test_a_parts_generator_is_of_its_parents_kind():
+    from dprivacy.sampling.source import _aes, _chacha, child_generator
+
+    aes = child_generator(_aes(12345))
+    assert type(aes.bit_generator).__name__ == "AESCounter"
+    seeded = [child_generator(random_source(9).generator).integers(0, 1 << 64, size=4, dtype=np.uint64) for _ in range(2)]
+    assert np.array_equal(*seeded)  # seeded: reproducible
+    assert type(child_generator(_chacha(1)).bit_generator).__name__ == "ChaCha"
+    a, b = child_generator(_aes(1)), child_generator(_aes(2))
+    assert not np.array_equal(a.bit_generator.random_raw(4), b.bit_generator.random_raw(4))
 
 
 def test_chacha_scalar_path_gives_the_simd_stream():

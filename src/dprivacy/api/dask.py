@@ -86,8 +86,8 @@ def obfuscate_dask_frame(ddf, *, shuffle: bool, **common):
     ob.input_name = name
     report.input = report.output = name
     if src.release:
-        report.random_source = dict(report.random_source, per_task="each partition keys its own ChaCha20 from the "
-                                                                   "worker's OS")
+        report.random_source = dict(report.random_source, per_task="each partition keys its own release source "
+                                                                   "from the worker's OS")
     tasks = [dask.delayed(_release_partition, pure=False)(part, ob, i, src.release, lat_c, lon_c, rows)
              for i, part in enumerate(ddf.to_delayed())]
     done = dask.persist(*tasks)

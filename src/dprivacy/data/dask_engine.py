@@ -241,7 +241,7 @@ def obfuscate_dask(input_path, output_path, *, scheduler: str | None = None, wor
     ob.noise_parts = 1  # one thread per task: the workers already take the cores
     report.input = inp.name
     if src.release:
-        report.random_source = dict(report.random_source, per_task="each task keys its own ChaCha20 from the worker's OS")
+        report.random_source = dict(report.random_source, per_task="each task keys its own release source from the worker's OS")
     held = contextlib.ExitStack()
     old = None
     tmp = fresh_temp_name(out)  # (the name before the folder: an interrupt at any point removes what was made)

@@ -78,8 +78,11 @@ def taylor_forward(lat: np.ndarray, lon: np.ndarray, east: np.ndarray, north: np
 def taylor_chunk(lat, lon, e, n):
     """:func:`taylor_forward` on arrays of at most a few :data:`TAYLOR_CHUNK` points (no chunking)."""
     d1, d2 = _D1, _D2
-    phi = np.radians(lat)
-    s, c = np.sin(phi), np.cos(phi)
+    # sin φ and cos φ from t = tan(φ/2): numpy's tan is vectorised (0.9 ns a point here), its sin and cos are the C
+    # library's, one point at a time (8 ns each); the absolute error stays a few ulp, the pole included (1 − t is exact)
+    t = np.tan(np.radians(lat) * 0.5)
+    q = 1.0 / (1.0 + t * t)
+    s, c = (2.0 * q) * t, ((1.0 - t) * (1.0 + t)) * q
     N = WGS84_A / np.sqrt(1.0 - _E2 * s * s)  # prime vertical radius
     X0, Z0 = N * c, (N * (1.0 - _E2)) * s  # c₀ = (X0, 0, Z0); Dc₀ = d₁N(cos φ, 0, sin φ), so Q₀ = (d₁N)²
     dN = d1 * N
@@ -109,7 +112,7 @@ def taylor_chunk(lat, lon, e, n):
     x = X0 + (c1x + (c2x + (c3x + (c4x + c5x))))  # small terms first
     y = e + (c3y + (c4y + c5y))
     z = Z0 + (c1z + (c2z + (c3z + (c4z + c5z))))
-    p = np.hypot(x, y)
+    p = np.sqrt(x * x + y * y)  # (hypot is the C library's, 9 ns a point; no overflow or underflow at 10⁶ m)
     lat2 = np.degrees(np.arctan2(z, (1.0 - _E2) * p))  # exact for a point on the ellipsoid
     lon2 = lon + np.degrees(np.arctan2(y, x))
     return lat2, lon2, p

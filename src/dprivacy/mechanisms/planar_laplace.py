@@ -127,7 +127,7 @@ def planar_laplace_sample(points, *, epsilon: float, rng=None, lattice: float | 
     epsilon : float
         Privacy level per unit distance, > 0.
     rng : None, int seed or numpy Generator
-        Source of randomness (DESIGN.md convention: None is the release-grade ChaCha20 source).
+        Source of randomness (None is the release-grade source: :func:`~dprivacy.sampling.source.release_source`).
     lattice : float, optional
         Λ, a power of two (default: :func:`planar_laplace_lattice`'s). ε·Λ must lie in [2^-50, 64].
 

@@ -38,7 +38,7 @@ exactly (given uniform random words), and the fallback is tested by forcing it (
 which must give the same output for the same words.
 
 The work is vectorised over all pending proposals; only undecided draws run Python code. The random
-words come from a numpy Generator (the release ChaCha20 source) or, in keyed research mode, from a
+words come from a numpy Generator (the release source) or, in keyed research mode, from a
 :class:`~dprivacy.sampling.keyed.KeyedStream`, whose draw j of a record depends on its key and j only:
 every round draws the same number of words for every pending record, and fallback words come from a
 separate counter space, so the output does not depend on how records are batched.
@@ -154,8 +154,8 @@ class LatticeLaplace:
 
         Large draws are made in chunks of :data:`CHUNK` (the arrays stay in cache and below the
         allocator's mmap threshold). ``threads`` > 1 splits them into that many parts drawn in parallel
-        (numpy releases the GIL): a Generator gives each part its own ChaCha20 generator keyed with 256
-        bits drawn from it (release mode stays cryptographic, seeded mode reproducible), a KeyedStream
+        (numpy releases the GIL): a Generator gives each part its own generator keyed by words drawn from it
+        (:func:`~dprivacy.sampling.source.child_generator`: release mode stays cryptographic, seeded mode reproducible), a KeyedStream
         each part its own records (the output is the same as with one thread). ``consume(a, b, z₁, z₂)``:
         if given, each chunk [a, b) is handed to it (in its thread) instead of being returned."""
         draw = self.prepare(size, rng, threads=threads)
@@ -259,10 +259,9 @@ def _part_source(rng, a: int, b: int):
         part = KeyedStream.__new__(KeyedStream)
         part.key, part.keys, part.n, part.calls = rng.key, rng.keys[a:b], b - a, rng.calls
         return part
-    from .source import _chacha
+    from .source import child_generator
 
-    key = int.from_bytes(rng.integers(0, 1 << 64, size=4, dtype=np.uint64, endpoint=False).tobytes(), "little")
-    return _chacha(key)
+    return child_generator(rng)
 
 
 
