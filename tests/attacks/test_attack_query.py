@@ -30,6 +30,8 @@ The comment above each test names the leak it closes. Inventory (leak, fix commi
   → test_the_reported_delivered_epsilon_does_not_read_the_data
 - under --unit the rounding made rows 0.02 apart differ by e^1 beside a guarantee of e^(ε·d) (5a4c599)
   → test_the_guarantee_under_a_unit_says_the_rounding_adds_a_unit
+- DuckDB spilled a large query's intermediate results (the table's values) to ./.tmp of the working folder
+  → test_a_query_spills_to_a_private_folder_removed_with_it_not_the_working_one
 
 Tested where they are, beside the --where validation they exercise (what a condition may name or call):
 test_tables.py::test_where_names_columns_of_the_table_only (read_csv_auto['v'] reached the protected column,
@@ -344,3 +346,50 @@ def test_the_guarantee_under_a_unit_says_the_rounding_adds_a_unit():
     sup = _data("SampleSuperstore.csv.gz")
     r = run_query(sup, parse_query("percentile:Sales:50"), epsilon=1.0, bounds=(0, 2000), unit=1, privacy="dinf", rng=0)
     assert "rounded to multiples of --unit 1" in r.guarantee and "e^(ε·(d + 1))" in r.guarantee
+
+
+def test_a_query_spills_to_a_private_folder_removed_with_it_not_the_working_one(tmp_path, monkeypatch):
+    # a buffer pool of 64 MB (as under `ulimit -v 128M`) makes DuckDB spill a sort of 3·10⁶ rows
+    import gc
+    import pathlib
+    import tempfile
+    import threading
+    import time
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import dprivacy._system as system
+    from dprivacy.data import table_sql
+
+    monkeypatch.setattr(system, "address_space_limit", lambda: 128 * 2**20)
+    n = 3_000_000
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"a": np.random.default_rng(0).random(n), "b": np.arange(n, dtype=np.float64)}), path)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    con = table_sql._connect(str(path))
+    spill = pathlib.Path(con.execute("SELECT current_setting('temp_directory')").fetchone()[0])
+    assert spill.parent == pathlib.Path(tempfile.gettempdir()) and spill.stat().st_mode & 0o077 == 0
+    seen: set = set()
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            seen.update(str(f) for d in (spill, work) for f in d.rglob("*"))
+            time.sleep(0.001)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        got = con.execute(f"SELECT a FROM read_parquet('{path}') ORDER BY a").fetchnumpy()["a"]
+    finally:
+        done.set()
+        watcher.join()
+    assert got.size == n and (np.diff(got) >= 0).all()
+    assert seen and all(f.startswith(str(spill)) for f in seen)  # it spilled, and only there
+    con.close()
+    del con
+    gc.collect()
+    assert not spill.exists() and not any(work.iterdir())

@@ -164,7 +164,7 @@ def _connect(path):
     """A DuckDB connection that may read ``path`` and nothing else: external access off (no other file,
     no network, no extension loading) and the configuration locked, before any user text is run. An in-memory
     table is registered on it (:data:`ARROW_TABLE`), and the connection may read no file at all and write no
-    temporary one."""
+    temporary one; a file's connection spills to a private temporary folder removed with it."""
     import duckdb
 
     from .._system import address_space_limit
@@ -184,6 +184,15 @@ def _connect(path):
         con.execute("SET temp_directory=''")
     else:
         con.execute(f"SET allowed_paths=[{_literal(path)}]")
+        # DuckDB spills intermediate results (the table's values) to ./.tmp of whatever folder the command runs in:
+        # instead, to a private folder (0700) of the system's temporary directory, removed with the connection
+        import shutil
+        import tempfile
+        import weakref
+
+        spill = tempfile.mkdtemp(prefix="dprivacy-duckdb-")
+        weakref.finalize(con, shutil.rmtree, spill, True)
+        con.execute(f"SET temp_directory={_literal(spill)}")
     con.execute("SET TimeZone='UTC'")  # times compare the same whatever the machine's zone
     con.execute("SET enable_external_access=false")
     con.execute("SET lock_configuration=true")
