@@ -118,8 +118,11 @@ def test_bad_input_names_the_problem_and_writes_nothing(tmp_path):
         release_series(src, out, column="v", epsilon=1.0, skip_invalid=True)
     with pytest.raises(ValueError, match="no reading column 'w'.*t, v"):
         release_series(src, tmp_path / "o2.csv", column="w", epsilon=1.0)
-    with pytest.raises(ValueError, match="--time"):
+    with pytest.raises(ValueError, match=r"--time COL\)$"):
         release_series(src, tmp_path / "o2.csv", column="v", epsilon=1.0, per="day")
+    named = _write(tmp_path / "named.csv", Time=["2024-01-01 00:00:00"], v=[1])  # a column that looks like the time
+    with pytest.raises(ValueError, match=r"--time COL\): .*named.csv has a column 'Time'"):
+        release_series(named, tmp_path / "o2.csv", column="v", epsilon=1.0, per="day")
     with pytest.raises(ValueError, match="unit must be a positive number"):
         release_series(src, tmp_path / "o2.csv", column="v", epsilon=1.0, unit=0.0)
     with pytest.raises(ValueError, match="epsilon"):

@@ -113,6 +113,10 @@ def _values(batch, column: str, first_row: int, skip_invalid: bool):
     return x, ~np.isfinite(x)
 
 
+#: Column names that usually hold a reading's time (named in the refusal of per= without a time column).
+_TIME_NAMES = ("time", "timestamp", "datetime", "date", "ts", "date_time", "time_stamp")
+
+
 def release_series(input_path, output_path, *, column: str, epsilon: float, metric: str = "d1", unit: float | None = None,
                    time_column: str | None = None, per: str | None = None, rng=None, force: bool = False,
                    skip_invalid: bool = False, confidence: float = 0.95, progress=None,
@@ -163,8 +167,6 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
         raise ValueError(f"per must be 'hour' or 'day', got {per!r}")
     if time_format is not None and time_column is None:
         raise ValueError("--time-format reads the time column: give it with --time COL")
-    if per is not None and time_column is None:
-        raise ValueError("aggregates per period need the time column (--time COL)")
     if not (in_memory(input_path) or in_memory(output_path)) and Path(output_path).resolve() == Path(input_path).resolve():
         raise ValueError("the output must not be the input file")
     check_sidecar(input_path, output_path, force=force)
@@ -178,6 +180,10 @@ def release_series(input_path, output_path, *, column: str, epsilon: float, metr
         if c is not None and c not in names:
             raise ValueError(f"no {what} column {c!r} in {input_path}: its columns are {', '.join(names)}")
 
+    if per is not None and time_column is None:
+        like = [c for c in names if c != column and c.strip().lower() in _TIME_NAMES]
+        raise ValueError("aggregates per period need the time column (--time COL)"
+                         + (f": {input_path} has a column {like[0]!r}" if like else ""))
     if time_column is not None and time_column == column:
         raise ValueError(f"the time column and the reading column are both {column!r}: the time column is copied to "
                          "the output without noise")
