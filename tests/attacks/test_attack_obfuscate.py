@@ -33,6 +33,9 @@ The comment above each test names the leak it closes. Inventory (leak, fix commi
   → test_parquet_row_groups_do_not_follow_the_input
 - a GPS track's altitude column was released untouched (64b1e60)
   → test_an_altitude_column_is_refused_unless_kept
+- a column empty but for a copy in one block of rows (12,400 of a batch's 262,144) passed when the check read 20 runs
+  of 500 rows (861a44d, found by a review)
+  → test_a_copy_in_one_block_of_an_otherwise_empty_column_is_refused
 - a decimal-comma copy ("41,41185") passed the copy check (aee9cff)
   → test_the_copy_check_on_big_ids_lists_and_decimal_commas
 - under --coords semicircles a copy in semicircles was released (1e425a1)
@@ -421,6 +424,28 @@ def test_an_altitude_column_is_refused_unless_kept(tmp_path):
     with pytest.raises(ValueError, match="'alt' look like locations"):
         obfuscate_file(src, tmp_path / "o.csv", epsilon=5, unit="km", rng=1)
     assert obfuscate_file(src, tmp_path / "o.csv", epsilon=5, unit="km", rng=1, keep=["alt"]).rows_written > 0
+
+
+# obfuscate: a column empty but in one block of rows, where it copies the points, was released (runs of rows sampled)
+def test_a_copy_in_one_block_of_an_otherwise_empty_column_is_refused(tmp_path):
+    """Found by a review of 861a44d: the check read 20 runs of 500 rows of each 262,144-row batch, and a column null
+    everywhere but rows 600–12,999, where it is the latitude (files merged from several sources; one user's raw GPS
+    field), was released untouched. Each column is read on its rows that hold a value."""
+    import pyarrow.parquet as pq
+
+    from dprivacy.data.io import BATCH_ROWS
+
+    n = BATCH_ROWS
+    rng = np.random.default_rng(5)
+    lat, lon = 40 + 10 * rng.random(n), -5 + 20 * rng.random(n)
+    block = (np.arange(n) >= 600) & (np.arange(n) < 13_000)
+    reading = pa.array(np.where(block, lat, np.nan), mask=~block)
+    text = pa.array([f"{a:.5f}, {o:.5f}" if b else None for a, o, b in zip(lat, lon, block)])
+    for name, col in (("reading", reading), ("raw", text)):
+        pq.write_table(pa.table({"lat": lat, "lon": lon, "id": np.arange(n), name: col}), tmp_path / "block.parquet")
+        with pytest.raises(ValueError, match=f"'{name}' hold a copy of the points"):
+            obfuscate_file(tmp_path / "block.parquet", tmp_path / "o.parquet", epsilon=1.0, rng=1)
+        assert not (tmp_path / "o.parquet").exists()
 
 
 # obfuscate: a decimal-comma copy of the latitude ("41,41185") passed the copy check

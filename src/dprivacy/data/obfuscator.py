@@ -9,7 +9,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .coordinates import SEMICIRCLE_DEG, _as_numbers, _as_semicircles, describe_bad, validate_coordinates
-from .copies import copy_sample, sampled_batch
 from .geodesic import taylor_radius
 from .planar_noise import DEFAULT_PRECISION_DEG, NOISE_PARTS, _from_lattice, displace, prepare_displacements, released_cells
 
@@ -66,14 +65,13 @@ class Obfuscator:
 
         la, lo = self.coordinates(batch)
         # another copy of the points under any name (homelat, x, location = "42.55623,1.53319"): checked by value in
-        # every batch (every part on Dask, however small) on rows spread over it, so that a copy that starts after the
-        # first rows is found, a sample that keeps wide text tables cheap; --keep does not exempt a column whose
-        # values are the points
+        # every batch (every part on Dask, however small) on each column's rows that hold a value (up to 10,000 spread
+        # over them: a copy in one block of rows is found, and wide text tables stay cheap); --keep does not exempt a
+        # column whose values are the points
         from .copies import location_copies
 
-        take = copy_sample(batch.num_rows)
         # in degrees and the other units a copy comes in (radians, E7, semicircles, Web Mercator metres)
-        copies = location_copies(sampled_batch(batch, take), la[take], lo[take], skip=(self.lat_c, self.lon_c))
+        copies = location_copies(batch, la, lo, skip=(self.lat_c, self.lon_c))
         if copies:
             raise ValueError(f"{self.input_name}: {where}column(s) {', '.join(map(repr, copies))} hold a copy of the points "
                              f"(numbers within 0.01° of a row's latitude or longitude, in at least half of the rows "
