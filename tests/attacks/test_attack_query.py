@@ -393,3 +393,19 @@ def test_a_query_spills_to_a_private_folder_removed_with_it_not_the_working_one(
     del con
     gc.collect()
     assert not spill.exists() and not any(work.iterdir())
+    # a folder left by a killed process of this machine (its pid no longer runs) is removed by the next connection;
+    # a running process's is kept
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    left = pathlib.Path(table_sql._spill_folder())  # this process's, renamed as the dead one's
+    stale = left.with_name(left.name.replace(f"-{os.getpid()}-", f"-{int(dead.stdout)}-"))
+    left.rename(stale)
+    (stale / "duckdb_temp_storage_DEFAULT-0.tmp").write_bytes(b"values")
+    alive = pathlib.Path(table_sql._spill_folder())
+    assert not stale.exists() and alive.exists()
+    again = pathlib.Path(table_sql._spill_folder())
+    assert alive.exists()  # (this process is running)
+    alive.rmdir()
+    again.rmdir()

@@ -160,6 +160,40 @@ def _check_table_shape(con, path) -> None:
         seen[key] = n
 
 
+#: The spill folders' names: dprivacy-duckdb-HOST-PID-random (:func:`_spill_folder`).
+SPILL_PREFIX = "dprivacy-duckdb-"
+
+
+def _spill_folder() -> str:
+    """A new private folder (0700) of the system's temporary directory for DuckDB's spilled results, named by this
+    machine and process. The folders this machine's processes left behind when they were killed (the spilled values
+    of their tables) are removed first: those of this user and host whose process is no longer running."""
+    import os
+    import shutil
+    import socket
+    import tempfile
+
+    host = "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:40] or "host"
+    base = tempfile.gettempdir()
+    mine = f"{SPILL_PREFIX}{host}-"
+    try:
+        names = [e for e in os.listdir(base) if e.startswith(mine)]
+    except OSError:
+        names = []
+    for name in names:
+        path = os.path.join(base, name)
+        try:
+            pid = int(name[len(mine):].split("-")[0])
+            if os.lstat(path).st_uid != os.getuid() or pid == os.getpid():
+                continue
+            os.kill(pid, 0)
+        except ProcessLookupError:  # (its process is gone)
+            shutil.rmtree(path, ignore_errors=True)
+        except (ValueError, OSError):  # not one of ours, or a process of another user
+            continue
+    return tempfile.mkdtemp(prefix=f"{mine}{os.getpid()}-")
+
+
 def _connect(path):
     """A DuckDB connection that may read ``path`` and nothing else: external access off (no other file,
     no network, no extension loading) and the configuration locked, before any user text is run. An in-memory
@@ -187,10 +221,9 @@ def _connect(path):
         # DuckDB spills intermediate results (the table's values) to ./.tmp of whatever folder the command runs in:
         # instead, to a private folder (0700) of the system's temporary directory, removed with the connection
         import shutil
-        import tempfile
         import weakref
 
-        spill = tempfile.mkdtemp(prefix="dprivacy-duckdb-")
+        spill = _spill_folder()
         weakref.finalize(con, shutil.rmtree, spill, True)
         con.execute(f"SET temp_directory={_literal(spill)}")
     con.execute("SET TimeZone='UTC'")  # times compare the same whatever the machine's zone
