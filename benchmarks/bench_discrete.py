@@ -2,12 +2,13 @@
 
     python benchmarks/bench_discrete.py [--n 1000000] [--repeat 3]
 
-* two-sided geometric (ε = 1): the exact discrete Laplace of CKS 2020 in integers, on the release
-  ChaCha20 source and on PCG64, against the old difference of numpy float geometric variates (PCG64);
+* two-sided geometric (ε = 1): the exact discrete Laplace of CKS 2020 in integers, on the release source
+  (AES-128-CTR on AES-NI, else ChaCha20) and on PCG64, against the old difference of numpy float geometric
+  variates (PCG64);
 * 1-D Laplace (ε = 1, Δ = 1): ``laplace_sample`` default (lattice + exact discrete Laplace) against
   ``method="textbook"`` (float) on the same generators;
 * planar Laplace (ε = 1): ``planar_laplace_sample`` default (exact discrete planar Laplace on the lattice
-  ≈ 2^-20/ε) and the lattice offsets alone at obfuscate's lattice (2^-22 m, ε = 1/km), on ChaCha20 and
+  ≈ 2^-20/ε) and the lattice offsets alone at obfuscate's lattice (2^-22 m, ε = 1/km), on the release source and
   PCG64, against the old float samplers on PCG64 (θ = 2πU with the Lambert-W radius, and obfuscate's
   numpy Gamma(2) + bearing);
 * the 10⁶-cell tight-constraints mechanism (grid:1000x1000, ε = 1): ``sample_indices`` of 10⁶ secrets.
@@ -60,7 +61,9 @@ def main() -> None:
     ap.add_argument("--skip-grid", action="store_true", help="skip the 10⁶-cell tight-constraints sampler")
     args = ap.parse_args()
     p = geometric_parameters(1.0, 1.0)
-    chacha = release_source().generator
+    source = release_source()
+    chacha = source.generator
+    print(f"release source: {source.description}")
     pcg = np.random.default_rng(0)
     a = 1 - np.exp(-1.0)
     from dprivacy.mechanisms.planar_laplace import planar_laplace_sample
@@ -69,18 +72,18 @@ def main() -> None:
     obf = LatticeLaplace.build(1e-3, 2.0**-22)
     zeros = np.zeros((args.n, 2))
     rows = {
-        "geometric exact (CKS), ChaCha20": rate(lambda n: discrete_laplace(n, p.s, p.t, chacha), args.n, args.repeat),
+        "geometric exact (CKS), release source": rate(lambda n: discrete_laplace(n, p.s, p.t, chacha), args.n, args.repeat),
         "geometric exact (CKS), PCG64": rate(lambda n: discrete_laplace(n, p.s, p.t, pcg), args.n, args.repeat),
         "geometric float (numpy G1 - G2), PCG64": rate(lambda n: pcg.geometric(a, n) - pcg.geometric(a, n), args.n, args.repeat),
-        "laplace_sample default (lattice, exact), ChaCha20": rate(
+        "laplace_sample default (lattice, exact), release source": rate(
             lambda n: laplace_sample(np.zeros(n), epsilon=1.0, rng=chacha), args.n, args.repeat),
         "laplace_sample textbook (float), PCG64": rate(
             lambda n: laplace_sample(np.zeros(n), epsilon=1.0, rng=pcg, method="textbook"), args.n, args.repeat),
-        "planar_laplace_sample default (exact lattice), ChaCha20": rate(
+        "planar_laplace_sample default (exact lattice), release source": rate(
             lambda n: planar_laplace_sample(zeros[:n], epsilon=1.0, rng=chacha), args.n, args.repeat),
         "planar_laplace_sample default (exact lattice), PCG64": rate(
             lambda n: planar_laplace_sample(zeros[:n], epsilon=1.0, rng=pcg), args.n, args.repeat),
-        "planar lattice offsets, obfuscate's 2^-22 m at 1/km, ChaCha20": rate(lambda n: obf.offsets(n, chacha), args.n, args.repeat),
+        "planar lattice offsets, obfuscate's 2^-22 m at 1/km, release source": rate(lambda n: obf.offsets(n, chacha), args.n, args.repeat),
         "old planar float (2πU + Lambert W radius), PCG64": rate(lambda n: old_planar_float(n, pcg), args.n, args.repeat),
         "old obfuscate float noise (Gamma(2) + bearing), PCG64": rate(
             lambda n: (pcg.gamma(2.0, 1000.0, n), pcg.uniform(0.0, 360.0, n)), args.n, args.repeat),
@@ -91,7 +94,7 @@ def main() -> None:
 
         mech = tight_constraints(spaces.grid(1000, 1000), epsilon=1.0).mechanism
         ys = np.random.default_rng(4).integers(0, 10**6, args.n)
-        rows["tight-constraints grid:1000x1000, sample_indices, ChaCha20"] = rate(
+        rows["tight-constraints grid:1000x1000, sample_indices, release source"] = rate(
             lambda n: mech.sample_indices(ys[:n], rng=chacha), args.n, args.repeat)
         rows["tight-constraints grid:1000x1000, sample_indices, PCG64"] = rate(
             lambda n: mech.sample_indices(ys[:n], rng=pcg), args.n, args.repeat)
@@ -99,8 +102,8 @@ def main() -> None:
     old = rows["old planar float (2πU + Lambert W radius), PCG64"][0]
     for k, (w, c) in rows.items():
         print(f"{k:<66} {w / 1e6:7.2f} M/s wall  {c / 1e6:7.2f} M/s CPU")
-    new = rows["planar_laplace_sample default (exact lattice), ChaCha20"][0]
-    print(f"planar Laplace: exact/ChaCha20 over old float/PCG64, same run: {new / old:.2f} (wall)")
+    new = rows["planar_laplace_sample default (exact lattice), release source"][0]
+    print(f"planar Laplace: exact/release source over old float/PCG64, same run: {new / old:.2f} (wall)")
     print(json.dumps({k: {"wall_per_s": w, "cpu_per_s": c} for k, (w, c) in rows.items()}))
 
 
