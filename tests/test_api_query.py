@@ -64,6 +64,11 @@ def test_value_and_frame_of_the_answers():
     assert list(grouped.value) == ["East", "West"]
     frame = grouped.to_frame()
     assert list(frame["group"]) == ["East", "West"] and (frame["expected_abs_error"] > 0).all()
+    # the repr says what was answered, the answer, ε and the mechanism (and a seed's warning)
+    assert repr(ans) == (f"<QueryAnswer count = {ans.value!r} (ε = 2, truncated-geometric, expected |error| "
+                         f"{ans.answers[0].expected_abs_error:.4g}, seeded: NOT for release)>")
+    assert repr(grouped) == "<QueryAnswer count: 2 answers (ε = 2, truncated-geometric, seeded: NOT for release)>"
+    assert "seeded" not in repr(dp.query(df, "count", epsilon=2.0))
 
 
 def test_owner_figures_only_on_request():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,6 +99,16 @@ class QueryAnswer(DataResult):
         if self.report.group_by is None:
             return self.report.answers[0].noisy
         return {a.group: a.noisy for a in self.report.answers}
+
+    def __repr__(self) -> str:
+        r = self.report
+        mode = "" if self.release_grade else ", seeded: NOT for release"
+        if r.group_by is None and len(r.answers) == 1:
+            a = r.answers[0]
+            e = a.expected_abs_error
+            err = f", expected |error| {e:.4g}" if isinstance(e, (int, float)) and math.isfinite(e) else ""
+            return f"<QueryAnswer {r.query} = {a.noisy!r} (ε = {r.epsilon:g}, {r.mechanism}{err}{mode})>"
+        return f"<QueryAnswer {r.query}: {len(r.answers)} answers (ε = {r.epsilon:g}, {r.mechanism}{mode})>"
 
     def to_frame(self):
         """The answers as a pandas DataFrame: group, noisy answer, expected |error| and the ± of the confidence."""
