@@ -351,6 +351,7 @@ def run_query(table, query: Query, *, epsilon: float, bounds=None, where: str | 
 
         histograms = collect_histograms(lambda sql: scan(sql, numpy=True), len(rows), rel=rel, sel=sel, x=x, ok=ok,
                                         group_expr=gexpr if keys is not None else None)
+    con.close()  # (every row is read: DuckDB's memory and its spill folder go now, not when the connection is collected)
     return release_answers(rows, plan, table=table, query=query, privacy=privacy, mechanism=mechanism,
                            value_bounds=value_bounds, unit=unit, where=where, group_by=group_by, keys=keys,
                            n_groups=n_groups, invalid=invalid, skip_invalid=skip_invalid, public_cols=public_cols,
