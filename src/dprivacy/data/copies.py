@@ -167,11 +167,17 @@ def location_copies(batch, lat, lon, skip=()) -> list:
     lat = np.asarray(lat, dtype=np.float64)
     lon = np.asarray(lon, dtype=np.float64)
     found = []
+    points: dict = {}  # the points' forms at a set of rows, shared by the columns read on the same rows
     for name in batch.schema.names:
         if name in skip:
             continue
         leaves, rows = _rows_with_a_value(batch.column(name))
-        if rows.size >= 2 and _holds_copy(leaves, lat[rows], lon[rows]):
+        if rows.size < 2:
+            continue
+        key = rows.tobytes()
+        if key not in points:
+            points[key] = _point_forms(lat[rows], lon[rows])
+        if _holds_copy(leaves, points[key]):
             found.append(name)
     return found
 
@@ -187,10 +193,14 @@ def _rows_with_a_value(arr):
     n, t = len(arr), arr.type
     if pa.types.is_integer(t) or pa.types.is_floating(t):
         # (unsafe for a 64-bit integer beyond 2^53: rounded to nearest; only its closeness to a coordinate matters)
-        v = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64)  # (nulls are NaN)
-        rows = np.flatnonzero(np.isfinite(v))
-        rows = rows[copy_sample(rows.size)]
-        return [(v[rows], np.arange(rows.size), False)], rows
+        v = arr.to_numpy(zero_copy_only=False)  # (the array's own buffer when it has no null; nulls are NaN)
+        finite = None if pa.types.is_integer(t) and arr.null_count == 0 else np.isfinite(v)
+        if finite is None or finite.all():
+            rows = copy_sample(n)
+        else:
+            rows = np.flatnonzero(finite)
+            rows = rows[copy_sample(rows.size)]
+        return [(np.asarray(v[rows], dtype=np.float64), np.arange(rows.size), False)], rows
     if arr.null_count == n:
         return [], np.zeros(0, dtype=np.int64)
     bitmap = arr.buffers()[0] if arr.null_count else None
@@ -205,13 +215,11 @@ def _rows_with_a_value(arr):
     return _number_leaves(arr, np.arange(rows.size)), rows
 
 
-def _holds_copy(leaves, lat, lon) -> bool:
-    """Whether the number leaves (values, row, several) of a column's rows hold a copy of those rows' points ``lat``,
-    ``lon`` (:func:`location_copies`)."""
+def _point_forms(lat, lon):
+    """(:func:`copy_encodings` of the points, and the scales of a number alone's tolerance per row) for
+    :func:`_holds_copy`."""
     import numpy as np
 
-    encodings = copy_encodings(lat, lon)
-    n = lat.size
     # a coordinate within the tolerance of 0 (near the equator or the prime meridian) is matched by any small number in
     # E7, semicircle or metre units, and by a 0 flag in degrees (a 1-5 rating near Greenwich would be refused, --keep or
     # not). A number alone is compared with such a coordinate to 1e-6° only (an exact copy, in any unit); several
@@ -219,6 +227,16 @@ def _holds_copy(leaves, lat, lon) -> bool:
     with np.errstate(invalid="ignore"):
         lat_scale = np.where(np.abs(lat) > COPY_ATOL_DEG, 1.0, NEAR_ZERO_ATOL_DEG / COPY_ATOL_DEG)
         lon_scale = np.where(np.abs(lon) > COPY_ATOL_DEG, 1.0, NEAR_ZERO_ATOL_DEG / COPY_ATOL_DEG)
+    return copy_encodings(lat, lon), lat_scale, lon_scale
+
+
+def _holds_copy(leaves, forms) -> bool:
+    """Whether the number leaves (values, row, several) of a column's rows hold a copy of those rows' points, given
+    as their :func:`_point_forms` (:func:`location_copies`)."""
+    import numpy as np
+
+    encodings, lat_scale, lon_scale = forms
+    n = lat_scale.size
     # per row: a number alone (a column, a struct's field, a text holding one number) near a coordinate is a copy;
     # among several numbers (a list, "Route 42, km 1.5"), only both coordinates are
     lat_one, lon_one = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
