@@ -7,7 +7,8 @@ versions) and Superstore (``SampleSuperstore.csv.gz`` of bokeh-sampledata); synt
 10-million-row and location rows.
 
 Every timed row runs the peer and dprivacy alternately, ``--repeats`` times each (interleaved), and keeps the
-minimum; the ratio is printed. Accuracy rows report the mean |error| over ``--reps`` releases at the same ε and
+minimum; the ratio is printed. Accuracy rows report the mean |error| over ``--reps`` releases or more (until its
+standard error is within 10% of it) at the same ε and
 bounds, all in release mode (fresh randomness), with its standard error, and the expected |error| of each tool by
 its own noise law (dprivacy's stated accuracy, OpenDP's ``summarize()``, diffprivlib's laws from its source; for the
 median, each tool's exponential mechanism computed from the data), which has no sampling error: at 200 releases a Laplace's mean
@@ -115,14 +116,27 @@ def accuracy_rows(tables: dict, reps: int) -> list[dict]:
     rows = []
     laws = accuracy_laws(tables)
 
-    def odp(df, eps, build, by=None, summary=False):
+    resolved: dict = {}
+
+    def odp(df, eps, build, by=None, summary=False, key=None):
+        """OpenDP's release of ``build`` at ``eps``. With ``key``, the query is resolved into its measurement once
+        (OpenDP's Context searches the noise scale at every release: 0.5 s for a median, 2 ms to invoke it) and the
+        measurement is invoked on the data for each release: the same mechanism and noise law."""
+        if key is not None and (key, eps) in resolved:
+            return resolved[key, eps](df.lazy()).collect()
         margins = [dp.polars.Margin(by=[], invariant="lengths", max_length=len(df))]
         if by:
             margins.append(dp.polars.Margin(by=[by], invariant="keys"))
         ctx = dp.Context.compositor(data=df.lazy(), privacy_unit=dp.unit_of(changes=1),
                                     privacy_loss=dp.loss_of(epsilon=eps), split_evenly_over=1, margins=margins)
         q = build(ctx.query())
-        return q.summarize() if summary else q.release().collect()
+        if summary:
+            return q.summarize()
+        if key is None:
+            return q.release().collect()
+        m = resolved[key, eps] = q.resolve()
+        assert m.map(1) <= eps * (1 + 1e-9), (key, eps, m.map(1))  # (the context's budget: one replaced row costs eps)
+        return m(df.lazy()).collect()
 
     for name, t in tables.items():
         df = pl.read_parquet(t["parquet"])
@@ -152,13 +166,14 @@ def accuracy_rows(tables: dict, reps: int) -> list[dict]:
                 "bounded mean": lambda eps: dpl.mean(x, epsilon=eps, bounds=(lo, hi)),
             },
             "OpenDP": {
-                "count": lambda eps: float(odp(df, eps, lambda q: q.filter(pl.col(wcol) == wval).select(dp.len()))[0, 0]),
-                "count by group": lambda eps: _odp_groups(odp(df, eps, lambda q: q.group_by(gcol).agg(dp.len()), by=gcol),
-                                                          gcol, keys),
+                "count": lambda eps: float(odp(df, eps, lambda q: q.filter(pl.col(wcol) == wval).select(dp.len()),
+                                               key=(name, "count"))[0, 0]),
+                "count by group": lambda eps: _odp_groups(odp(df, eps, lambda q: q.group_by(gcol).agg(dp.len()), by=gcol,
+                                                              key=(name, "count by group")), gcol, keys),
                 "bounded sum": lambda eps: float(odp(df, eps, lambda q: q.select(
-                    pl.col(col).fill_null(0).dp.sum(bounds=(lo, hi))))[0, 0]),
+                    pl.col(col).fill_null(0).dp.sum(bounds=(lo, hi))), key=(name, "bounded sum"))[0, 0]),
                 "bounded mean": lambda eps: float(odp(df, eps, lambda q: q.select(
-                    pl.col(col).fill_null(0).dp.mean(bounds=(lo, hi))))[0, 0]),
+                    pl.col(col).fill_null(0).dp.mean(bounds=(lo, hi))), key=(name, "bounded mean"))[0, 0]),
             },
         }
         for task in ("count", "count by group", "bounded sum", "bounded mean"):
@@ -174,7 +189,7 @@ def accuracy_rows(tables: dict, reps: int) -> list[dict]:
                 lambda e: _dp_answer(t["parquet"], f"percentile:{col}:50", e, bounds=(lo, hi), unit=unit)[0],
                 {"diffprivlib": lambda e: dpl.median(x, epsilon=e, bounds=(lo, hi)),
                  "OpenDP": lambda e: float(odp(df, e, lambda q: q.select(
-                     pl.col(col).fill_null(0).dp.median(candidates=cand)))[0, 0])}, reps,
+                     pl.col(col).fill_null(0).dp.median(candidates=cand)), key=(name, "median"))[0, 0])}, reps,
                 note=f"OpenDP candidates every {step:g}", law=laws[f"median ({name} {col}, bounds {lo:g}..{hi:g})", eps]))
     return rows
 
@@ -239,6 +254,36 @@ def _exponential_abs(values: np.ndarray, candidates: np.ndarray, med: float, eps
     return float((p * np.abs(candidates - med)).sum() / p.sum())
 
 
+def _noisy_max_exponential_abs(values: np.ndarray, candidates: np.ndarray, med: float, eps: float,
+                               grid: int = 40_000) -> float:
+    """E|c − med| of report-noisy-max with exponential noise (equivalently permute-and-flip, McKenna and Sheldon 2020;
+    Ding et al. 2021) over ``candidates`` with the score s(c) = |#{x < c} − #{x > c}| at scale 4/ε: OpenDP's median
+    (its ``summarize()`` says "ExponentialMin", scale 4/ε; its scores, from make_quantile_score_candidates, are these).
+    The winner is the c maximising −s(c)·ε/4 + E_c with E_c i.i.d. Exp(1): P(c) = ∫ e^{−(t−a_c)} Π_{d≠c} F_d(t) dt,
+    a_c = −s(c)·ε/4 and F_d(t) = 1 − e^{−(t−a_d)} for t ≥ a_d, computed on a grid of t (trapezoids; a test of the
+    sum of the P(c) against 1 bounds the quadrature error)."""
+    xs = np.sort(values)
+    lt = np.searchsorted(xs, candidates, side="left")
+    gt = xs.size - np.searchsorted(xs, candidates, side="right")
+    a = -eps * np.abs(lt - gt) / 4.0
+    # candidates of one score share their law: group them (count k per distinct a)
+    levels, inverse, counts = np.unique(a, return_inverse=True, return_counts=True)
+    top = levels.max()
+    t = top + np.concatenate([np.geomspace(1e-9, 1e-3, grid // 4), np.linspace(1e-3, 50.0, grid)[1:]])
+    p_level = np.zeros(levels.size)
+    for a0 in range(0, t.size, 1000):  # (chunks of t: levels × t would not fit in memory for 20,001 candidates)
+        tc = t[max(a0 - 1, 0):a0 + 1000]  # (overlapping by one point: the trapezoids join)
+        with np.errstate(divide="ignore", over="ignore"):
+            log_f = np.where(tc[None, :] > levels[:, None], np.log1p(-np.exp(-(tc[None, :] - levels[:, None]))), -np.inf)
+            total = (counts[:, None] * log_f).sum(axis=0)  # log Π_d F_d(t)
+            others = total[None, :] - log_f  # one candidate of each level left out
+            dens = np.where(tc[None, :] > levels[:, None], np.exp(-(tc[None, :] - levels[:, None]) + others), 0.0)
+        p_level += np.trapezoid(dens, tc, axis=1)
+    assert abs((p_level * counts).sum() - 1.0) < 1e-4, (p_level * counts).sum()
+    p = p_level[inverse]
+    return float((p * np.abs(candidates - med)).sum() / p.sum())
+
+
 def _median_laws(x: np.ndarray, lo: float, hi: float, unit: float, cand: np.ndarray, eps: float) -> dict:
     """E|error| of each tool's median at ε, exactly from the data (the truth: the median of the clamped values).
     dprivacy: the values clamped and rounded to the --unit lattice as it reads them (half away from zero), every
@@ -250,7 +295,7 @@ def _median_laws(x: np.ndarray, lo: float, hi: float, unit: float, cand: np.ndar
     grid = np.sign(v) * np.floor(np.abs(v) + 0.5)
     lattice = np.arange(round(lo / unit), round(hi / unit) + 1, dtype=float)
     ours = _exponential_abs(grid, lattice, med / unit, eps) * unit
-    odp = _exponential_abs(x, cand, med, eps)
+    odp = _noisy_max_exponential_abs(x, cand, med, eps)
     ends = np.sort(np.append(c, [lo, hi]))
     a, b = ends[:-1], ends[1:]
     i = np.arange(a.size)
@@ -266,20 +311,39 @@ def _odp_groups(frame, gcol, keys):
     return np.array([float(got.get(k, 0)) for k in keys])
 
 
+#: An accuracy row draws ``--reps`` more releases of every tool while some tool's mean |error| has a standard error
+#: above this share of itself (a median that is exact in 96% of releases: 200 releases left 30–40%)...
+TARGET_RELATIVE_SE = 0.1
+#: ... up to this many times ``--reps`` releases in all.
+MAX_REPS_FACTOR = 20
+
+
 def _accuracy(task, eps, truth, ours, peers: dict, reps: int, note: str = "", law: dict | None = None) -> dict:
-    """Mean |error| (averaged over groups for grouped answers) over ``reps`` releases of each, interleaved, with its
-    standard error; and, where every tool's noise law gives it (``law``), the expected |error| without sampling error.
+    """Mean |error| (averaged over groups for grouped answers) over at least ``reps`` releases of each, interleaved, with
+    its standard error (more releases, ``reps`` at a time, until each tool's is at most :data:`TARGET_RELATIVE_SE` of
+    its mean, or :data:`MAX_REPS_FACTOR`·``reps`` of them); and, where every tool's noise law gives it (``law``), the
+    expected |error| without sampling error.
 
     The measured ratio to the *best* peer is biased upwards when the tools are equally accurate: the smaller of two
     noisy means is too small on average (by about 0.56 standard errors for two equal ones), and at 200 releases a
     Laplace's mean |error| has a standard error of 7% of itself. The ratio by the noise laws has neither."""
     errs = {"dprivacy": [], **{p: [] for p in peers}}
-    for _ in range(reps):
-        for p, f in peers.items():
-            errs[p].append(float(np.mean(np.abs(np.asarray(f(eps), dtype=float) - truth))))
-        errs["dprivacy"].append(float(np.mean(np.abs(np.asarray(ours(eps), dtype=float) - truth))))
-    mean = {k: float(np.mean(v)) for k, v in errs.items()}
-    se = {k: float(np.std(v, ddof=1) / np.sqrt(len(v))) for k, v in errs.items()}
+
+    def stats():
+        mean = {k: float(np.mean(v)) for k, v in errs.items()}
+        se = {k: float(np.std(v, ddof=1) / np.sqrt(len(v))) for k, v in errs.items()}
+        return mean, se
+
+    while True:
+        for _ in range(reps):
+            for p, f in peers.items():
+                errs[p].append(float(np.mean(np.abs(np.asarray(f(eps), dtype=float) - truth))))
+            errs["dprivacy"].append(float(np.mean(np.abs(np.asarray(ours(eps), dtype=float) - truth))))
+        mean, se = stats()
+        done = all(se[k] <= TARGET_RELATIVE_SE * mean[k] for k in mean if mean[k] > 0)
+        if done or len(errs["dprivacy"]) >= MAX_REPS_FACTOR * reps:
+            break
+    reps = len(errs["dprivacy"])
     best_peer = min(mean[p] for p in peers)
     row = {"task": task, "epsilon": eps, "mean_abs_error": mean, "standard_error": se, "reps": reps,
            "dprivacy_over_best_peer": mean["dprivacy"] / best_peer if best_peer > 0 else float("inf"), "note": note}
@@ -474,7 +538,9 @@ def write_markdown(out: dict, path: Path) -> None:
              f"Measured {out['date']} on {out['machine']}, in one run ({out['command']}); versions: "
              + ", ".join(f"{k} {v}" for k, v in out["versions"].items()) + ". Timed rows: the peer and dprivacy "
              "alternately, the minimum of " f"{out['repeats']}" " each; accuracy rows: mean |error| over "
-             f"{out['reps']} releases each, interleaved"
+             f"at least {out['reps']} releases each, interleaved, more ({out['reps']} at a time) until every tool's "
+             f"standard error is within {TARGET_RELATIVE_SE:.0%} of its mean or {MAX_REPS_FACTOR}×{out['reps']} releases "
+             "(the releases column)"
              + (f" (the accuracy rows are from an earlier run, {out['accuracy_run']})" if out.get("accuracy_run") else "")
              + (f"; only the {out.get('measured_only', 'obfuscate')} rows were measured in this run, the other timed rows "
                 f"are from {out['other_timed_run']}"
@@ -484,15 +550,16 @@ def write_markdown(out: dict, path: Path) -> None:
                 if out.get("timed_run") else "")
              + (f"; the E|error| by the noise laws computed {out['laws_computed']}" if out.get("laws_computed") else "")
              + ". The machine was shared with other work: ratios within the run are what counts.", "",
-             "| task | ε | mean abs error ± standard error | dprivacy / best peer | E\\|error\\| by each tool's noise law "
-             "| dprivacy / best peer, by the laws |", "|---|---|---|---|---|---|"]
+             "| task | ε | releases | mean abs error ± standard error | dprivacy / best peer | E\\|error\\| by each tool's "
+             "noise law | dprivacy / best peer, by the laws |", "|---|---|---|---|---|---|---|"]
     for r in out["accuracy"]:
         se = r.get("standard_error", {})
         errs = ", ".join(f"{k} {v:.4g}" + (f" ± {se[k]:.2g}" if k in se else "") for k, v in r["mean_abs_error"].items())
         law = r.get("expected_abs_error_by_law")
         laws = ", ".join(f"{k} {v:.4g}" for k, v in law.items()) if law else "—"
         ratio = f"{r['law_dprivacy_over_best_peer']:.3f}" if law else "—"
-        lines.append(f"| {r['task']}{' (' + r['note'] + ')' if r['note'] else ''} | {r['epsilon']:g} | {errs} | "
+        lines.append(f"| {r['task']}{' (' + r['note'] + ')' if r['note'] else ''} | {r['epsilon']:g} | "
+                     f"{r.get('reps', out['reps']):,} | {errs} | "
                      f"{r['dprivacy_over_best_peer']:.2f} | {laws} | {ratio} |")
     lines += ["", "| task | seconds / peak RSS | best peer's time / dprivacy's |", "|---|---|---|"]
     for r in out["timed"]:
@@ -512,7 +579,8 @@ def write_markdown(out: dict, path: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reps", type=int, default=200, help="releases per accuracy row")
+    ap.add_argument("--reps", type=int, default=200, help="releases per accuracy row (at least; more where the standard "
+                    "error is above 10%% of the mean)")
     ap.add_argument("--repeats", type=int, default=3, help="interleaved runs per timed row (the minimum is kept)")
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--points", type=int, nargs="+", default=[2_000_000, 10_000_000])
