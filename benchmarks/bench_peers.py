@@ -390,7 +390,6 @@ def big_table_rows(d: Path, n: int, repeats: int) -> list[dict]:
 
     path = d / "big.parquet"
     make_table(path, n)
-    keys = ",".join(REGIONS)
     rows = []
     cases = {
         "count by group": {
