@@ -63,7 +63,8 @@ def query(data, query, *, epsilon: float, bounds=None, where: str | None = None,
         The public group keys: a sequence, ``"A,B,C"`` or ``"@FILE"`` (one per line).
     privacy : {"standard", "normalized-d1", "d1", "dinf"}
         Standard ε-DP, or a metric on the values of the query's column (every other column is then public).
-    mechanism : {"auto", "truncated-geometric", "geometric", "tight-constraints", "optimal", "exponential", "staircase"}
+    mechanism : {"auto", "truncated-geometric", "geometric", "tight-constraints", "optimal", "permute-and-flip", \
+                 "exponential", "staircase"}
         As ``dprivacy query --mechanism``.
     prior : str, optional
         ``"uniform"`` or a file of weights on the answers (``mechanism="optimal"`` or ``"tight-constraints"``).

@@ -43,7 +43,7 @@ def cmd_query(args) -> int:
         t.add_column(c)
     for a in res.answers:
         noisy = ", ".join(f"{v:.6g}" for v in a.noisy) if isinstance(a.noisy, list) else f"{a.noisy:.6g}"
-        # the exponential mechanism states its accuracy in ranks, not in values (see Accuracy)
+        # a selection on ranks states its accuracy in ranks, not in values (see Accuracy)
         in_ranks = f"n/a (rank ± {a.within_ranks:.1f})" if a.within_ranks is not None else None
         row = ["(all rows)" if a.group is None and res.group_by is None else str(a.group), noisy,
                "n/a" if in_ranks else f"{a.expected_abs_error:.4g}", in_ranks or f"{a.within:.4g}"]
@@ -110,14 +110,15 @@ def add_parsers(sub) -> None:
     qy.add_argument("--privacy", choices=["standard", "normalized-d1", "d1", "dinf"], default="standard",
                     help="metric on tables (Chatzikokolakis et al. 2013 §5): standard ε-DP (d_h), normalized Manhattan, Manhattan or maximum on values")
     qy.add_argument("--mechanism", choices=["auto", "truncated-geometric", "geometric", "tight-constraints", "optimal",
-                                            "exponential", "staircase"],
+                                            "permute-and-flip", "exponential", "staircase"],
                     default="auto", help="auto: the truncated geometric (universally optimal where Chatzikokolakis et al. 2013 §5 says so; cited "
-                    "in the output), except a percentile under standard, where it is the exponential mechanism on ranks "
-                    "(McSherry and Talwar 2007, Smith 2011: its error follows the data near the percentile, not the range), "
+                    "in the output), except a percentile under standard, where it is permute-and-flip on ranks "
+                    "(McKenna and Sheldon 2020, on Smith 2011's rank score: its error follows the data near the percentile, "
+                    "not the range, and its expected score is never worse than the exponential mechanism's), "
                     "and a sum or avg under standard, where it is the staircase noise clamped to the answer range (Geng and "
                     "Viswanath 2016: the smallest E|error| of a noise-adding ε-DP mechanism; 4%% below the geometric's at "
                     "ε = 1) wherever its expected error is below the geometric's; "
-                    "exponential, staircase: those mechanisms, asked for by name; optimal: followed by the Bayes remap for --prior; tight-constraints: where the "
+                    "permute-and-flip, exponential (McSherry and Talwar 2007, on ranks), staircase: those mechanisms, asked for by name; optimal: followed by the Bayes remap for --prior; tight-constraints: where the "
                     "answers form a path (count, or a metric on values) and on the sum's answer graph (sum, avg under "
                     "standard; ElSalamouny et al. 2014 §7.1), refused with its threshold ε* where it does not exist")
     qy.add_argument("--prior", help="--mechanism optimal: 'uniform' or a file of weights (normalised) on the possible answers (the remap); "

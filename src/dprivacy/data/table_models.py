@@ -10,7 +10,11 @@ from dataclasses import dataclass, field
 
 QUERY_KINDS = ("count", "kcount", "sum", "avg", "percentile")
 PRIVACY_MODELS = ("standard", "normalized-d1", "d1", "dinf")
-MECHANISMS = ("auto", "truncated-geometric", "geometric", "tight-constraints", "optimal", "exponential", "staircase")
+MECHANISMS = ("auto", "truncated-geometric", "geometric", "tight-constraints", "optimal", "permute-and-flip", "exponential",
+              "staircase")
+
+#: The mechanisms on ranks for a percentile under standard (table_percentile); ``auto`` is the first.
+RANK_MECHANISMS = ("permute-and-flip", "exponential")
 VALUE_METRICS = ("normalized-d1", "d1", "dinf")
 
 #: Largest answer range on which ``--mechanism optimal`` computes its remap and exact accuracy.
@@ -333,8 +337,8 @@ class AnswerPlan:
     step: float
     total: int
     u: float
-    #: a percentile under standard answered by the exponential mechanism on ranks (table_percentile)
-    ranks: bool = False
+    #: a percentile under standard answered on ranks (table_percentile): "permute-and-flip" or "exponential", else None
+    ranks: str | None = None
     #: a sum or average under standard answered with staircase noise (table_staircase.Staircase), else None
     staircase: object = None
 
@@ -366,10 +370,11 @@ def answer_plan(query: Query, privacy: str, bounds, u: float, *, mechanism: str,
         step = u / total
     else:  # percentile, or the rounded mean under d∞
         lo_a, hi_a = bounds
-    # a percentile under d_h: the exponential mechanism on ranks, which collects the selection's distinct values;
-    # refused here, on public figures only, when their bound is too large
-    ranks = query.kind == "percentile" and privacy == "standard" and mechanism in ("auto", "exponential")
-    if ranks:
+    # a percentile under d_h: a selection on ranks (permute-and-flip unless the exponential mechanism is asked for),
+    # which collects the selection's distinct values; refused here, on public figures only, when their bound is too large
+    ranks = None
+    if query.kind == "percentile" and privacy == "standard" and mechanism in ("auto",) + RANK_MECHANISMS:
+        ranks = RANK_MECHANISMS[0] if mechanism == "auto" else mechanism
         check_collection_size(total, n_groups, bounds[0], bounds[1], query.name)
     # a sum or average under d_h: the staircase noise where its E|error| is below the geometric's (auto), or by name
     stair = None
@@ -394,7 +399,7 @@ def check_collection_size(total: int, groups: int, lo: int, hi: int, name: str) 
     """The public bound min(N, G·M) on the rows collected; refused (ValueError) above :data:`MAX_COLLECTED`."""
     bound = min(int(total), max(int(groups), 1) * (int(hi) - int(lo) + 1))
     if bound > MAX_COLLECTED:
-        raise ValueError(f"{name} by the exponential mechanism collects the distinct values of each group: up to "
+        raise ValueError(f"{name} on ranks (permute-and-flip, exponential) collects the distinct values of each group: up to "
                          f"min(N, groups × lattice points) = {bound:,} here, over the {MAX_COLLECTED:,} allowed; give a "
                          "coarser --unit or narrower --bounds, or --mechanism truncated-geometric")
     return bound

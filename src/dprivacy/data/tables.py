@@ -31,8 +31,8 @@ sum:COL           Δ = R; max(R, M) with   Δ = R (Thm 11 ★)        Δ = 1 (Th
 avg:COL           Δ = R on the sum        Δ = R on the sum ★      Δ = 1 on sum ★  Δ = 1 on the mean
                                                                                   rounded to the grid
                                                                                   (Thm 13 ★)
-percentile:COL:P  exponential mechanism   Δ = R (Thm 11 ★)        Δ = 1 (Thm 12 ★) Δ = 1 (Thm 13 ★)
-                  on ranks (Δ = R with
+percentile:COL:P  permute-and-flip on    Δ = R (Thm 11 ★)        Δ = 1 (Thm 12 ★) Δ = 1 (Thm 13 ★)
+                  ranks (Δ = R with
                   truncated-geometric)
 ================  ======================  ======================  ==============  =====================
 
@@ -42,10 +42,12 @@ answer by up to Δ change each release's probability by at most e^ε, which the 
 a shift by d at ε·d/Δ; the staircase spends the whole e^ε on every shift and has the smallest E|error| of a
 noise-adding ε-DP mechanism (0.96× the geometric's at ε = 1, 0.85× at ε = 2), sampled exactly in integers too.
 
-A percentile under ``standard`` is answered by default by the exponential mechanism on ranks (McSherry and
-Talwar 2007; Smith 2011; :mod:`dprivacy.data.table_percentile`), sampled exactly on the --unit lattice: under
-d_h its Δ is the whole range R, so the truncated geometric (still available by name) spreads its noise over the
-range, while the ranks' score has sensitivity 1 and the error follows the data near the percentile.
+A percentile under ``standard`` is answered by default by permute-and-flip on ranks (McKenna and Sheldon 2020,
+on the rank score of Smith 2011; :mod:`dprivacy.data.table_percentile`), sampled exactly on the --unit lattice:
+under d_h its Δ is the whole range R, so the truncated geometric (still available by name) spreads its noise over
+the range, while the ranks' score has sensitivity 1 and the error follows the data near the percentile. The
+exponential mechanism on the same score (McSherry and Talwar 2007) is available by name; permute-and-flip's
+expected score is never worse than it and up to twice better.
 
 ★: the truncated geometric mechanism is universally optimal there (Chatzikokolakis et al. 2013 §5: the query is uniformly
 Δ-sensitive, Thm 10). For avg = sum/N under d̃1 and d1 (N public, no null values) this is Thm 11/12 for
@@ -73,8 +75,6 @@ answer in the range: the largest expected |error| over the range, E|TG(a) − a|
 
 from __future__ import annotations
 
-from __future__ import annotations
-
 import math
 import os
 
@@ -83,7 +83,8 @@ from .table_accuracy import (  # noqa: F401
     _answer_prior, bayes_remap_abs, geometric_accuracy, remap_accuracy, truncated_geometric_accuracy,
     truncated_geometric_error, truncated_geometric_rows)
 from .table_models import (  # noqa: F401
-    MAX_KEYS, MECHANISMS, OPTIMAL_MAX_ANSWERS, PRIVACY_MODELS, QUERY_KINDS, VALUE_METRICS, GroupAnswer, Query,
+    MAX_KEYS, MECHANISMS, OPTIMAL_MAX_ANSWERS, PRIVACY_MODELS, QUERY_KINDS, RANK_MECHANISMS, VALUE_METRICS, GroupAnswer,
+    Query,
     AnswerPlan, QueryResult, ScanFailed, _json_key, _keys_public, _on_grid, _plan_split, _sensitivity, answer_plan,
     check_table_file, parse_query, read_keys_file, sensitivity, standard_statement)
 from .table_sql import (  # noqa: F401
@@ -110,9 +111,9 @@ def run_query(table, query: Query, *, epsilon: float, bounds=None, where: str | 
     clamped), ``tight-constraints`` (only where the answers' constraint graph is a path — a count, or a
     sum/avg/percentile under a metric on values, Chatzikokolakis et al. 2013 Thm 6 — on which it *is* the truncated geometric,
     ElSalamouny et al. 2014 §6.1; refused elsewhere), ``optimal`` (the truncated geometric followed by the Bayes remap for
-    ``prior``; the only mechanism that uses ``prior``) or ``exponential`` (a percentile under ``standard`` only:
-    the exponential mechanism on ranks, :mod:`dprivacy.data.table_percentile`; what ``auto`` uses there, since
-    the percentile's Δ under d_h is the whole range HI − LO). ``skip_invalid``: empty or non-numeric values are
+    ``prior``; the only mechanism that uses ``prior``), ``permute-and-flip`` or ``exponential`` (a percentile under
+    ``standard`` only: a selection on ranks, :mod:`dprivacy.data.table_percentile`; ``auto`` uses permute-and-flip
+    there, since the percentile's Δ under d_h is the whole range HI − LO). ``skip_invalid``: empty or non-numeric values are
     left out of the aggregate as null values (Chatzikokolakis et al. 2013 §5 extends the value metric with a null at the
     maximal distance), with Δ raised where a null changes the sum by more than the theorem's Δ; their
     number in the whole table is reported for the data owner only. ``unit``: the resolution U of the values — they are
@@ -181,9 +182,9 @@ def run_query(table, query: Query, *, epsilon: float, bounds=None, where: str | 
     if mechanism == "staircase" and not (query.kind in ("sum", "avg") and privacy == "standard"):
         raise ValueError(f"--mechanism staircase is for sum and avg under --privacy standard; {query.name} under {privacy} "
                          "gets the truncated geometric (--mechanism auto)")
-    if mechanism == "exponential" and not (query.kind == "percentile" and privacy == "standard"):
-        raise ValueError(f"--mechanism exponential is the exponential mechanism on ranks, for a percentile under --privacy "
-                         f"standard; {query.name} under {privacy} gets the truncated geometric (--mechanism auto)")
+    if mechanism in RANK_MECHANISMS and not (query.kind == "percentile" and privacy == "standard"):
+        raise ValueError(f"--mechanism {mechanism} selects on ranks, for a percentile under --privacy standard; "
+                         f"{query.name} under {privacy} gets the truncated geometric (--mechanism auto)")
     if query.kind == "percentile" and privacy == "standard" and mechanism == "tight-constraints":
         raise ValueError("--mechanism tight-constraints is not available for a percentile under --privacy standard: a changed "
                          "row can move it across many answers, so its answer graph is not a path, nor the sum's graph "
@@ -315,7 +316,7 @@ def run_query(table, query: Query, *, epsilon: float, bounds=None, where: str | 
         lo, hi = bounds
         ok = f"{val} IS NOT NULL AND NOT isnan({val})"
         x = f"CAST(round(least(greatest({val} / {u!r}, {lo}), {hi})) AS BIGINT)"
-        aggs = ["NULL" if plan.ranks else  # (the exponential mechanism's values are collected below)
+        aggs = ["NULL" if plan.ranks else  # (the values of a selection on ranks are collected below)
                 f"quantile_disc({x}, {query.p / 100.0}) FILTER (WHERE {sel} AND {ok})" if query.kind == "percentile" else
                 f"coalesce(sum({x}) FILTER (WHERE {sel} AND {ok}), 0)"]
         clamped = f"count(*) FILTER (WHERE {sel} AND {ok} AND ({val} < {float(value_bounds[0])!r} OR {val} > {float(value_bounds[1])!r}))"
@@ -346,7 +347,7 @@ def run_query(table, query: Query, *, epsilon: float, bounds=None, where: str | 
     rows = [(r[0], *(bounds[0] if v is None else v for v in r[1:-1]), r[-1]) if query.kind == "percentile" else r
             for r in rows]
     histograms = None
-    if plan.ranks:  # the exponential mechanism on ranks: each group's distinct clamped values with their counts
+    if plan.ranks:  # a selection on ranks: each group's distinct clamped values with their counts
         from .table_percentile import collect_histograms
 
         histograms = collect_histograms(lambda sql: scan(sql, numpy=True), len(rows), rel=rel, sel=sel, x=x, ok=ok,
@@ -363,7 +364,7 @@ def release_answers(rows, plan: AnswerPlan, *, table: str, query: Query, privacy
                     prior, rng, confidence: float = 0.95, histograms=None) -> QueryResult:
     """The released answers: ``rows`` are the exact answers, one per group key (key, value(s)..., number clamped), as
     the table's scan computed them (DuckDB, or Dask in :mod:`dprivacy.api`); noise from ``rng`` is added once.
-    ``histograms``: for the exponential mechanism on ranks (``plan.ranks``), each group's (sorted distinct clamped
+    ``histograms``: for a selection on ranks (``plan.ranks``), each group's (sorted distinct clamped
     values, their counts) in lattice units, in the order of ``rows``."""
     from ..sampling import random_source
     from ..sampling.discrete import discrete_laplace, geometric_parameters
@@ -374,12 +375,12 @@ def release_answers(rows, plan: AnswerPlan, *, table: str, query: Query, privacy
     k = len(query.columns)
     src = random_source(rng)
     if plan.ranks:
-        from .table_percentile import exponential_percentile
+        from .table_percentile import rank_percentile
 
         if histograms is None or len(histograms) != len(rows):
-            raise ValueError("the exponential mechanism on ranks needs each group's values (histograms)")
-        return exponential_percentile(
-            table, query, rows, histograms, src, eps=eps, eps_answer=eps_answer, factor=factor,
+            raise ValueError("a selection on ranks needs each group's values (histograms)")
+        return rank_percentile(
+            table, query, rows, histograms, src, mechanism=plan.ranks, eps=eps, eps_answer=eps_answer, factor=factor,
             bounds=(plan.lo_a, plan.hi_a), value_bounds=value_bounds, step=step, total=total, where=where,
             group_by=group_by, composition=composition, confidence=confidence, n_groups=n_groups,
             invalid=invalid if skip_invalid else 0, unit=unit)
