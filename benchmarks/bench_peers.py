@@ -11,7 +11,8 @@ minimum; the ratio is printed. Accuracy rows report the mean |error| over ``--re
 standard error is within 10% of it) at the same ε and
 bounds, all in release mode (fresh randomness), with its standard error, and the expected |error| of each tool by
 its own noise law (dprivacy's stated accuracy, OpenDP's ``summarize()``, diffprivlib's laws from its source; for the
-median, each tool's exponential mechanism computed from the data), which has no sampling error: at 200 releases a Laplace's mean
+median, each tool's selection law — permute-and-flip for dprivacy and OpenDP, the exponential mechanism for
+diffprivlib — computed from the data), which has no sampling error: at 200 releases a Laplace's mean
 |error| has a standard error of 7% of itself, and the smaller of two peers' noisy means is biased low. The neighbouring relation is one row replaced with the row count
 public for dprivacy and OpenDP (``unit_of(changes=1)``, lengths invariant); diffprivlib's tools are defined for
 one row added or removed, and its per-group counts are given ε/2 each so that one replaced row (which can move
@@ -73,7 +74,7 @@ def _dp_answer(path, spec, eps, **kw):
 
 def _dp_law(path, spec, eps, **kw):
     """dprivacy's own E|error| of the release (the exact worst case over the answer range, averaged over groups);
-    None where it is stated in ranks only (the exponential mechanism)."""
+    None where it is stated in ranks only (a percentile under standard)."""
     from dprivacy.data.tables import parse_query, run_query
 
     r = run_query(str(path), parse_query(spec), epsilon=eps, rng=0, **kw)
@@ -90,7 +91,7 @@ def _geometric_abs(scale: float) -> float:
 def _odp_law(summary, n: int):
     """OpenDP's E|error| from its own summary of the query (distribution and scale): a float Laplace of scale b has
     E|K| = b, an integer Laplace the two-sided geometric's; a mean is its noisy sum over the public length (scale 0);
-    None for anything else (the exponential mechanism of a quantile)."""
+    None for anything else (a quantile's selection)."""
     rows = summary.to_dicts()
     noisy = [r for r in rows if r["scale"] and r["scale"] > 0]
     if len(noisy) != 1:
@@ -179,18 +180,19 @@ def accuracy_rows(tables: dict, reps: int) -> list[dict]:
         for task in ("count", "count by group", "bounded sum", "bounded mean"):
             rows.append(_accuracy(f"{task} ({name})", 1.0, truth[task], ours[task],
                                   {p: f[task] for p, f in peers.items()}, reps, law=laws[f"{task} ({name})", 1.0]))
-        # the median: diffprivlib's median, OpenDP's with the --unit lattice as candidates, dprivacy's default
+        # the median: diffprivlib's median, OpenDP's with candidates every `step`, dprivacy's default with --unit `step`
+        # (the same candidate set as OpenDP's)
         med = float(np.median(np.clip(x, lo, hi)))
         step = t["candidate_step"]
         cand = list(np.round(np.arange(lo, hi + step / 2, step), 6))
         for eps in (0.1, 1.0):
             rows.append(_accuracy(
                 f"median ({name} {col}, bounds {lo:g}..{hi:g})", eps, med,
-                lambda e: _dp_answer(t["parquet"], f"percentile:{col}:50", e, bounds=(lo, hi), unit=unit)[0],
+                lambda e: _dp_answer(t["parquet"], f"percentile:{col}:50", e, bounds=(lo, hi), unit=step)[0],
                 {"diffprivlib": lambda e: dpl.median(x, epsilon=e, bounds=(lo, hi)),
                  "OpenDP": lambda e: float(odp(df, e, lambda q: q.select(
                      pl.col(col).fill_null(0).dp.median(candidates=cand)), key=(name, "median"))[0, 0])}, reps,
-                note=f"OpenDP candidates every {step:g}", law=laws[f"median ({name} {col}, bounds {lo:g}..{hi:g})", eps]))
+                note=f"OpenDP's candidates and dprivacy's --unit every {step:g}", law=laws[f"median ({name} {col}, bounds {lo:g}..{hi:g})", eps]))
     return rows
 
 
@@ -198,8 +200,8 @@ def accuracy_laws(tables: dict) -> dict:
     """Each tool's E|error| by its own noise law, for every accuracy row: {(task, ε): {tool: E|error|}}. No release is
     drawn: dprivacy's stated accuracy, OpenDP's ``summarize()``, diffprivlib's laws from its source (count_nonzero: a
     geometric of sensitivity 1; sum: a Laplace of scale (U − L)/ε; mean: (U − L)/(n·ε), both truncated to the answer
-    range, far from the truth here), and for the median the exponential mechanisms' distributions computed from the
-    data (:func:`_median_laws`)."""
+    range, far from the truth here), and for the median each tool's selection law computed from the data
+    (:func:`_median_laws`)."""
     import opendp.prelude as dp
     import polars as pl
 
@@ -237,7 +239,7 @@ def accuracy_laws(tables: dict) -> dict:
         step = t["candidate_step"]
         cand = np.round(np.arange(lo, hi + step / 2, step), 6)
         for eps in (0.1, 1.0):
-            laws[f"median ({name} {col}, bounds {lo:g}..{hi:g})", eps] = _median_laws(x, lo, hi, unit, cand, eps)
+            laws[f"median ({name} {col}, bounds {lo:g}..{hi:g})", eps] = _median_laws(x, lo, hi, step, cand, eps)
     return laws
 
 
@@ -245,7 +247,8 @@ def _exponential_abs(values: np.ndarray, candidates: np.ndarray, med: float, eps
     """E|c − med| of the exponential mechanism choosing c among ``candidates`` with probability
     ∝ exp(−ε·|#{x < c} − #{x > c}|/4): OpenDP's median (its score |#{x < c} − #{x > c}|, checked with
     make_quantile_score_candidates, has sensitivity 2 under one row replaced, hence the scale 4/ε its summary states)
-    and dprivacy's (exp(−ε·s/2) with s = |#{x < c} − #{x > c}|/2, on its --unit lattice)."""
+    as if it used the exponential mechanism, and dprivacy's ``--mechanism exponential`` (exp(−ε·s/2) with
+    s = |#{x < c} − #{x > c}|/2, on its --unit lattice)."""
     xs = np.sort(values)
     lt = np.searchsorted(xs, candidates, side="left")
     gt = xs.size - np.searchsorted(xs, candidates, side="right")
@@ -258,7 +261,9 @@ def _noisy_max_exponential_abs(values: np.ndarray, candidates: np.ndarray, med: 
                                grid: int = 40_000) -> float:
     """E|c − med| of report-noisy-max with exponential noise (equivalently permute-and-flip, McKenna and Sheldon 2020;
     Ding et al. 2021) over ``candidates`` with the score s(c) = |#{x < c} − #{x > c}| at scale 4/ε: OpenDP's median
-    (its ``summarize()`` says "ExponentialMin", scale 4/ε; its scores, from make_quantile_score_candidates, are these).
+    (its ``summarize()`` says "ExponentialMin", scale 4/ε; its scores, from make_quantile_score_candidates, are these),
+    and dprivacy's default (permute-and-flip with coins exp(−ε·(s − s_min)/2), s = |#{x < c} − #{x > c}|/2, on its
+    --unit lattice: the same law).
     The winner is the c maximising −s(c)·ε/4 + E_c with E_c i.i.d. Exp(1): P(c) = ∫ e^{−(t−a_c)} Π_{d≠c} F_d(t) dt,
     a_c = −s(c)·ε/4 and F_d(t) = 1 − e^{−(t−a_d)} for t ≥ a_d, computed on a grid of t (trapezoids; a test of the
     sum of the P(c) against 1 bounds the quadrature error)."""
@@ -287,14 +292,16 @@ def _noisy_max_exponential_abs(values: np.ndarray, candidates: np.ndarray, med: 
 def _median_laws(x: np.ndarray, lo: float, hi: float, unit: float, cand: np.ndarray, eps: float) -> dict:
     """E|error| of each tool's median at ε, exactly from the data (the truth: the median of the clamped values).
     dprivacy: the values clamped and rounded to the --unit lattice as it reads them (half away from zero), every
-    lattice point a candidate; OpenDP: its candidates; diffprivlib: an interval between consecutive sorted clamped
+    lattice point a candidate, permute-and-flip (its default; "dprivacy (exponential)": ``--mechanism exponential``);
+    OpenDP: its candidates; diffprivlib: an interval between consecutive sorted clamped
     values (the bounds added) chosen with probability ∝ its length · exp(−ε·|i − n/2|/2), then a uniform point in it."""
     c = np.clip(x, lo, hi)
     med = float(np.median(c))
     v = c / unit
     grid = np.sign(v) * np.floor(np.abs(v) + 0.5)
     lattice = np.arange(round(lo / unit), round(hi / unit) + 1, dtype=float)
-    ours = _exponential_abs(grid, lattice, med / unit, eps) * unit
+    ours = _noisy_max_exponential_abs(grid, lattice, med / unit, eps) * unit
+    ours_em = _exponential_abs(grid, lattice, med / unit, eps) * unit
     odp = _noisy_max_exponential_abs(x, cand, med, eps)
     ends = np.sort(np.append(c, [lo, hi]))
     a, b = ends[:-1], ends[1:]
@@ -303,7 +310,8 @@ def _median_laws(x: np.ndarray, lo: float, hi: float, unit: float, cand: np.ndar
     w = (b - a) * np.exp(logw - logw.max())
     inside = np.where(b > a, ((med - a) ** 2 + (b - med) ** 2) / (2 * np.where(b > a, b - a, 1)), 0.0)
     e = np.where(med <= a, (a + b) / 2 - med, np.where(med >= b, med - (a + b) / 2, inside))
-    return {"dprivacy": ours, "diffprivlib": float((w * e).sum() / w.sum()), "OpenDP": odp}
+    return {"dprivacy": ours, "dprivacy (exponential)": ours_em, "diffprivlib": float((w * e).sum() / w.sum()),
+            "OpenDP": odp}
 
 
 def _odp_groups(frame, gcol, keys):
@@ -348,7 +356,7 @@ def _accuracy(task, eps, truth, ours, peers: dict, reps: int, note: str = "", la
     row = {"task": task, "epsilon": eps, "mean_abs_error": mean, "standard_error": se, "reps": reps,
            "dprivacy_over_best_peer": mean["dprivacy"] / best_peer if best_peer > 0 else float("inf"), "note": note}
     if law and all(law.get(k) is not None for k in mean):
-        row["expected_abs_error_by_law"] = {k: float(law[k]) for k in mean}
+        row["expected_abs_error_by_law"] = {k: float(v) for k, v in law.items() if v is not None}
         row["law_dprivacy_over_best_peer"] = law["dprivacy"] / min(law[p] for p in peers)
     print(f"{task:60s} ε={eps:<4g} " + "  ".join(f"{k} {v:.4g} ± {se[k]:.2g}" for k, v in mean.items())
           + f"   dprivacy / best peer = {row['dprivacy_over_best_peer']:.2f}"
@@ -626,7 +634,7 @@ def main() -> None:
                 r.pop("expected_abs_error_by_law", None)
                 r.pop("law_dprivacy_over_best_peer", None)
                 if all(law.get(k) is not None for k in r["mean_abs_error"]):
-                    r["expected_abs_error_by_law"] = {k: float(law[k]) for k in r["mean_abs_error"]}
+                    r["expected_abs_error_by_law"] = {k: float(v) for k, v in law.items() if v is not None}
                     peers = [k for k in r["mean_abs_error"] if k != "dprivacy"]
                     r["law_dprivacy_over_best_peer"] = law["dprivacy"] / min(law[k] for k in peers)
             prev["laws_computed"] = f"{time.strftime('%Y-%m-%d')}: python benchmarks/bench_peers.py --laws-only"
