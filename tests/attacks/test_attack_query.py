@@ -409,3 +409,25 @@ def test_a_query_spills_to_a_private_folder_removed_with_it_not_the_working_one(
     assert alive.exists()  # (this process is running)
     alive.rmdir()
     again.rmdir()
+
+
+def test_a_refused_query_closes_its_connection(tmp_path, monkeypatch):
+    """A query refused after its connection opened (an unknown column, invalid values) closes it at once: DuckDB's
+    memory and buffers of the table's values are not held until the exception's frames are collected."""
+    import duckdb
+
+    from dprivacy.data import tables
+
+    opened = []
+    connect = tables._connect
+    monkeypatch.setattr(tables, "_connect", lambda path: opened.append(connect(path)) or opened[-1])
+    path = tmp_path / "t.csv"
+    path.write_text("v\n1\nx\n")
+    with pytest.raises(ValueError, match="unknown column 'w'"):
+        tables.run_query(str(path), tables.parse_query("sum:w"), epsilon=1.0, bounds=(0, 4))
+    with pytest.raises(ValueError, match="not numeric|empty or non-numeric|non-numeric"):
+        tables.run_query(str(path), tables.parse_query("sum:v"), epsilon=1.0, bounds=(0, 4))
+    assert len(opened) == 2
+    for con in opened:
+        with pytest.raises(duckdb.ConnectionException):
+            con.execute("SELECT 1")

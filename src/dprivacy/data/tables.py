@@ -196,163 +196,165 @@ def run_query(table, query: Query, *, epsilon: float, bounds=None, where: str | 
                          "optimal for every prior (drop --prior)")
     selected = bool(where) or group_by is not None
     con = _connect(table)
-    _check_table_shape(con, table)
     try:
-        cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {_relation(table)}").fetchall()]
-    except duckdb.Error as exc:
-        what = (f" as one CSV table (delimiter {_csv_dialect(table)[0]!r} from its header line, quotes \", every line with "
-                "the header's number of fields, UTF-8: a line of another shape?)" if _relation(table).startswith("read_csv") else "")
-        raise _unreadable(table, exc, owner, what) from None
-    for c in [query.column, group_by, *query.columns]:
-        if c is not None and c not in cols:
-            raise ValueError(f"unknown column {c!r}: the table's columns are {', '.join(cols)}")
-    # A CSV's column types from public data only (_relation): under standard every column is protected and read
-    # as text; under a metric on values the protected column is text and the others (public) are inferred.
-    rel = _relation(table, text=None if privacy == "standard" else tuple(c for c in (query.column, *query.columns) if c))
-    try:
-        types = {r[0]: str(r[1]).upper() for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()}
-    except duckdb.Error as exc:
-        raise _unreadable(table, exc, owner) from None
-    if group_by is not None and group_by in (query.column, *query.columns):
-        # the keys are released exactly (treated as public): grouping by the column the query aggregates would
-        # publish its distinct values (a caller could get every sale amount, the maximum included)
-        raise ValueError(f"--group-by {group_by!r}: the group keys are released exactly (treated as public), so a query "
-                         f"cannot group by the column it aggregates ({query.name}); group by a public column")
-    if keys is not None and group_by is None:
-        raise ValueError("--keys declares the group keys of --group-by: give --group-by COLUMN too")
-    if group_by is not None and keys is None and privacy == "standard":
-        raise ValueError(f"--group-by {group_by!r} under --privacy standard needs its group keys declared with --keys (e.g. "
-                         f"--keys A,B,C or --keys @FILE, one key per line): every column of a row is protected there, so "
-                         f"the distinct values of {group_by!r} in the table are not public (one row with a value of its own "
-                         f"adds a key to the release)")
-    if query.column is not None and any(t in types[query.column] for t in ("BLOB", "MAP", "STRUCT", "[]", "UNION")):
-        raise ValueError(f"column {query.column!r} is a {types[query.column]}, not numeric: {query.name} needs numbers")
-    where_sql = None
-    if where is not None:
-        compiled = bind_where(con, where, rel, types)
-        where_sql, where = compiled.sql, where.strip()
-    public_cols = sorted(set(compiled.columns if where is not None else ()) | ({group_by} if group_by is not None else set()))
-    if privacy in VALUE_METRICS and query.column is not None and query.column.lower() in {c.lower() for c in public_cols}:
-        raise ValueError(f"under --privacy {privacy} the columns of --where/--group-by are treated as public, but "
-                         f"{query.column!r} is the protected column: filter or group by other columns, or use --privacy standard")
-    # The condition is made total: a row on which it cannot be evaluated is not selected, instead of failing the
-    # query with a message that could quote the row.
-    sel = f"coalesce(try({where_sql}), false)" if where_sql else "TRUE"
-    gexpr = _quote(group_by) if group_by is not None else None
-    if keys is not None:
-        _declare_keys(con, keys, group_by, types[group_by])
-        # compared in the declared type: the same key whatever the reader made of the column's text
-        gexpr = f"TRY_CAST({gexpr} AS {types[group_by]})"
-    # One scan for the table size, the invalid values and the number of group keys. The values are checked
-    # on the whole table, whatever --where selects: checked on the selection, the refusal (free, nothing
-    # charged) told whoever chose the condition whether a row matched it, how many did and (quoted) a value.
-    checks = ["count(*)"]
-    if query.kind in ("sum", "avg", "percentile"):
-        col = _quote(query.column)
-        val = _as_double(col, types[query.column])
-        bad = f"{col} IS NULL OR {val} IS NULL OR isnan({val})"
-        checks.append(f"count(*) FILTER (WHERE {col} IS NOT NULL AND ({val} IS NULL OR isnan({val})))")
-        checks.append(f"count(*) FILTER (WHERE {col} IS NULL)")
-        # on the values as they are, not clamped to --bounds: clamped, the refusal counted the fractional values
-        # strictly inside bounds the asker chose, for free (--bounds 41,42 told how many values lie in (41, 42))
-        fraction = f"NOT ({bad}) AND {val} <> round({val})"
-        checks.append(f"count(*) FILTER (WHERE {fraction})" if unit is None else "0")
-    elif query.kind == "kcount":
-        # a flag: true/false, or 0/1 in a numeric column (a 2 was counted as true); the rest is invalid
-        flag_ok = {c: f"({_as_type(_quote(c), types[c], 'BOOLEAN')} IS NOT NULL"
-                      + (f" AND {_quote(c)} IN (0, 1))" if _is_numeric(types[c]) else ")") for c in query.columns}
-        bad = " OR ".join(f"NOT coalesce({flag_ok[c]}, false)" for c in query.columns)
-        checks.append(f"count(*) FILTER (WHERE {bad})")
-        checks += ["0", "0"]
-    else:
-        checks += ["0", "0", "0"]
-    checks.append("1" if not gexpr else str(len(keys)) if keys is not None else
-                  f"count(DISTINCT {gexpr}) + max(CASE WHEN {gexpr} IS NULL THEN 1 ELSE 0 END)")
-    # Every column of every row is decoded in this first scan (hashed), whatever the query names: DuckDB reads only
-    # the columns a query uses, so a cell that cannot be decoded (invalid UTF-8 or JSON, a timestamp out of range, a
-    # CSV line in another encoding) made a query fail exactly when its condition named that column — a yes/no about
-    # one row. Here it fails for every query on the table alike, refused as unreadable (a fact about the table).
-    checks += [f"bit_xor(hash({_quote(c)}))" for c in types]
-
-    def scan(sql: str, first: bool = False, numpy: bool = False):
+        _check_table_shape(con, table)
         try:
-            return con.execute(sql).fetchnumpy() if numpy else con.execute(sql).fetchall()
-        except duckdb.InterruptException:
-            raise KeyboardInterrupt from None
+            cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {_relation(table)}").fetchall()]
         except duckdb.Error as exc:
-            if first:  # no --where in it: a failure here is the table's, the same for every query
-                raise _unreadable(table, exc, owner, ": a value in it cannot be decoded, or memory ran out") from None
-            raise ScanFailed("the query failed while computing its answers (memory ran out, or a value could not be "
-                             "read)" + (f": {str(exc).splitlines()[0]}" if owner else ""),
-                             protected_column=query.column if privacy in VALUE_METRICS else None,
-                             public_columns=public_cols) from None
+            what = (f" as one CSV table (delimiter {_csv_dialect(table)[0]!r} from its header line, quotes \", every line with "
+                    "the header's number of fields, UTF-8: a line of another shape?)" if _relation(table).startswith("read_csv") else "")
+            raise _unreadable(table, exc, owner, what) from None
+        for c in [query.column, group_by, *query.columns]:
+            if c is not None and c not in cols:
+                raise ValueError(f"unknown column {c!r}: the table's columns are {', '.join(cols)}")
+        # A CSV's column types from public data only (_relation): under standard every column is protected and read
+        # as text; under a metric on values the protected column is text and the others (public) are inferred.
+        rel = _relation(table, text=None if privacy == "standard" else tuple(c for c in (query.column, *query.columns) if c))
+        try:
+            types = {r[0]: str(r[1]).upper() for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()}
+        except duckdb.Error as exc:
+            raise _unreadable(table, exc, owner) from None
+        if group_by is not None and group_by in (query.column, *query.columns):
+            # the keys are released exactly (treated as public): grouping by the column the query aggregates would
+            # publish its distinct values (a caller could get every sale amount, the maximum included)
+            raise ValueError(f"--group-by {group_by!r}: the group keys are released exactly (treated as public), so a query "
+                             f"cannot group by the column it aggregates ({query.name}); group by a public column")
+        if keys is not None and group_by is None:
+            raise ValueError("--keys declares the group keys of --group-by: give --group-by COLUMN too")
+        if group_by is not None and keys is None and privacy == "standard":
+            raise ValueError(f"--group-by {group_by!r} under --privacy standard needs its group keys declared with --keys (e.g. "
+                             f"--keys A,B,C or --keys @FILE, one key per line): every column of a row is protected there, so "
+                             f"the distinct values of {group_by!r} in the table are not public (one row with a value of its own "
+                             f"adds a key to the release)")
+        if query.column is not None and any(t in types[query.column] for t in ("BLOB", "MAP", "STRUCT", "[]", "UNION")):
+            raise ValueError(f"column {query.column!r} is a {types[query.column]}, not numeric: {query.name} needs numbers")
+        where_sql = None
+        if where is not None:
+            compiled = bind_where(con, where, rel, types)
+            where_sql, where = compiled.sql, where.strip()
+        public_cols = sorted(set(compiled.columns if where is not None else ()) | ({group_by} if group_by is not None else set()))
+        if privacy in VALUE_METRICS and query.column is not None and query.column.lower() in {c.lower() for c in public_cols}:
+            raise ValueError(f"under --privacy {privacy} the columns of --where/--group-by are treated as public, but "
+                             f"{query.column!r} is the protected column: filter or group by other columns, or use --privacy standard")
+        # The condition is made total: a row on which it cannot be evaluated is not selected, instead of failing the
+        # query with a message that could quote the row.
+        sel = f"coalesce(try({where_sql}), false)" if where_sql else "TRUE"
+        gexpr = _quote(group_by) if group_by is not None else None
+        if keys is not None:
+            _declare_keys(con, keys, group_by, types[group_by])
+            # compared in the declared type: the same key whatever the reader made of the column's text
+            gexpr = f"TRY_CAST({gexpr} AS {types[group_by]})"
+        # One scan for the table size, the invalid values and the number of group keys. The values are checked
+        # on the whole table, whatever --where selects: checked on the selection, the refusal (free, nothing
+        # charged) told whoever chose the condition whether a row matched it, how many did and (quoted) a value.
+        checks = ["count(*)"]
+        if query.kind in ("sum", "avg", "percentile"):
+            col = _quote(query.column)
+            val = _as_double(col, types[query.column])
+            bad = f"{col} IS NULL OR {val} IS NULL OR isnan({val})"
+            checks.append(f"count(*) FILTER (WHERE {col} IS NOT NULL AND ({val} IS NULL OR isnan({val})))")
+            checks.append(f"count(*) FILTER (WHERE {col} IS NULL)")
+            # on the values as they are, not clamped to --bounds: clamped, the refusal counted the fractional values
+            # strictly inside bounds the asker chose, for free (--bounds 41,42 told how many values lie in (41, 42))
+            fraction = f"NOT ({bad}) AND {val} <> round({val})"
+            checks.append(f"count(*) FILTER (WHERE {fraction})" if unit is None else "0")
+        elif query.kind == "kcount":
+            # a flag: true/false, or 0/1 in a numeric column (a 2 was counted as true); the rest is invalid
+            flag_ok = {c: f"({_as_type(_quote(c), types[c], 'BOOLEAN')} IS NOT NULL"
+                          + (f" AND {_quote(c)} IN (0, 1))" if _is_numeric(types[c]) else ")") for c in query.columns}
+            bad = " OR ".join(f"NOT coalesce({flag_ok[c]}, false)" for c in query.columns)
+            checks.append(f"count(*) FILTER (WHERE {bad})")
+            checks += ["0", "0"]
+        else:
+            checks += ["0", "0", "0"]
+        checks.append("1" if not gexpr else str(len(keys)) if keys is not None else
+                      f"count(DISTINCT {gexpr}) + max(CASE WHEN {gexpr} IS NULL THEN 1 ELSE 0 END)")
+        # Every column of every row is decoded in this first scan (hashed), whatever the query names: DuckDB reads only
+        # the columns a query uses, so a cell that cannot be decoded (invalid UTF-8 or JSON, a timestamp out of range, a
+        # CSV line in another encoding) made a query fail exactly when its condition named that column — a yes/no about
+        # one row. Here it fails for every query on the table alike, refused as unreadable (a fact about the table).
+        checks += [f"bit_xor(hash({_quote(c)}))" for c in types]
 
-    got = scan(f"SELECT {', '.join(checks)} FROM {rel}", first=True)[0]
-    total = int(got[0])
-    wrong, empty, fractions = int(got[1]), int(got[2]), int(got[3])
-    n_groups = int(got[4] or 0)
-    invalid = wrong + empty
-    # A refusal says which column and which kind of value, checked on the whole column whatever --where and --bounds
-    # select, so that it is the same for every query on the column; the number and the first row are exact counts
-    # of the data, for the owner only (an analyst read the number of discounted orders from one).
-    if invalid and not skip_invalid:
-        raise ValueError(invalid_values_message(query, wrong, empty, owner,
-                                                _first_bad_row(con, rel, bad) if owner else ""))
-    if fractions:
-        raise ValueError(fractional_values_message(query, fractions, owner,
-                                                   _first_bad_row(con, rel, fraction) if owner else ""))
-    plan = answer_plan(query, privacy, bounds, u, mechanism=mechanism, epsilon=eps, total=total, selected=selected,
-                       skip_invalid=skip_invalid, group_by=group_by, n_groups=n_groups)
-    # The answers: one aggregate pass, the selection as a FILTER, one row per group key of the whole table.
-    if query.kind == "count":
-        aggs = [f"count(*) FILTER (WHERE {sel})"]
-        clamped = "0"
-    elif query.kind == "kcount":
-        # a value that is not a flag counts as null, not as true
-        aggs = [f"count(*) FILTER (WHERE {sel} AND coalesce({flag_ok[c]} AND {_as_type(_quote(c), types[c], 'BOOLEAN')}, "
-                "false))" for c in query.columns]
-        clamped = "0"
-    else:
-        lo, hi = bounds
-        ok = f"{val} IS NOT NULL AND NOT isnan({val})"
-        x = f"CAST(round(least(greatest({val} / {u!r}, {lo}), {hi})) AS BIGINT)"
-        aggs = ["NULL" if plan.ranks else  # (the values of a selection on ranks are collected below)
-                f"quantile_disc({x}, {query.p / 100.0}) FILTER (WHERE {sel} AND {ok})" if query.kind == "percentile" else
-                f"coalesce(sum({x}) FILTER (WHERE {sel} AND {ok}), 0)"]
-        clamped = f"count(*) FILTER (WHERE {sel} AND {ok} AND ({val} < {float(value_bounds[0])!r} OR {val} > {float(value_bounds[1])!r}))"
-    if keys is not None:
-        # one answer per declared key, in the order given (0, or the percentile's convention, where no row has it)
-        names = [f"v{i}" for i in range(len(aggs))]
-        empty = "a.{}" if query.kind == "percentile" else "coalesce(a.{}, 0)"
-        sql = (f"WITH a AS (SELECT {gexpr} AS g, {', '.join(f'{e} AS {n}' for e, n in zip(aggs, names))}, {clamped} AS "
-               f"clamped FROM {rel} WHERE {gexpr} IN (SELECT g FROM dp_keys) GROUP BY 1) "
-               f"SELECT d.g, {', '.join(empty.format(n) for n in names)}, coalesce(a.clamped, 0) FROM dp_keys d "
-               f"LEFT JOIN a ON a.g = d.g ORDER BY d.i")
-    elif gexpr:
-        sql = f"SELECT {gexpr} AS g, {', '.join(aggs)}, {clamped} AS clamped FROM {rel} GROUP BY 1 ORDER BY 1 NULLS LAST"
-    else:
-        sql = f"SELECT NULL AS g, {', '.join(aggs)}, {clamped} AS clamped FROM {rel}"
-    rows = scan(sql)
-    # One released answer per group key (1 without --group-by): anything else is refused, never released.
-    got_keys = [r[0] for r in rows]
-    expected = n_groups if gexpr else 1
-    if len(rows) != expected or len(set(map(repr, got_keys))) != len(got_keys):
-        raise ValueError(f"refused: the query produced {len(rows)} answers where {expected} (one per group) were expected")
-    if gexpr and not rows:
-        raise ValueError("the table has no rows: there is no group to answer")
-    # A percentile of an empty selection is LO by convention, and is released with noise like any other:
-    # refusing it (as before) told anyone, for free and exactly, whether some row matched a --where. The
-    # convention keeps Δ: under d_h the percentile already moves over LO..HI, and under a value metric
-    # the selection is public, so the convention is a constant.
-    rows = [(r[0], *(bounds[0] if v is None else v for v in r[1:-1]), r[-1]) if query.kind == "percentile" else r
-            for r in rows]
-    histograms = None
-    if plan.ranks:  # a selection on ranks: each group's distinct clamped values with their counts
-        from .table_percentile import collect_histograms
+        def scan(sql: str, first: bool = False, numpy: bool = False):
+            try:
+                return con.execute(sql).fetchnumpy() if numpy else con.execute(sql).fetchall()
+            except duckdb.InterruptException:
+                raise KeyboardInterrupt from None
+            except duckdb.Error as exc:
+                if first:  # no --where in it: a failure here is the table's, the same for every query
+                    raise _unreadable(table, exc, owner, ": a value in it cannot be decoded, or memory ran out") from None
+                raise ScanFailed("the query failed while computing its answers (memory ran out, or a value could not be "
+                                 "read)" + (f": {str(exc).splitlines()[0]}" if owner else ""),
+                                 protected_column=query.column if privacy in VALUE_METRICS else None,
+                                 public_columns=public_cols) from None
 
-        histograms = collect_histograms(lambda sql: scan(sql, numpy=True), len(rows), rel=rel, sel=sel, x=x, ok=ok,
-                                        group_expr=gexpr if keys is not None else None)
-    con.close()  # (every row is read: DuckDB's memory and its spill folder go now, not when the connection is collected)
+        got = scan(f"SELECT {', '.join(checks)} FROM {rel}", first=True)[0]
+        total = int(got[0])
+        wrong, empty, fractions = int(got[1]), int(got[2]), int(got[3])
+        n_groups = int(got[4] or 0)
+        invalid = wrong + empty
+        # A refusal says which column and which kind of value, checked on the whole column whatever --where and --bounds
+        # select, so that it is the same for every query on the column; the number and the first row are exact counts
+        # of the data, for the owner only (an analyst read the number of discounted orders from one).
+        if invalid and not skip_invalid:
+            raise ValueError(invalid_values_message(query, wrong, empty, owner,
+                                                    _first_bad_row(con, rel, bad) if owner else ""))
+        if fractions:
+            raise ValueError(fractional_values_message(query, fractions, owner,
+                                                       _first_bad_row(con, rel, fraction) if owner else ""))
+        plan = answer_plan(query, privacy, bounds, u, mechanism=mechanism, epsilon=eps, total=total, selected=selected,
+                           skip_invalid=skip_invalid, group_by=group_by, n_groups=n_groups)
+        # The answers: one aggregate pass, the selection as a FILTER, one row per group key of the whole table.
+        if query.kind == "count":
+            aggs = [f"count(*) FILTER (WHERE {sel})"]
+            clamped = "0"
+        elif query.kind == "kcount":
+            # a value that is not a flag counts as null, not as true
+            aggs = [f"count(*) FILTER (WHERE {sel} AND coalesce({flag_ok[c]} AND {_as_type(_quote(c), types[c], 'BOOLEAN')}, "
+                    "false))" for c in query.columns]
+            clamped = "0"
+        else:
+            lo, hi = bounds
+            ok = f"{val} IS NOT NULL AND NOT isnan({val})"
+            x = f"CAST(round(least(greatest({val} / {u!r}, {lo}), {hi})) AS BIGINT)"
+            aggs = ["NULL" if plan.ranks else  # (the values of a selection on ranks are collected below)
+                    f"quantile_disc({x}, {query.p / 100.0}) FILTER (WHERE {sel} AND {ok})" if query.kind == "percentile" else
+                    f"coalesce(sum({x}) FILTER (WHERE {sel} AND {ok}), 0)"]
+            clamped = f"count(*) FILTER (WHERE {sel} AND {ok} AND ({val} < {float(value_bounds[0])!r} OR {val} > {float(value_bounds[1])!r}))"
+        if keys is not None:
+            # one answer per declared key, in the order given (0, or the percentile's convention, where no row has it)
+            names = [f"v{i}" for i in range(len(aggs))]
+            empty = "a.{}" if query.kind == "percentile" else "coalesce(a.{}, 0)"
+            sql = (f"WITH a AS (SELECT {gexpr} AS g, {', '.join(f'{e} AS {n}' for e, n in zip(aggs, names))}, {clamped} AS "
+                   f"clamped FROM {rel} WHERE {gexpr} IN (SELECT g FROM dp_keys) GROUP BY 1) "
+                   f"SELECT d.g, {', '.join(empty.format(n) for n in names)}, coalesce(a.clamped, 0) FROM dp_keys d "
+                   f"LEFT JOIN a ON a.g = d.g ORDER BY d.i")
+        elif gexpr:
+            sql = f"SELECT {gexpr} AS g, {', '.join(aggs)}, {clamped} AS clamped FROM {rel} GROUP BY 1 ORDER BY 1 NULLS LAST"
+        else:
+            sql = f"SELECT NULL AS g, {', '.join(aggs)}, {clamped} AS clamped FROM {rel}"
+        rows = scan(sql)
+        # One released answer per group key (1 without --group-by): anything else is refused, never released.
+        got_keys = [r[0] for r in rows]
+        expected = n_groups if gexpr else 1
+        if len(rows) != expected or len(set(map(repr, got_keys))) != len(got_keys):
+            raise ValueError(f"refused: the query produced {len(rows)} answers where {expected} (one per group) were expected")
+        if gexpr and not rows:
+            raise ValueError("the table has no rows: there is no group to answer")
+        # A percentile of an empty selection is LO by convention, and is released with noise like any other:
+        # refusing it (as before) told anyone, for free and exactly, whether some row matched a --where. The
+        # convention keeps Δ: under d_h the percentile already moves over LO..HI, and under a value metric
+        # the selection is public, so the convention is a constant.
+        rows = [(r[0], *(bounds[0] if v is None else v for v in r[1:-1]), r[-1]) if query.kind == "percentile" else r
+                for r in rows]
+        histograms = None
+        if plan.ranks:  # a selection on ranks: each group's distinct clamped values with their counts
+            from .table_percentile import collect_histograms
+
+            histograms = collect_histograms(lambda sql: scan(sql, numpy=True), len(rows), rel=rel, sel=sel, x=x, ok=ok,
+                                            group_expr=gexpr if keys is not None else None)
+    finally:
+        con.close()  # (DuckDB's memory and its spill folder go now, also when the query is refused)
     return release_answers(rows, plan, table=table, query=query, privacy=privacy, mechanism=mechanism,
                            value_bounds=value_bounds, unit=unit, where=where, group_by=group_by, keys=keys,
                            n_groups=n_groups, invalid=invalid, skip_invalid=skip_invalid, public_cols=public_cols,
