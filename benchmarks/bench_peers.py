@@ -243,50 +243,56 @@ def accuracy_laws(tables: dict) -> dict:
     return laws
 
 
-def _exponential_abs(values: np.ndarray, candidates: np.ndarray, med: float, eps: float) -> float:
-    """E|c − med| of the exponential mechanism choosing c among ``candidates`` with probability
-    ∝ exp(−ε·|#{x < c} − #{x > c}|/4): OpenDP's median (its score |#{x < c} − #{x > c}|, checked with
-    make_quantile_score_candidates, has sensitivity 2 under one row replaced, hence the scale 4/ε its summary states)
-    as if it used the exponential mechanism, and dprivacy's ``--mechanism exponential`` (exp(−ε·s/2) with
-    s = |#{x < c} − #{x > c}|/2, on its --unit lattice)."""
+def _ranks(values: np.ndarray, candidates: np.ndarray):
     xs = np.sort(values)
     lt = np.searchsorted(xs, candidates, side="left")
-    gt = xs.size - np.searchsorted(xs, candidates, side="right")
-    s = -eps * np.abs(lt - gt) / 4.0
-    p = np.exp(s - s.max())
+    return lt, xs.size - np.searchsorted(xs, candidates, side="right"), xs.size
+
+
+def _odp_log_weights(values, candidates, eps) -> np.ndarray:
+    """OpenDP's median: the score |#{x < c} − #{x > c}| (checked with make_quantile_score_candidates; sensitivity 2
+    under one row replaced, hence the scale 4/ε its ``summarize()`` states), as log-weights −ε·score/4."""
+    lt, gt, _ = _ranks(values, candidates)
+    return -eps * np.abs(lt - gt) / 4.0
+
+
+def _dp_log_weights(values, candidates, eps) -> np.ndarray:
+    """dprivacy's median: the distance from n/2 to the ranks #{x < c}..n − #{x > c} that c can take, as log-weights
+    −ε·distance/2 (:mod:`dprivacy.mechanisms.rank_quantile`)."""
+    lt, gt, n = _ranks(values, candidates)
+    return -eps * np.maximum(0.0, np.maximum(lt - n / 2, gt - n / 2)) / 2.0
+
+
+def _exponential_abs(logw: np.ndarray, candidates: np.ndarray, med: float) -> float:
+    """E|c − med| of the exponential mechanism, P(c) ∝ exp(logw[c])."""
+    p = np.exp(logw - logw.max())
     return float((p * np.abs(candidates - med)).sum() / p.sum())
 
 
-def _noisy_max_exponential_abs(values: np.ndarray, candidates: np.ndarray, med: float, eps: float,
-                               grid: int = 40_000) -> float:
-    """E|c − med| of report-noisy-max with exponential noise (equivalently permute-and-flip, McKenna and Sheldon 2020;
-    Ding et al. 2021) over ``candidates`` with the score s(c) = |#{x < c} − #{x > c}| at scale 4/ε: OpenDP's median
-    (its ``summarize()`` says "ExponentialMin", scale 4/ε; its scores, from make_quantile_score_candidates, are these),
-    and dprivacy's default (permute-and-flip with coins exp(−ε·(s − s_min)/2), s = |#{x < c} − #{x > c}|/2, on its
-    --unit lattice: the same law).
-    The winner is the c maximising −s(c)·ε/4 + E_c with E_c i.i.d. Exp(1): P(c) = ∫ e^{−(t−a_c)} Π_{d≠c} F_d(t) dt,
-    a_c = −s(c)·ε/4 and F_d(t) = 1 − e^{−(t−a_d)} for t ≥ a_d, computed on a grid of t (trapezoids; a test of the
-    sum of the P(c) against 1 bounds the quadrature error)."""
-    xs = np.sort(values)
-    lt = np.searchsorted(xs, candidates, side="left")
-    gt = xs.size - np.searchsorted(xs, candidates, side="right")
-    a = -eps * np.abs(lt - gt) / 4.0
-    # candidates of one score share their law: group them (count k per distinct a)
-    levels, inverse, counts = np.unique(a, return_inverse=True, return_counts=True)
-    top = levels.max()
-    t = top + np.concatenate([np.geomspace(1e-9, 1e-3, grid // 4), np.linspace(1e-3, 50.0, grid)[1:]])
+def _permute_and_flip_abs(logw: np.ndarray, candidates: np.ndarray, med: float) -> float:
+    """E|c − med| of permute-and-flip with coins w_c = exp(logw[c] − max), equivalently report-noisy-max with
+    exponential noise (McKenna and Sheldon 2020; Ding et al. 2021): P(c) = w_c·∫_0^1 Π_{d≠c} (1 − w_d·t) dt.
+    Candidates of one weight share their law (grouped); the integral by Gauss–Legendre on panels whose ends grow
+    geometrically from 10^-14/Σw to 1 (the product falls like exp(−t·Σw) near 0); the sum of the P(c) is checked
+    against 1."""
+    levels, inverse, counts = np.unique(logw - logw.max(), return_inverse=True, return_counts=True)
+    w = np.exp(levels)
+    edges = np.unique(np.concatenate([[0.0], np.geomspace(1e-14 / (counts * w).sum(), 1.0, 200)]))
+    x, gw = np.polynomial.legendre.leggauss(24)
+    a, b = edges[:-1, None], edges[1:, None]
+    t = ((b - a) / 2 * x + (a + b) / 2).ravel()
+    dt = ((b - a) / 2 * gw).ravel()
     p_level = np.zeros(levels.size)
-    for a0 in range(0, t.size, 1000):  # (chunks of t: levels × t would not fit in memory for 20,001 candidates)
-        tc = t[max(a0 - 1, 0):a0 + 1000]  # (overlapping by one point: the trapezoids join)
-        with np.errstate(divide="ignore", over="ignore"):
-            log_f = np.where(tc[None, :] > levels[:, None], np.log1p(-np.exp(-(tc[None, :] - levels[:, None]))), -np.inf)
-            total = (counts[:, None] * log_f).sum(axis=0)  # log Π_d F_d(t)
-            others = total[None, :] - log_f  # one candidate of each level left out
-            dens = np.where(tc[None, :] > levels[:, None], np.exp(-(tc[None, :] - levels[:, None]) + others), 0.0)
-        p_level += np.trapezoid(dens, tc, axis=1)
-    assert abs((p_level * counts).sum() - 1.0) < 1e-4, (p_level * counts).sum()
+    for c0 in range(0, t.size, 400):  # (chunks of t: levels × t at once would not fit for 20,001 candidates)
+        tc, dc = t[c0:c0 + 400], dt[c0:c0 + 400]
+        log1 = np.log1p(-np.minimum(w[:, None] * tc[None, :], 1.0))  # (levels, t)
+        total = (counts[:, None] * log1).sum(axis=0)
+        with np.errstate(invalid="ignore"):
+            others = np.where(np.isfinite(log1), total[None, :] - log1, -np.inf)
+        p_level += (w[:, None] * np.exp(others) * dc[None, :]).sum(axis=1)
+    assert abs((p_level * counts).sum() - 1.0) < 1e-9, (p_level * counts).sum()
     p = p_level[inverse]
-    return float((p * np.abs(candidates - med)).sum() / p.sum())
+    return float((p * np.abs(candidates - med)).sum())
 
 
 def _median_laws(x: np.ndarray, lo: float, hi: float, unit: float, cand: np.ndarray, eps: float) -> dict:
@@ -300,9 +306,9 @@ def _median_laws(x: np.ndarray, lo: float, hi: float, unit: float, cand: np.ndar
     v = c / unit
     grid = np.sign(v) * np.floor(np.abs(v) + 0.5)
     lattice = np.arange(round(lo / unit), round(hi / unit) + 1, dtype=float)
-    ours = _noisy_max_exponential_abs(grid, lattice, med / unit, eps) * unit
-    ours_em = _exponential_abs(grid, lattice, med / unit, eps) * unit
-    odp = _noisy_max_exponential_abs(x, cand, med, eps)
+    ours = _permute_and_flip_abs(_dp_log_weights(grid, lattice, eps), lattice, med / unit) * unit
+    ours_em = _exponential_abs(_dp_log_weights(grid, lattice, eps), lattice, med / unit) * unit
+    odp = _permute_and_flip_abs(_odp_log_weights(x, cand, eps), cand, med)
     ends = np.sort(np.append(c, [lo, hi]))
     a, b = ends[:-1], ends[1:]
     i = np.arange(a.size)

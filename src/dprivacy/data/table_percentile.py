@@ -70,48 +70,40 @@ def rank_percentile(table, query, rows, histograms, src, *, mechanism, eps, eps_
         answers.append(GroupAnswer(row[0], _on_grid(y, step), int(row[-1]), float("nan"), float("nan"), confidence,
                                    within_ranks=k_ranks))
     per = f" at ε/{factor} = {eps_answer:g} per group" if factor != 1 else ""
-    score = (f"each point y of the lattice {lo}..{hi} (units of {step:g}) is scored by s(y) = |(1 − q)·#{{x < y}} − "
-             f"q·#{{x > y}}| (q = {float(q):g}), the distance of y's rank from the target rank q·n, a tie at y split as in "
-             "OpenDP's quantile score (Smith 2011's intervals between consecutive sorted clamped values, each value an "
-             "interval of its own)")
+    score = (f"each point y of the lattice {lo}..{hi} (units of {step:g}) is scored by s(y), the distance from the target "
+             f"rank q·n (q = {float(q):g}) to the ranks y can take, #{{x < y}} to n − #{{x > y}} (Smith 2011's rank "
+             "distance between values; 0 for a value whose tie covers the target)")
     if pf:
         how = (f"permute-and-flip on ranks (McKenna and Sheldon 2020){per}: {score}; the points are visited in a uniformly "
-               f"random order and the first whose coin, of probability exp(−ε_a·(s(y) − s_min)/2) (ε_a = {eps_answer:g}), comes "
-               "up heads is released (the same law as OpenDP's report-noisy-max with exponential noise; its expected "
-               "score is never worse than the exponential mechanism's, and up to twice better)")
+               f"random order and the first whose coin, of probability exp(−ε_a·(s(y) − s_min)/2) (ε_a = {eps_answer:g}), "
+               "comes up heads is released (report-noisy-max with exponential noise, the same mechanism (Ding et al. "
+               "2021), is what OpenDP's quantile uses; its expected score is never worse than the exponential "
+               "mechanism's, and up to twice better)")
     else:
         how = (f"the exponential mechanism on ranks (McSherry and Talwar 2007; the quantile method of Smith 2011, as in "
                f"diffprivlib){per}: {score}; y is released with probability ∝ exp(−ε_a·s(y)/2) (ε_a = {eps_answer:g})")
-    theorem = (how + ". A changed row moves #{x < y} and #{x > y} by at most 1 each (in opposite directions when both "
-               "move), so the score has sensitivity 1 and each answer is ε_a-DP. Chosen over the truncated geometric "
-               f"(--mechanism truncated-geometric) because under d_h a percentile's Δ is HI − LO = {hi - lo:,} units: "
-               f"geometric noise at ε/{hi - lo:,} spreads over the whole range, while the ranks' score does not grow with "
-               "it; no universally optimal mechanism exists under d_h (Chatzikokolakis, Andrés, Bordenabe and "
+    theorem = (how + ". A changed row moves #{x < y} and #{x > y} by at most 1 each, and a row entering or leaving the "
+               "selection moves n by 1, so s has sensitivity 1 and each answer is ε_a-DP. Chosen over the truncated "
+               f"geometric (--mechanism truncated-geometric) because under d_h a percentile's Δ is HI − LO = {hi - lo:,} "
+               f"units: geometric noise at ε/{hi - lo:,} spreads over the whole range, while the ranks' score does not "
+               "grow with it; no universally optimal mechanism exists under d_h (Chatzikokolakis, Andrés, Bordenabe and "
                "Palamidessi 2013, Thm 9)")
     if where or group_by is not None or invalid:
         theorem += "; a selection with no valid value gets a uniform draw over LO..HI (every point has the same score)"
-    analysis = ("the analysis (a set of points has probability at most the sum of their weights over the best point's, "
-                "as in McSherry and Talwar's utility theorem; for the integer weights used)") if pf else \
-        "the analysis (McSherry and Talwar's utility theorem, for the integer weights used)"
-    accuracy = (f"no closed form: the error in values depends on how the data spread near the percentile. {analysis[0].upper()}"
-                f"{analysis[1:]} bounds it in ranks: with probability ≥ {confidence:g} the released value's rank (ties split) "
-                f"is within d + {k_ranks:.1f} of the target rank q·n, k = (ln(2M/β) + 1e-8)/(ε_a/2 − 2^-38) with M = "
-                f"{points:,} lattice points and β = {beta:g}, where d is the smallest distance to the target that any "
-                "value's rank attains (at most ½ unless values are tied at the percentile); 'expected |error|' and "
-                "'within ±' in values are therefore not stated (NaN)")
+    accuracy = (f"no closed form: the error in values depends on how the data spread near the percentile. In ranks, "
+                f"with probability ≥ {confidence:g} the released value's ranks (its tie's, for a value several rows "
+                f"share) are within {k_ranks:.1f} of the target rank q·n: the M = {points:,} lattice points scored k or "
+                f"more have probability at most M·exp(−ε_a·k/2) = β = {beta:g} under either mechanism, k = "
+                "2·ln(M/β)/ε_a (McSherry and Talwar's utility argument); 'expected |error|' and 'within ±' in values "
+                "are therefore not stated (NaN)")
     neighbours, guarantee, public = standard_statement(eps, total, group_by, n_groups, composition)
-    weights_text = ("integer weights ⌈2^128·exp(−a·U/D)⌉ (a = ε_a/2 − 2^-38, computed by Python's decimal module "
-                    "correctly rounded, never a float exp), floored at the weight where they reach 2^40; adjacent scores' "
-                    "weights differ by at most e^(ε_a/2), proved on the integers")
-    if pf:
-        sampler = (f"exact: {weights_text}, which is all permute-and-flip's ε-DP proof needs; the release is the point "
-                   "with the least U/W over independent uniforms U (permute-and-flip's law), found run by run of equal "
-                   "weight (the least of a run's m uniforms is 1 − R^(1/m), at a uniform point of the run) with the "
-                   "uniforms' bits drawn from the random source until float64 bounds, or failing them decimal ones with "
-                   "the rounding counted, separate the least from the rest")
-    else:
-        sampler = (f"exact: {weights_text}; one uniform integer below their total from the random source, located among "
-                   "the intervals' integer masses, then a uniform point inside")
+    least = ("the least of its m uniforms is 1 − R^(1/m)" if pf else "the least of its m exponentials is −ln(R)/m")
+    sampler = (f"exact: the release is the point with the least key {'U/W' if pf else 'E/W'} over independent "
+               f"{'uniforms U' if pf else 'standard exponentials E'} with the real weights W = exp(−ε_a·(s − s_min)/2) "
+               f"({'permute-and-flip' if pf else 'the exponential mechanism'} as a race: nothing rounded, floored or "
+               f"truncated), found interval by interval between values ({least}, reached at a uniform point of "
+               "the interval) with R's bits drawn from the random source until float64 bounds, or failing them decimal "
+               "ones with every rounding counted, separate the least key from the rest")
     res = QueryResult(display_name(table), query.name, "standard", mechanism, eps, 1.0, value_bounds, where,
                       group_by, answers, src.to_dict(), guarantee=guarantee, theorem=theorem, epsilon_spent=eps,
                       delivered_epsilon=eps, sampler=sampler, neighbours=neighbours, public="; ".join(public),
