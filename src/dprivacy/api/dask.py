@@ -143,7 +143,7 @@ def _partition_aggregates(pdf, spec: dict) -> dict:
 
 def _merge(parts: list, spec: dict):
     """(table size, invalid values, fractions, the answer rows in run_query's order, and for a percentile each
-    row's histogram: its sorted distinct clamped values and their counts, for the exponential mechanism on ranks)."""
+    row's histogram: its sorted distinct clamped values and their counts, for a selection on ranks)."""
     import numpy as np
 
     import math

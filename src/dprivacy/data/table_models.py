@@ -186,8 +186,8 @@ class GroupAnswer:
     within: float
     confidence: float
     expected_abs_error_under_prior: float | None = None
-    #: the exponential mechanism's accuracy, in ranks (its error in values is not stated: NaN above): with
-    #: probability ≥ confidence the released value's rank is within this of the target, beyond the ties
+    #: a selection on ranks' accuracy (its error in values is not stated: NaN above): with probability ≥ confidence
+    #: the released value's ranks (its tie's) are within this of the target rank
     within_ranks: float | None = None
 
 
