@@ -338,7 +338,7 @@ def test_refusals(tmp_path, monkeypatch):
     t = _csv(tmp_path / "t.csv", "g,v", [("A", 1), ("B", 3)])
     for mechanism in ("exponential", "permute-and-flip"):
         with pytest.raises(ValueError, match=f"--mechanism {mechanism} selects on ranks, for a percentile under --privacy "
-                                             "standard; sum:v under standard"):
+                                             "standard; for sum:v under standard use --mechanism auto"):
             run_query(t, parse_query("sum:v"), epsilon=1.0, bounds=(0, 4), mechanism=mechanism)
     with pytest.raises(ValueError, match="--mechanism exponential .* under d1"):
         run_query(t, parse_query("percentile:v:50"), epsilon=1.0, bounds=(0, 4), privacy="d1", mechanism="exponential")

@@ -184,7 +184,7 @@ def run_query(table, query: Query, *, epsilon: float, bounds=None, where: str | 
                          "gets the truncated geometric (--mechanism auto)")
     if mechanism in RANK_MECHANISMS and not (query.kind == "percentile" and privacy == "standard"):
         raise ValueError(f"--mechanism {mechanism} selects on ranks, for a percentile under --privacy standard; "
-                         f"{query.name} under {privacy} gets the truncated geometric (--mechanism auto)")
+                         f"for {query.name} under {privacy} use --mechanism auto")
     if query.kind == "percentile" and privacy == "standard" and mechanism == "tight-constraints":
         raise ValueError("--mechanism tight-constraints is not available for a percentile under --privacy standard: a changed "
                          "row can move it across many answers, so its answer graph is not a path, nor the sum's graph "
