@@ -381,7 +381,7 @@ def answer_plan(query: Query, privacy: str, bounds, u: float, *, mechanism: str,
     if mechanism == "staircase" and not (privacy == "standard" and query.kind in ("sum", "avg")):
         raise ValueError(f"--mechanism staircase is for sum and avg under --privacy standard (its noise protects a shift of the "
                          f"answer by up to Δ at ε, as ε-DP asks, but not small shifts at ε·d/Δ, as the metrics on values "
-                         f"ask); {query.name} under {privacy} gets the truncated geometric (--mechanism auto)")
+                         f"ask); for {query.name} under {privacy} use --mechanism auto")
     if mechanism in ("auto", "staircase") and privacy == "standard" and query.kind in ("sum", "avg"):
         from .table_staircase import staircase_parameters
 

@@ -180,8 +180,8 @@ def run_query(table, query: Query, *, epsilon: float, bounds=None, where: str | 
         raise ValueError("tight-constraints for a k-count lives on its answer graph: build it with `dprivacy design "
                          "kcount:U,K --mechanism tight-constraints`; here the counts get truncated geometric noise")
     if mechanism == "staircase" and not (query.kind in ("sum", "avg") and privacy == "standard"):
-        raise ValueError(f"--mechanism staircase is for sum and avg under --privacy standard; {query.name} under {privacy} "
-                         "gets the truncated geometric (--mechanism auto)")
+        raise ValueError(f"--mechanism staircase is for sum and avg under --privacy standard; for {query.name} under "
+                         f"{privacy} use --mechanism auto")
     if mechanism in RANK_MECHANISMS and not (query.kind == "percentile" and privacy == "standard"):
         raise ValueError(f"--mechanism {mechanism} selects on ranks, for a percentile under --privacy standard; "
                          f"for {query.name} under {privacy} use --mechanism auto")
