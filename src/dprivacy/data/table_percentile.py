@@ -77,7 +77,7 @@ def rank_percentile(table, query, rows, histograms, src, *, mechanism, eps, eps_
         how = (f"permute-and-flip on ranks (McKenna and Sheldon 2020){per}: {score}; the points are visited in a uniformly "
                f"random order and the first whose coin, of probability exp(−ε_a·(s(y) − s_min)/2) (ε_a = {eps_answer:g}), "
                "comes up heads is released (report-noisy-max with exponential noise, the same mechanism (Ding et al. "
-               "2021), is what OpenDP's quantile uses; its expected score is never worse than the exponential "
+               "2021), is what OpenDP 0.16's quantile uses; its expected score is never worse than the exponential "
                "mechanism's, and up to twice better)")
     else:
         how = (f"the exponential mechanism on ranks (McSherry and Talwar 2007; the quantile method of Smith 2011, as in "

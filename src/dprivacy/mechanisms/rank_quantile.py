@@ -8,7 +8,7 @@ the method of diffprivlib's ``quantile``); R. McKenna and D. Sheldon, *Permute-a
 Differentially Private Selection*, NeurIPS 2020 (permute-and-flip, never worse than the exponential mechanism in
 expected score and up to twice better); Z. Ding, D. Kifer, S. M. Saghaian N. E., T. Steinke, Y. Wang, Y. Xiao and
 D. Zhang, *The Permute-and-Flip Mechanism is Identical to Report-Noisy-Max with Exponential Noise*, 2021
-(arXiv:2105.07260; the selection OpenDP's quantile uses).
+(arXiv:2105.07260; the selection OpenDP 0.16's quantile uses).
 
 **The score.** The values of a selection, clamped to [LO, HI] and in units of the resolution (integers), are
 x_1 ≤ … ≤ x_n. A point y of the lattice LO, LO+1, …, HI has L(y) = #{i : x_i < y} values below it and
@@ -19,9 +19,9 @@ to that range, in units of 1/D for q = P/D in lowest terms:
     U(y) = max(0, D·L(y) − P·n, D·G(y) − (D − P)·n).
 
 Between two values this is D·|L(y) − q·n| (Smith 2011's rank distance); a value whose tie covers the target rank
-scores 0 (the score of OpenDP's quantile, |(1 − q)·L − q·G|, gives such a value a positive score and can prefer the
-empty points next to the tie). Every target q·n ∈ [0, n] lies in the range of some value, so the best score is 0
-unless the selection is empty. *Sensitivity D:* one row replaced (n fixed) moves L and G by at most 1 each, so each
+scores 0 (the score of OpenDP 0.16's quantile, |(1 − q)·L − q·G|, gives such a value a positive score and can prefer the
+empty points next to the tie). Every target q·n ∈ [0, n] lies in the range of some value, so the best score is always 0
+(every point scores 0 when the selection is empty). *Sensitivity D:* one row replaced (n fixed) moves L and G by at most 1 each, so each
 of D·L − P·n and D·G − (D − P)·n by at most D; one row entering the selection (with ``--where`` or ``--group-by``)
 raises n by 1 and L or G by at most 1: the first moves by D·ΔL − P ∈ [−P, D − P], the second by
 D·ΔG − (D − P) ∈ [−(D − P), P]; leaving is the reverse. A maximum of terms that each move by at most D moves by at
