@@ -84,8 +84,6 @@ FLOAT_MARGIN = 2.0**-40
 #: Intervals whose keys are computed at once.
 _CHUNK = 1 << 18
 
-MECHANISMS = ("permute-and-flip", "exponential")
-
 
 def quantile_fraction(p: float) -> Fraction:
     """The quantile q = p/100 as an exact fraction of the percentile as written (50 → 1/2, 33.3 → 333/1000)."""
