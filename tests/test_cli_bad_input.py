@@ -196,7 +196,7 @@ def test_reproduce_help_lists_the_experiment_ids():
         assert exp_id in p.stdout
 
 
-def test_a_reader_closing_the_pipe_is_not_reported_as_an_error(capsys, monkeypatch):
+def test_a_reader_closing_the_pipe_is_not_reported_as_an_error(capsys, monkeypatch, tmp_path):
     # `dprivacy ... --json | head -c 100`: the write fails with BrokenPipeError once head has exited
     import sys
 
@@ -213,6 +213,11 @@ def test_a_reader_closing_the_pipe_is_not_reported_as_an_error(capsys, monkeypat
     code = main(["design", "line:6", "--epsilon", "1", "--mechanism", "truncated-geometric", "--json"])
     assert code == 141  # SIGPIPE's status: not 1, which for `check` means "not private"
     assert capsys.readouterr().err == ""
+    # and the tables printed for people (rich's own handler exited with 1)
+    assert main(["design", "line:6", "--epsilon", "1", "--mechanism", "truncated-geometric"]) == 141
+    table = tmp_path / "t.csv"
+    table.write_text("v\n1\n2\n")
+    assert main(["query", str(table), "--query", "count", "--epsilon", "1"]) == 141
 
 
 @pytest.mark.parametrize("argv", [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .common import JSON_HELP, CliError, _ascii_float, _emit, examples, _SolveStatus
+from .common import JSON_HELP, CliError, _ascii_float, _emit, examples, _SolveStatus, stdout_console
 
 
 def cmd_query(args) -> int:
@@ -28,7 +28,6 @@ def cmd_query(args) -> int:
     if args.json:
         _emit(report, True, "")
         return 0
-    from rich.console import Console
     from rich.table import Table
 
     t = Table(title=f"{res.query} on {os.path.basename(args.table)} (ε = {eps:g}, {res.privacy}; {res.mechanism})")
@@ -52,7 +51,7 @@ def cmd_query(args) -> int:
         if with_bounds:
             row.append(str(a.clamped_not_private))
         t.add_row(*row)
-    con = Console()
+    con = stdout_console()
     con.print(t)
     con.print(f"Privacy: {res.neighbours}. {res.guarantee}.")
     con.print(f"Public: {res.public}.")

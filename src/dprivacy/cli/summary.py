@@ -101,11 +101,12 @@ class Summary:
         self.say(f"WARNING: {text}", WARN)
 
     def print(self, console=None) -> None:
-        from rich.console import Console
         from rich.table import Table
         from rich.text import Text
 
-        console = console or Console()
+        from .common import stdout_console
+
+        console = console or stdout_console()
         console.print(Text(self.title, style="bold"))
         t = Table(show_header=False)
         t.add_column("what", style="bold", no_wrap=True)
