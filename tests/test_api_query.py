@@ -73,10 +73,29 @@ def test_value_and_frame_of_the_answers():
 
 def test_owner_figures_only_on_request():
     df = sales().assign(units=lambda d: d["units"] * 3)  # values above the bounds are clamped
-    plain = dp.query(df, "sum:units", epsilon=1.0, bounds=(0, 20), seed=2).to_dict()
-    owner = dp.query(df, "sum:units", epsilon=1.0, bounds=(0, 20), seed=2, owner=True).to_dict()
-    assert "clamped_not_private" not in plain["answers"][0]
-    assert owner["answers"][0]["clamped_not_private"] == int((df["units"] > 20).sum())
+    plain = dp.query(df, "sum:units", epsilon=1.0, bounds=(0, 20), seed=2)
+    owner = dp.query(df, "sum:units", epsilon=1.0, bounds=(0, 20), seed=2, owner=True)
+    assert "clamped_not_private" not in plain.to_dict()["answers"][0]
+    assert owner.to_dict()["answers"][0]["clamped_not_private"] == int((df["units"] > 20).sum())
+    # nor in the answer objects (a new user read the exact count from .answers without owner=True)
+    assert plain.answers[0].clamped_not_private is None and plain.report.rows_skipped_not_private is None
+    assert owner.answers[0].clamped_not_private == int((df["units"] > 20).sum())
+
+
+def test_a_percentile_frame_states_its_accuracy_in_ranks():
+    df = sales()
+    frame = dp.query(df, "percentile:units:50", epsilon=1.0, bounds=(0, 20), seed=1).to_frame()
+    assert list(frame.columns) == ["group", "noisy", "within_ranks", "confidence"] and (frame["within_ranks"] > 0).all()
+
+
+def test_refusals_before_anything_is_charged(tmp_path):
+    """A missing file, or data without a column, is refused with one line, and the ledger is not written."""
+    ledger = tmp_path / "ledger.json"
+    with pytest.raises(FileNotFoundError, match="table not found: .*nofile.csv"):
+        dp.query(str(tmp_path / "nofile.csv"), "count", epsilon=1.0, budget=dp.Budget(str(ledger), 5.0))
+    assert not ledger.exists()
+    with pytest.raises(ValueError, match="has no column"):
+        dp.query(pd.DataFrame(), "count", epsilon=1.0)
 
 
 #: (API keyword arguments, command-line options) refused by ``dprivacy query``.

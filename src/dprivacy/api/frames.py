@@ -107,15 +107,20 @@ def index_columns(df) -> list:
 
 
 def to_arrow(data, kind: str):
-    """An Arrow table of the data (pandas, polars or Arrow) with the schema metadata dropped."""
+    """An Arrow table of the data (pandas, polars or Arrow) with the schema metadata dropped; a table without a
+    column is refused."""
     if kind == "arrow":
-        return data.replace_schema_metadata(None)
-    if kind == "polars":
+        table = data.replace_schema_metadata(None)
+    elif kind == "polars":
         try:
-            return data.to_arrow().replace_schema_metadata(None)
+            table = data.to_arrow().replace_schema_metadata(None)
         except Exception as exc:  # an Object column has no Arrow form
             raise ValueError(_unconvertible(label(kind), exc)) from None
-    return _pandas_to_arrow(data, label(kind))
+    else:
+        table = _pandas_to_arrow(data, label(kind))
+    if table.num_columns == 0:
+        raise ValueError(f"the {label(kind)} has no column: expected a table with the columns the call names")
+    return table
 
 
 def add_row_numbers(table):

@@ -150,6 +150,10 @@ def query(data, query, *, epsilon: float, bounds=None, where: str | None = None,
         return _run(run_dask, q, options, budget, change_budget, owner, shown, name)
     status = status or (lambda text, timed: _Quiet())
     if kind == "path":
+        from ..data.table_models import check_table_file
+
+        # a path that is not a file is refused before the ledger is opened: nothing of anyone's data is in the refusal
+        check_table_file(str(data))
         return _run(_runner(str(data), q, options, status, str(data)), q, options, budget, change_budget, owner,
                     str(data), None)
     from ..data.memory import ArrowInput
@@ -224,10 +228,14 @@ def _answer(res, extra: dict, owner: bool, note: str | None = None):
 
     report = {**res.to_dict(), **extra}
     if not owner:
-        # the exact counts of clamped and left-out values are not private: the release carries none of them
+        # the exact counts of clamped and left-out values are not private: the release carries none of them, in its
+        # dict or in its objects
         report.pop("rows_skipped_not_private", None)
         for a in report.get("answers", []):
             a.pop("clamped_not_private", None)
+        res.rows_skipped_not_private = None
+        for a in res.answers:
+            a.clamped_not_private = None
     # the note names the ledger's tables: it stays with the caller, out of the report that may be published
     budget = {**extra, "note": note} if note else extra
     return QueryAnswer("query", res.guarantee, dict(res.random_source), {"answers": len(res.answers)}, report, res,

@@ -111,9 +111,15 @@ class QueryAnswer(DataResult):
         return f"<QueryAnswer {r.query}: {len(r.answers)} answers (ε = {r.epsilon:g}, {r.mechanism}{mode})>"
 
     def to_frame(self):
-        """The answers as a pandas DataFrame: group, noisy answer, expected |error| and the ± of the confidence."""
+        """The answers as a pandas DataFrame: group, noisy answer, expected |error| and the ± of the confidence; a
+        percentile on ranks, whose accuracy is stated in ranks, has ``within_ranks`` instead of the last two."""
         import pandas as pd
 
         rows = [{"group": a.group, "noisy": a.noisy, "expected_abs_error": a.expected_abs_error, "within": a.within,
                  "confidence": a.confidence} for a in self.report.answers]
+        if any(a.within_ranks is not None for a in self.report.answers):
+            for row, a in zip(rows, self.report.answers):
+                del row["expected_abs_error"], row["within"]
+                row["within_ranks"] = a.within_ranks
+                row["confidence"] = row.pop("confidence")
         return pd.DataFrame(rows)

@@ -181,7 +181,7 @@ class GroupAnswer:
 
     group: object
     noisy: float | list
-    clamped_not_private: int
+    clamped_not_private: int | None  # (None in a release without the owner's diagnostics)
     expected_abs_error: float
     within: float
     confidence: float

@@ -63,39 +63,36 @@ def rank_percentile(table, query, rows, histograms, src, *, mechanism, eps, eps_
     weights = RankWeights.build(eps_answer, q)
     points = hi - lo + 1
     beta = 1.0 - confidence
-    k_ranks = weights.rank_within(points, beta)
+    # (beyond N the statement holds with probability 1: every rank is within N of the target)
+    k_ranks = min(weights.rank_within(points, beta), float(total))
     answers = []
     for row, (xs, cs) in zip(rows, histograms):
         y = draw(xs, cs, lo, hi, weights, src.generator)
         answers.append(GroupAnswer(row[0], _on_grid(y, step), int(row[-1]), float("nan"), float("nan"), confidence,
                                    within_ranks=k_ranks))
     per = f" at ε/{factor} = {eps_answer:g} per group" if factor != 1 else ""
-    score = (f"each point y of the lattice {lo}..{hi} (units of {step:g}) is scored by s(y), the distance from the target "
-             f"rank q·n (q = {float(q):g}) to the ranks y can take, #{{x < y}} to n − #{{x > y}} (Smith 2011's rank "
-             "distance between values; 0 for a value whose tie covers the target)")
+    grid = f"{_on_grid(lo, step):g}, {_on_grid(lo + 1, step):g}, …, {_on_grid(hi, step):g}" if hi > lo + 1 else \
+        ", ".join(f"{_on_grid(k, step):g}" for k in range(lo, hi + 1))
+    score = (f"each value y of the grid {grid} is scored by s(y), the distance from the target rank q·n (q = {float(q):g}) "
+             "to the ranks y takes (Smith 2011's rank distance; 0 for a value whose tie covers the target)")
     if pf:
-        how = (f"permute-and-flip on ranks (McKenna and Sheldon 2020){per}: {score}; the points are visited in a uniformly "
-               f"random order and the first whose coin, of probability exp(−ε_a·(s(y) − s_min)/2) (ε_a = {eps_answer:g}), "
-               "comes up heads is released (report-noisy-max with exponential noise, the same mechanism (Ding et al. "
-               "2021), is what OpenDP 0.16's quantile uses; its expected score is never worse than the exponential "
-               "mechanism's, and up to twice better)")
+        how = (f"permute-and-flip on ranks (McKenna and Sheldon 2020){per}: {score}; the values are visited in a random "
+               f"order and the first whose coin, of probability exp(−ε_a·s(y)/2) (ε_a = {eps_answer:g}), comes up heads is "
+               "released — never worse than the exponential mechanism in expected score")
     else:
-        how = (f"the exponential mechanism on ranks (McSherry and Talwar 2007; the quantile method of Smith 2011, as in "
-               f"diffprivlib){per}: {score}; y is released with probability ∝ exp(−ε_a·s(y)/2) (ε_a = {eps_answer:g})")
-    theorem = (how + ". A changed row moves #{x < y} and #{x > y} by at most 1 each, and a row entering or leaving the "
-               "selection moves n by 1, so s has sensitivity 1 and each answer is ε_a-DP. Chosen over the truncated "
-               f"geometric (--mechanism truncated-geometric) because under d_h a percentile's Δ is HI − LO = {hi - lo:,} "
-               f"units: geometric noise at ε/{hi - lo:,} spreads over the whole range, while the ranks' score does not "
-               "grow with it; no universally optimal mechanism exists under d_h (Chatzikokolakis, Andrés, Bordenabe and "
-               "Palamidessi 2013, Thm 9)")
+        how = (f"the exponential mechanism on ranks (McSherry and Talwar 2007; Smith 2011){per}: {score}; y is released "
+               f"with probability ∝ exp(−ε_a·s(y)/2) (ε_a = {eps_answer:g})")
+    theorem = (how + ". One changed row moves every s(y) by at most 1, so each answer is ε_a-DP. Chosen over the truncated "
+               f"geometric because under d_h a percentile's Δ is HI − LO = {hi - lo:,} units, which the geometric's noise "
+               "would spread over (no mechanism is universally optimal under d_h: Chatzikokolakis et al. 2013, Thm 9)")
     if where or group_by is not None or invalid:
         theorem += "; a selection with no valid value gets a uniform draw over LO..HI (every point has the same score)"
     accuracy = (f"no closed form: the error in values depends on how the data spread near the percentile. In ranks, "
                 f"with probability ≥ {confidence:g} the released value's ranks (its tie's, for a value several rows "
-                f"share) are within {k_ranks:.1f} of the target rank q·n: the M = {points:,} lattice points scored k or "
+                f"share) are within k = {k_ranks:.1f} of the target rank q·n: the M = {points:,} values of the grid scored k or "
                 f"more have probability at most M·exp(−ε_a·k/2) = β = {beta:g} under either mechanism, k = "
-                "2·ln(M/β)/ε_a (McSherry and Talwar's utility argument); 'expected |error|' and 'within ±' in values "
-                "are therefore not stated (NaN)")
+                f"min(2·ln(M/β)/ε_a, N = {total:,}) (McSherry and Talwar's utility argument); 'expected |error|' and "
+                "'within ±' in values are therefore not stated (NaN)")
     neighbours, guarantee, public = standard_statement(eps, total, group_by, n_groups, composition)
     least = ("the least of its m uniforms is 1 − R^(1/m)" if pf else "the least of its m exponentials is −ln(R)/m")
     sampler = (f"exact: the release is the point with the least key {'U/W' if pf else 'E/W'} over independent "

@@ -188,8 +188,8 @@ def run_query(table, query: Query, *, epsilon: float, bounds=None, where: str | 
     if query.kind == "percentile" and privacy == "standard" and mechanism == "tight-constraints":
         raise ValueError("--mechanism tight-constraints is not available for a percentile under --privacy standard: a changed "
                          "row can move it across many answers, so its answer graph is not a path, nor the sum's graph "
-                         "(ElSalamouny et al. 2014 §7.1), and depends on the table; use --mechanism truncated-geometric, or a metric on "
-                         "values (--privacy d1|normalized-d1|dinf), where the answers form a path")
+                         "(ElSalamouny et al. 2014 §7.1), and depends on the table; use --mechanism auto (permute-and-flip on "
+                         "ranks), or a metric on values (--privacy d1|normalized-d1|dinf), where the answers form a path")
     if prior is not None and mechanism == "tight-constraints" and not (query.kind in ("sum", "avg") and privacy == "standard"):
         raise ValueError("--prior with --mechanism tight-constraints is for sum and avg under --privacy standard (the region of "
                          "priors where it is optimal, ElSalamouny et al. 2014 Thm 4); elsewhere the mechanism is the truncated geometric, "
