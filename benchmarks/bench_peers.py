@@ -257,10 +257,12 @@ def _odp_log_weights(values, candidates, eps) -> np.ndarray:
 
 
 def _dp_log_weights(values, candidates, eps) -> np.ndarray:
-    """dprivacy's median: the distance from n/2 to the ranks #{x < c}..n − #{x > c} that c can take, as log-weights
-    −ε·distance/2 (:mod:`dprivacy.mechanisms.rank_quantile`)."""
+    """dprivacy's median: the distance from n/2 to the span of the positions of c's rows (the i-th smallest at
+    i − ½), or to c's position #{x < c} when no row holds c, as log-weights −ε·distance/2
+    (:mod:`dprivacy.mechanisms.rank_quantile`)."""
     lt, gt, n = _ranks(values, candidates)
-    return -eps * np.maximum(0.0, np.maximum(lt - n / 2, gt - n / 2)) / 2.0
+    held = (lt + gt < n).astype(float)
+    return -eps * np.maximum(0.0, np.maximum(lt + held / 2 - n / 2, gt + held / 2 - n / 2)) / 2.0
 
 
 def _exponential_abs(logw: np.ndarray, candidates: np.ndarray, med: float) -> float:

@@ -57,7 +57,7 @@ def rank_percentile(table, query, rows, histograms, src, *, mechanism, eps, eps_
     draw = sample_permute_and_flip if pf else sample_quantile
     lo, hi = bounds
     q = quantile_fraction(query.p)
-    if q.denominator * max(int(total), 1) >= 2**62:
+    if 4 * q.denominator * max(int(total), 1) >= 2**62:
         raise ValueError(f"percentile {query.p:g} has too many decimals for a table of {total:,} rows (the ranks' scores "
                          "are 64-bit integers): round it")
     weights = RankWeights.build(eps_answer, q)
@@ -74,7 +74,8 @@ def rank_percentile(table, query, rows, histograms, src, *, mechanism, eps, eps_
     grid = f"{_on_grid(lo, step):g}, {_on_grid(lo + 1, step):g}, …, {_on_grid(hi, step):g}" if hi > lo + 1 else \
         ", ".join(f"{_on_grid(k, step):g}" for k in range(lo, hi + 1))
     score = (f"each value y of the grid {grid} is scored by s(y), the distance from the target rank q·n (q = {float(q):g}) "
-             "to the ranks y takes (Smith 2011's rank distance; 0 for a value whose tie covers the target)")
+             "to the positions of y's rows, the i-th smallest at i − ½ (Hazen's plotting positions), or of y between "
+             "them when no row holds it (Smith 2011's rank distance; 0 for a value whose rows cover the target)")
     if pf:
         how = (f"permute-and-flip on ranks (McKenna and Sheldon 2020){per}: {score}; the values are visited in a random "
                f"order and the first whose coin, of probability exp(−ε_a·s(y)/2) (ε_a = {eps_answer:g}), comes up heads is "
@@ -88,11 +89,11 @@ def rank_percentile(table, query, rows, histograms, src, *, mechanism, eps, eps_
     if where or group_by is not None or invalid:
         theorem += "; a selection with no valid value gets a uniform draw over LO..HI (every point has the same score)"
     accuracy = (f"no closed form: the error in values depends on how the data spread near the percentile. In ranks, "
-                f"with probability ≥ {confidence:g} the released value's ranks (its tie's, for a value several rows "
-                f"share) are within k = {k_ranks:.1f} of the target rank q·n: the M = {points:,} values of the grid scored k or "
-                f"more have probability at most M·exp(−ε_a·k/2) = β = {beta:g} under either mechanism, k = "
-                f"min(2·ln(M/β)/ε_a, N = {total:,}) (McSherry and Talwar's utility argument); 'expected |error|' and "
-                "'within ±' in values are therefore not stated (NaN)")
+                f"with probability ≥ {confidence:g} the released value's positions are within {k_ranks:.1f} of the "
+                f"target q·n: the best value scores at most ½, and the M = {points:,} values of the grid scored k more "
+                f"than it have probability at most M·exp(−ε_a·k/2) = β = {beta:g} under either mechanism: "
+                f"min(½ + 2·ln(M/β)/ε_a, N = {total:,}) (McSherry and Talwar's utility argument); 'expected |error|' "
+                "and 'within ±' in values are therefore not stated (NaN)")
     neighbours, guarantee, public = standard_statement(eps, total, group_by, n_groups, composition)
     least = ("the least of its m uniforms is 1 − R^(1/m)" if pf else "the least of its m exponentials is −ln(R)/m")
     sampler = (f"exact: the release is the point with the least key {'U/W' if pf else 'E/W'} over independent "

@@ -11,24 +11,30 @@ D. Zhang, *The Permute-and-Flip Mechanism is Identical to Report-Noisy-Max with 
 (arXiv:2105.07260; the selection OpenDP 0.16's quantile uses).
 
 **The score.** The values of a selection, clamped to [LO, HI] and in units of the resolution (integers), are
-x_1 ≤ … ≤ x_n. A point y of the lattice LO, LO+1, …, HI has L(y) = #{i : x_i < y} values below it and
-G(y) = #{i : x_i > y} above; the ranks it can take are those from L(y) to n − G(y) (a range when several rows
-share the value y, a single rank between values). Its score is the distance from the target rank q·n (q = p/100)
-to that range, in units of 1/D for q = P/D in lowest terms:
+x_(1) ≤ … ≤ x_(n). Ranks are placed as Hazen's plotting positions: the i-th smallest value sits at position
+i − ½ of the interval [0, n], so that the target of the quantile q = p/100 is the position q·n. A point y of the
+lattice LO, LO+1, …, HI with L(y) = #{i : x_i < y} values below it and G(y) = #{i : x_i > y} above occupies the
+positions L + ½ … n − G − ½ of its own rows when some rows hold y (a range when several share it), and the
+position L between its neighbours when none does. Its score is the distance from q·n to the span of those
+positions, in units
+of 1/(2D) for q = P/D in lowest terms, with v(y) = 1 when a row holds y and 0 otherwise:
 
-    U(y) = max(0, D·L(y) − P·n, D·G(y) − (D − P)·n).
+    U(y) = max(0, D·(2L(y) + v(y)) − 2P·n, D·(2G(y) + v(y)) − 2(D − P)·n).
 
-Between two values this is D·|L(y) − q·n| (Smith 2011's rank distance); a value whose tie covers the target rank
-scores 0 (the score of OpenDP 0.16's quantile, |(1 − q)·L − q·G|, gives such a value a positive score and can prefer the
-empty points next to the tie). Every target q·n ∈ [0, n] lies in the range of some value, so the best score is always 0
-(every point scores 0 when the selection is empty). *Sensitivity D:* one row replaced (n fixed) moves L and G by at most 1 each, so each
-of D·L − P·n and D·G − (D − P)·n by at most D; one row entering the selection (with ``--where`` or ``--group-by``)
-raises n by 1 and L or G by at most 1: the first moves by D·ΔL − P ∈ [−P, D − P], the second by
-D·ΔG − (D − P) ∈ [−(D − P), P]; leaving is the reverse. A maximum of terms that each move by at most D moves by at
-most D.
+Between two values this is 2D·|L(y) − q·n| (Smith 2011's rank distance); a value held by one row is scored by the
+distance to its own position (for the median, as OpenDP's quantile score does); a value whose rows' positions
+cover the target scores 0 (OpenDP's score measures a tie from its middle, and can prefer the empty points beside a
+large tie to the percentile inside it). The target always lies within ½ of some point's positions, so the best score
+is at most D (half a rank; 0 when the selection is empty). *Sensitivity 2D (one rank):* one row replaced (n fixed)
+moves L by ΔL and v by Δv with 2ΔL + Δv ∈ [−2, 2] (a row leaving y for below adds 1 to L and may take v from 1 to
+0; from below to y takes 1 from L and may set v), and likewise G, so each term moves by at most 2D; one row
+entering the selection (with ``--where`` or ``--group-by``) raises n by 1 and L (or G, or v) by at most 1: the
+first term moves by D·(2ΔL + Δv) − 2P ∈ [−2P, 2D − 2P], the second by D·(2ΔG + Δv) − 2(D − P) ∈
+[−2(D − P), 2P]; leaving is the reverse. A maximum of terms that each move by at most 2D moves by at most 2D.
 
 **The mechanisms.** With the rate a = ε/2 (exactly, as a fraction of the float ε) each point has the weight
-W(y) = exp(−a·U(y)/D), a real number that changes by at most a factor e^{ε/2} between neighbouring tables.
+W(y) = exp(−a·(U(y) − U_min)/(2D)), a real number whose ratio to the weight of the same point for a neighbouring
+table is within e^{±ε/2} (the shift by U_min, common to all points, cancels in both laws).
 
 * *The exponential mechanism* (:func:`sample_quantile`) releases y with probability W(y)/Z, Z = Σ_y W(y)
   (McSherry–Talwar at ε with a sensitivity-1 score; with Smith 2011's intervals, each chosen with probability ∝
@@ -47,7 +53,7 @@ integrand above: report-noisy-max with exponential noise, Ding et al. 2021), the
 argmin_s E_s/W(s) for standard exponentials E_s (the exponential race: P(y) = W(y)/Z). The points of one interval
 between values share a weight, so an interval of m points is one key: the least of its m uniforms is
 V = 1 − R^{1/m}, of its m exponentials V = −ln(R)/m (R uniform), reached at a uniform point of the interval,
-independent of V. The keys compare as ln V + a·(U − U_min)/D. R is known to 53 random bits,
+independent of V. The keys compare as ln V + a·(U − U_min)/(2D). R is known to 53 random bits,
 R ∈ [k·2^−53, (k + 1)·2^−53), over which V is decreasing; the two ends are bounded in float64 with a margin of
 2^−40·(1 + |x|) (far above the few ulps of numpy's log, expm1 and products), and the interval whose upper bound is
 below every other lower bound holds the least key of the real numbers. When none is (probability about 2^−33 for
@@ -59,9 +65,9 @@ keep their exact (tiny) probabilities and a tie covering the target, or a huge �
 **Accuracy.** There is no closed form: the error in *values* depends on how the data spread near the percentile.
 In ranks: a set B of points has probability at most Σ_B W(b)/W* under both mechanisms (the exponential
 mechanism's Z is at least W*; under permute-and-flip a point is released only if its own coin, of probability
-W(b)/W*, comes up heads), and W* = 1 (the best score is 0), so the M = HI − LO + 1 points whose score is at least
-k·D carry at most M·e^{−a·k}: with probability at least 1 − β the released value's range of ranks is within
-k = ln(M/β)/a of the target rank q·n.
+W(b)/W*, comes up heads), and the M = HI − LO + 1 points whose score exceeds the best by at least k ranks carry at
+most M·e^{−a·k}: with probability at least 1 − β the released value's positions are within ½ + k of the target
+q·n, k = ln(M/β)/a (the best score is at most half a rank).
 
 **Cost.** The samplers need the selection's distinct values with their counts (not the rows): at most min(n, M)
 pairs, and one pass of numpy over the intervals between them, :data:`_CHUNK` at a time (memory does not grow with
@@ -95,8 +101,8 @@ def quantile_fraction(p: float) -> Fraction:
 
 @dataclass(frozen=True)
 class RankWeights:
-    """The score U(y) and the weights W(y) = exp(−a·U(y)/D) of the module docstring, for one ε and one quantile
-    q = P/D.
+    """The score U(y) (in units of 1/(2D) of a rank) and the weights W(y) = exp(−a·(U(y) − U_min)/(2D)) of the module
+    docstring, for one ε and one quantile q = P/D.
 
     Attributes
     ----------
@@ -105,7 +111,7 @@ class RankWeights:
     a : Fraction
         ε/2 exactly: the rate per unit of rank distance.
     P, D : int
-        q = P/D in lowest terms; the score has sensitivity D.
+        q = P/D in lowest terms; the score has sensitivity 2D (one rank).
     """
 
     epsilon: float
@@ -119,18 +125,25 @@ class RankWeights:
             raise ValueError(f"ε must be a positive finite number, got {epsilon!r}")
         return cls(float(epsilon), Fraction(float(epsilon)) / 2, q.numerator, q.denominator)
 
+    @property
+    def per_rank(self) -> int:
+        """Units of the score in one rank: 2D."""
+        return 2 * self.D
+
     def scores(self, below: np.ndarray, above: np.ndarray, n: int) -> np.ndarray:
-        """U = max(0, D·L − P·n, D·G − (D − P)·n) for L values below and G above, n in all (int64; the caller
-        checks D·n < 2^62)."""
+        """U = max(0, D·(2L + v) − 2P·n, D·(2G + v) − 2(D − P)·n) for L values below and G above, n in all, v = 1 where
+        a row holds the point (L + G < n) (int64; the caller checks 4·D·n < 2^62)."""
         below = np.asarray(below, dtype=np.int64)
         above = np.asarray(above, dtype=np.int64)
         n = int(n)
-        return np.maximum(np.maximum(self.D * below - self.P * n, self.D * above - (self.D - self.P) * n), 0)
+        held = (below + above < n).astype(np.int64)
+        return np.maximum(np.maximum(self.D * (2 * below + held) - 2 * self.P * n,
+                                     self.D * (2 * above + held) - 2 * (self.D - self.P) * n), 0)
 
     def rank_within(self, points: int, beta: float) -> float:
-        """k of the accuracy statement: P(the released range of ranks is farther than k from q·n) ≤ β,
-        k = ln(M/β)/a with M = ``points`` (rounded up in the last digits)."""
-        return math.log(points / beta) / float(self.a) * (1 + 1e-12)
+        """The accuracy statement's bound: P(the released value's positions are farther than ½ + k from q·n) ≤ β,
+        k = ln(M/β)/a with M = ``points``; returns ½ + k (rounded up in the last digits)."""
+        return 0.5 + math.log(points / beta) / float(self.a) * (1 + 1e-12)
 
 
 def _intervals(values: np.ndarray, counts: np.ndarray, lo: int, hi: int):
@@ -182,9 +195,9 @@ def lattice_scores(values, counts, lo: int, hi: int, weights: RankWeights) -> np
 
 
 def _weights_decimal(du: np.ndarray, weights: RankWeights, prec: int):
-    """W(y) = exp(−a·(U(y) − U_min)/D) to ``prec`` digits, and the context."""
+    """W(y) = exp(−a·(U(y) − U_min)/(2D)) to ``prec`` digits, and the context."""
     ctx = decimal.Context(prec=prec, Emin=-10**9, Emax=10**9)
-    a = ctx.divide(decimal.Decimal(weights.a.numerator), decimal.Decimal(weights.a.denominator * weights.D))
+    a = ctx.divide(decimal.Decimal(weights.a.numerator), decimal.Decimal(weights.a.denominator * weights.per_rank))
     return ctx, [ctx.exp(ctx.minus(ctx.multiply(a, decimal.Decimal(int(u))))) for u in du.tolist()]
 
 
@@ -198,7 +211,8 @@ def exponential_law(values, counts, lo: int, hi: int, weights: RankWeights, prec
 
 def permute_and_flip_law(values, counts, lo: int, hi: int, weights: RankWeights,
                          prec: int = 80) -> list[decimal.Decimal]:
-    """Permute-and-flip's law P(y) = W(y)·∫_0^1 Π_{s≠y} (1 − W(s)·t) dt on LO..HI (W* = 1), to about ``prec``
+    """Permute-and-flip's law P(y) = W(y)·∫_0^1 Π_{s≠y} (1 − W(s)·t) dt on LO..HI (W* = 1: the weights relative to the
+    best), to about ``prec``
     digits: the product is expanded at M more digits (its integral is at least 1/M, so the expansion loses fewer);
     for small lattices (tests, examples)."""
     du = lattice_scores(values, counts, lo, hi, weights)
@@ -226,7 +240,7 @@ def _least_run(lengths: np.ndarray, du: np.ndarray, weights: RankWeights, pf: bo
                generator: np.random.Generator) -> int:
     """The run holding the least key (module docstring, "Exact sampling"): float64 bounds a chunk at a time, the
     runs that the bounds do not exclude kept, and :func:`_least_run_exact` when more than one remains."""
-    rate = float(weights.a) / weights.D
+    rate = float(weights.a) / weights.per_rank
     best_top = np.inf
     kept_index, kept_k, kept_bottom = [], [], []
     for c0 in range(0, lengths.size, _CHUNK):
@@ -269,7 +283,7 @@ def _least_run_exact(index, k, lengths, du, weights: RankWeights, pf: bool, gene
 
 
 def _log_key_bounds(r: int, bits: int, m: int, du: int, weights: RankWeights, pf: bool):
-    """Bounds on ln V + a·du/D for R ∈ [r/2^bits, (r + 1)/2^bits). At precision p the division r/2^bits, ln, the
+    """Bounds on ln V + a·du/(2D) for R ∈ [r/2^bits, (r + 1)/2^bits). At precision p the division r/2^bits, ln, the
     division by m and exp are each correctly rounded (relative error ≤ ½·10^{1−p}): V is within 4·10^{1−p} of the
     truth for the uniforms (|ln R|/m·e^{ln(R)/m} ≤ 1/e) and within 10^{1−p}·(2 + 2·bits)/m for the exponentials
     (|ln R| < bits), both below η = 10^{3−p}·(bits + 1); p grows with the bits and m so that η stays far below
@@ -300,7 +314,7 @@ def _log_key_bounds(r: int, bits: int, m: int, du: int, weights: RankWeights, pf
         y = near.ln(x)  # within half an ulp: widened by one ulp of |y| (or of 1)
         return ctx.add(y, sign * max(abs(y), D(1)) * D(10) ** (1 - prec))
 
-    rate_num, rate_den = weights.a.numerator * du, weights.a.denominator * weights.D
+    rate_num, rate_den = weights.a.numerator * du, weights.a.denominator * weights.per_rank
     high = up.add(ln_outward(up.add(v(r), eta), up, +1), up.divide(D(rate_num), D(rate_den)))
     low = down.add(ln_outward(down.subtract(v(r + 1), eta), down, -1), down.divide(D(rate_num), D(rate_den)))
     return low, high
