@@ -5,7 +5,7 @@ per group, one exact draw per group by :mod:`dprivacy.mechanisms.rank_quantile`.
 
 Why not the truncated geometric here: under d_h one changed row can move a percentile from LO to HI, so its Δ is
 HI − LO and the geometric noise at ε/(HI − LO) spreads over the whole range. A selection on ranks scores each
-value by how far the ranks it can take are from the target rank, a score of sensitivity 1 whatever the range, so
+value by how far the ranks of its rows are from the target rank, a score of sensitivity 1 whatever the range, so
 its error is set by how the data spread near the percentile. Why permute-and-flip by default: on any score its
 expected score is at least the exponential mechanism's, and up to twice better (McKenna and Sheldon 2020); on
 seattle-weather's median at ε = 1 its mean |error| is about half the exponential mechanism's.
