@@ -15,19 +15,6 @@ EXIT_USAGE = 2
 EXIT_PIPE = 141
 
 
-def stdout_console():
-    """A rich Console on standard output whose closed pipe (`dprivacy ... | head -1`) is the BrokenPipeError the
-    command line answers with :data:`EXIT_PIPE` (rich's own handler exits with 1, read as "the answer is no")."""
-    from rich.console import Console
-
-    class _PipeConsole(Console):
-        def on_broken_pipe(self) -> None:
-            self.quiet = True
-            raise BrokenPipeError
-
-    return _PipeConsole()
-
-
 def _ascii_float(text: str) -> float:
     """argparse type of every numeric option: a number written with ASCII characters only (Python's
     float() also reads '１' and ' 1 ', which a user did not mean as 1)."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .common import JSON_HELP, CliError, _ascii_float, _emit, examples, _SolveStatus, stdout_console
+from .common import JSON_HELP, CliError, _ascii_float, _emit, examples, _SolveStatus
+from .console import stdout_console
 
 
 def cmd_query(args) -> int:

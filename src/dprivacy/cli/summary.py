@@ -104,7 +104,7 @@ class Summary:
         from rich.table import Table
         from rich.text import Text
 
-        from .common import stdout_console
+        from .console import stdout_console
 
         console = console or stdout_console()
         console.print(Text(self.title, style="bold"))
