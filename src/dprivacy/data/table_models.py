@@ -187,7 +187,7 @@ class GroupAnswer:
     confidence: float
     expected_abs_error_under_prior: float | None = None
     #: a selection on ranks' accuracy (its error in values is not stated: NaN above): with probability ≥ confidence
-    #: the released value's ranks (its tie's) are within this of the target rank
+    #: the released value's plotting positions are within this of the target q·n
     within_ranks: float | None = None
 
 

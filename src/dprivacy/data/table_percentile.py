@@ -21,6 +21,8 @@ like an answer.
 
 from __future__ import annotations
 
+import math
+
 from .memory import display_name
 from .table_models import GroupAnswer, QueryResult, _on_grid, standard_statement
 
@@ -63,8 +65,9 @@ def rank_percentile(table, query, rows, histograms, src, *, mechanism, eps, eps_
     weights = RankWeights.build(eps_answer, q)
     points = hi - lo + 1
     beta = 1.0 - confidence
-    # (beyond N the statement holds with probability 1: every rank is within N of the target)
-    k_ranks = min(weights.rank_within(points, beta), float(total))
+    # rounded up to the tenth it is printed with; beyond N the statement holds with probability 1 (every position is
+    # within N of the target)
+    k_ranks = min(math.ceil(weights.rank_within(points, beta) * 10) / 10, float(total))
     answers = []
     for row, (xs, cs) in zip(rows, histograms):
         y = draw(xs, cs, lo, hi, weights, src.generator)
@@ -78,7 +81,8 @@ def rank_percentile(table, query, rows, histograms, src, *, mechanism, eps, eps_
              "them when no row holds it (Smith 2011's rank distance; 0 for a value whose rows cover the target)")
     if pf:
         how = (f"permute-and-flip on ranks (McKenna and Sheldon 2020){per}: {score}; the values are visited in a random "
-               f"order and the first whose coin, of probability exp(−ε_a·s(y)/2) (ε_a = {eps_answer:g}), comes up heads is "
+               f"order and the first whose coin, of probability exp(−ε_a·(s(y) − s_min)/2) (ε_a = {eps_answer:g}; s_min the "
+               "best score, at most ½), comes up heads is "
                "released — never worse than the exponential mechanism in expected score")
     else:
         how = (f"the exponential mechanism on ranks (McSherry and Talwar 2007; Smith 2011){per}: {score}; y is released "

@@ -23,8 +23,8 @@ of 1/(2D) for q = P/D in lowest terms, with v(y) = 1 when a row holds y and 0 ot
 
 Between two values this is 2D·|L(y) − q·n| (Smith 2011's rank distance); a value held by one row is scored by the
 distance to its own position (for the median, as OpenDP's quantile score does); a value whose rows' positions
-cover the target scores 0 (OpenDP's score measures a tie from its middle, and can prefer the empty points beside a
-large tie to the percentile inside it). The target always lies within ½ of some point's positions, so the best score
+cover the target scores 0 (OpenDP's score measures a tie from one point inside it — its middle for the median —
+and can prefer the empty points beside a large tie to the percentile inside it). The target always lies within ½ of some point's positions, so the best score
 is at most D (half a rank; 0 when the selection is empty). *Sensitivity 2D (one rank):* one row replaced (n fixed)
 moves L by ΔL and v by Δv with 2ΔL + Δv ∈ [−2, 2] (a row leaving y for below adds 1 to L and may take v from 1 to
 0; from below to y takes 1 from L and may set v), and likewise G, so each term moves by at most 2D; one row
