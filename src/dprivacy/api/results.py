@@ -30,7 +30,8 @@ class DataResult(Result):
     report : object
         The data layer's own report (:class:`~dprivacy.data.locations.ObfuscationReport`,
         :class:`~dprivacy.data.tables.QueryResult`, :class:`~dprivacy.data.series.SeriesReport`, or the
-        evaluation's dict), with the owner-only figures the sidecar leaves out.
+        evaluation's dict), with the owner-only figures the sidecar leaves out (a query's exact counts of clamped and
+        left-out values only with ``owner=True``).
     """
 
     task: str
