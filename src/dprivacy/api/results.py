@@ -116,11 +116,11 @@ class QueryAnswer(DataResult):
         percentile on ranks, whose accuracy is stated in ranks, has ``within_ranks`` instead of the last two."""
         import pandas as pd
 
-        rows = [{"group": a.group, "noisy": a.noisy, "expected_abs_error": a.expected_abs_error, "within": a.within,
-                 "confidence": a.confidence} for a in self.report.answers]
-        if any(a.within_ranks is not None for a in self.report.answers):
-            for row, a in zip(rows, self.report.answers):
-                del row["expected_abs_error"], row["within"]
-                row["within_ranks"] = a.within_ranks
-                row["confidence"] = row.pop("confidence")
+        answers = self.report.answers
+        if any(a.within_ranks is not None for a in answers):
+            rows = [{"group": a.group, "noisy": a.noisy, "within_ranks": a.within_ranks, "confidence": a.confidence}
+                    for a in answers]
+        else:
+            rows = [{"group": a.group, "noisy": a.noisy, "expected_abs_error": a.expected_abs_error,
+                     "within": a.within, "confidence": a.confidence} for a in answers]
         return pd.DataFrame(rows)

@@ -287,7 +287,7 @@ def _log_key_bounds(r: int, bits: int, m: int, du: int, weights: RankWeights, pf
     division by m and exp are each correctly rounded (relative error ≤ ½·10^{1−p}): V is within 4·10^{1−p} of the
     truth for the uniforms (|ln R|/m·e^{ln(R)/m} ≤ 1/e) and within 10^{1−p}·(2 + 2·bits)/m for the exponentials
     (|ln R| < bits), both below η = 10^{3−p}·(bits + 1); p grows with the bits and m so that η stays far below
-    V ≥ 2^−bits/m. The logarithm and a·du/D are then rounded outwards."""
+    V ≥ 2^−bits/m. The logarithm and a·du/(2D) are then rounded outwards."""
     prec = 40 + bits // 3 + m.bit_length() // 3
     exps = dict(Emin=-10**9, Emax=10**9)
     near = decimal.Context(prec=prec, rounding=decimal.ROUND_HALF_EVEN, **exps)
